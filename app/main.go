@@ -1,0 +1,194 @@
+// Command freelane is the FreeLane local LLM router: one OpenAI-compatible
+// endpoint on 127.0.0.1:7788 in front of an ordered chain of model backends.
+//
+//	freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]
+//	freelane check   --config FILE
+//	freelane version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"freelane/backend/config"
+	"freelane/backend/gateway"
+	"freelane/frontend"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// shutdownGrace bounds how long in-flight requests may run after a signal.
+const shutdownGrace = 20 * time.Second
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, stderr)
+	case "check":
+		return check(args, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "freelane", version)
+		return 0
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "freelane: unknown command %q\n\n", cmd)
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `FreeLane: one OpenAI-compatible endpoint in front of all your model backends.
+
+Usage:
+  freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   run the router (default command)
+  freelane check   --config FILE                                       validate a config file
+  freelane version                                                     print the version
+
+Point tools at http://127.0.0.1:7788/v1 with model "auto".
+`)
+}
+
+type serveFlags struct {
+	config   string
+	dataDir  string
+	listen   string
+	logLevel string
+}
+
+func parseServeFlags(name string, args []string, stderr io.Writer) (*serveFlags, error) {
+	f := &serveFlags{}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "config", "", "YAML config file (providers, chains, settings)")
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory for the database")
+	fs.StringVar(&f.listen, "listen", "", "address to listen on (default 127.0.0.1:7788, or listen: in the config)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return f, nil
+}
+
+// defaultDataDir is the OS user config dir plus /freelane
+// (~/.config/freelane on Linux).
+func defaultDataDir() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ".freelane"
+	}
+	return filepath.Join(dir, "freelane")
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func serve(args []string, stderr io.Writer) int {
+	f, err := parseServeFlags("serve", args, stderr)
+	if err != nil {
+		return 2
+	}
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "freelane:", err)
+		return 2
+	}
+	cfg := config.Default()
+	if f.config != "" {
+		var warnings []config.Problem
+		cfg, warnings, err = config.Load(f.config)
+		if err != nil {
+			fmt.Fprintln(stderr, "freelane: the config file has problems:")
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		for _, w := range warnings {
+			log.Warn("config", "file", f.config, "problem", w.String())
+		}
+	}
+	if f.listen != "" {
+		cfg.Listen = f.listen
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	g, err := gateway.New(ctx, gateway.Options{Config: cfg, DataDir: f.dataDir, Logger: log, Version: version, Assets: frontend.Assets()})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := g.Start(); err != nil {
+		log.Error("cannot start", "err", err)
+		_ = g.Shutdown(context.Background())
+		return 1
+	}
+	<-ctx.Done()
+	stop()
+	log.Info("shutting down: finishing requests in flight", "grace", shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := g.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func check(args []string, stdout, stderr io.Writer) int {
+	f, err := parseServeFlags("check", args, stderr)
+	if err != nil {
+		return 2
+	}
+	if f.config == "" {
+		fmt.Fprintln(stderr, "freelane check: --config FILE is required")
+		return 2
+	}
+	cfg, problems, err := config.Load(f.config)
+	for _, p := range problems {
+		if p.Warning {
+			fmt.Fprintf(stdout, "%s:%s\n", f.config, p.String())
+		}
+	}
+	if err != nil {
+		var ve *config.ValidationError
+		if errors.As(err, &ve) {
+			fmt.Fprintln(stdout, ve.Error())
+			fmt.Fprintf(stdout, "%s: %d problem(s)\n", f.config, len(ve.Problems))
+			return 1
+		}
+		fmt.Fprintln(stderr, "freelane check:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: OK (%d providers, %d chains)\n", f.config, len(cfg.Providers), len(cfg.Chains))
+	return 0
+}

@@ -1,0 +1,251 @@
+// Package api is FreeLane's HTTP surface: the OpenAI-compatible /v1 endpoints
+// that tools call, /healthz, and the dashboard's static files.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"freelane/backend/llm"
+	"freelane/backend/router"
+)
+
+// Options configure the API server.
+type Options struct {
+	Router *router.Router
+	// MaxBody is the largest request body accepted, in bytes.
+	MaxBody int64
+	// Hosts is the DNS-rebinding guard: only requests whose Host header it
+	// accepts are served.
+	Hosts *HostGuard
+	// Assets is the dashboard (the built frontend); nil serves nothing at /.
+	Assets  fs.FS
+	Logger  *slog.Logger
+	Version string
+}
+
+// Server serves the API.
+type Server struct {
+	o   Options
+	mux *http.ServeMux
+}
+
+// New returns a Server; mount its Handler on an http.Server.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 16 << 20
+	}
+	s := &Server{o: o, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/chat/completions", s.routed(llm.Chat))
+	s.mux.HandleFunc("POST /v1/completions", s.routed(llm.Completions))
+	s.mux.HandleFunc("POST /v1/embeddings", s.routed(llm.Embeddings))
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /v1/models/{model...}", s.model)
+	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
+			fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models", r.Method, r.URL.Path), "")
+	})
+	if o.Assets != nil {
+		s.mux.Handle("GET /", http.FileServerFS(o.Assets))
+	}
+	return s
+}
+
+// Handler returns the root handler with the Host guard in front.
+func (s *Server) Handler() http.Handler {
+	if s.o.Hosts == nil {
+		return s.mux
+	}
+	return s.o.Hosts.Wrap(s.mux)
+}
+
+// Mux exposes the mux so other packages can add routes (/api, /metrics).
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Code    string  `json:"code,omitempty"`
+	Param   *string `json:"param"`
+}
+
+// WriteError writes an error in the OpenAI shape
+// {"error":{"message","type","code","param"}}.
+func WriteError(w http.ResponseWriter, status int, typ, code, msg, param string) {
+	body := errorBody{Error: errorDetail{Message: msg, Type: typ, Code: code}}
+	if param != "" {
+		body.Error.Param = &param
+	}
+	b, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(w, r, s.o.MaxBody)
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				WriteError(w, http.StatusBadRequest, "invalid_request_error", "request_too_large",
+					fmt.Sprintf("request body is larger than the %d MiB limit (max_body_mb in the config)", s.o.MaxBody>>20), "")
+				return
+			}
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "could not read the request body: "+err.Error(), "")
+			return
+		}
+		req, err := llm.ParseRequest(ep, body)
+		if err != nil {
+			var bad *llm.BadRequestError
+			if errors.As(err, &bad) {
+				WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", bad.Message, bad.Param)
+				return
+			}
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), "")
+			return
+		}
+		if req.Stream {
+			s.stream(w, r, req)
+			return
+		}
+		res, f := s.o.Router.Complete(r.Context(), req)
+		if f != nil {
+			s.fail(w, f, "")
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(res.Response.Body)))
+		h.Set("X-FreeLane-Request-Id", res.ID)
+		h.Set("X-FreeLane-Backend", res.Backend.Name)
+		h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(res.Response.Body)
+	}
+}
+
+// readBody reads the whole body within the limit, sized up front from
+// Content-Length so a typical request costs one allocation.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	if r.ContentLength > 0 {
+		buf := make([]byte, r.ContentLength)
+		n, err := io.ReadFull(rd, buf)
+		if err != nil {
+			return nil, err
+		}
+		// Content-Length is authoritative in HTTP/1.1, but check for more.
+		if extra, _ := rd.Read(make([]byte, 1)); extra > 0 {
+			return nil, errors.New("body longer than its Content-Length")
+		}
+		return buf[:n], nil
+	}
+	return io.ReadAll(rd)
+}
+
+// fail writes a routing failure. Caller errors carry the upstream's own body,
+// which is passed on when it already is an OpenAI-shaped error.
+func (s *Server) fail(w http.ResponseWriter, f *router.Failure, id string) {
+	if f.Class == llm.Cancelled {
+		// Nobody is listening; the status only matters for logs.
+		w.WriteHeader(f.Status)
+		return
+	}
+	if len(f.Attempts) > 0 {
+		w.Header().Set("X-FreeLane-Attempts", router.AttemptsHeader(f.Attempts))
+	}
+	if f.Body != nil && isOpenAIError(f.Body) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		_, _ = w.Write(f.Body)
+		return
+	}
+	s.o.Logger.Warn("request failed", "status", f.Status, "code", f.Code, "reason", f.Message)
+	WriteError(w, f.Status, f.Type, f.Code, f.Message, "")
+}
+
+func isOpenAIError(b []byte) bool {
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(b, &e) == nil && e.Error != nil && e.Error.Message != ""
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) modelList() []modelEntry {
+	t := s.o.Router.Table()
+	var data []modelEntry
+	for _, c := range t.Chains() {
+		data = append(data, modelEntry{ID: c, Object: "model", OwnedBy: "freelane"})
+	}
+	for _, b := range t.Backends() {
+		data = append(data, modelEntry{ID: b.Name, Object: "model", OwnedBy: b.Provider})
+	}
+	return data
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.modelList()})
+}
+
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("model")
+	for _, m := range s.modelList() {
+		if m.ID == id {
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	WriteError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("model %q does not exist", id), "model")
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	t := s.o.Router.Table()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status":       "ok",
+		"version":      s.o.Version,
+		"backends":     len(t.Backends()),
+		"chains":       t.Chains(),
+		"missing_keys": t.MissingKeys(),
+		"time":         time.Now().UTC().Format(time.RFC3339),
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, "server_error", "encode_failed", err.Error(), "")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

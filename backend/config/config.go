@@ -1,0 +1,237 @@
+// Package config defines FreeLane's configuration file: its structure, its
+// defaults, loading it from YAML with ${ENV} expansion, and validating it so
+// that every problem is reported with the line it comes from.
+//
+// The file is meant for headless and scripted use (freelane serve --config
+// my.yaml); the GUI keeps its own state elsewhere. Example holds a commented
+// example that is also shipped as example.yaml next to this file.
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// Supported values and defaults. They are exported so that code building a
+// Config by hand (tests, the GUI) uses the same values as the loader.
+const (
+	// KindOpenAI is the OpenAI-compatible chat completions protocol, the only
+	// provider kind supported so far.
+	KindOpenAI = "openai"
+
+	// TierOwn marks a provider reached with the user's own paid key.
+	TierOwn = "own"
+	// TierFree marks a provider used through its free tier.
+	TierFree = "free"
+	// TierLocal marks a server running on the user's machine or network.
+	TierLocal = "local"
+
+	// DefaultListen is the address the router listens on when listen is unset.
+	// It is on loopback because anyone who can reach the router can spend the
+	// keys configured in it.
+	DefaultListen = "127.0.0.1:7788"
+	// DefaultMaxBodyMB is the request body limit in MiB when max_body_mb is unset.
+	DefaultMaxBodyMB = 16
+	// MaxMaxBodyMB is the largest accepted max_body_mb.
+	MaxMaxBodyMB = 512
+
+	// DefaultConnectTimeout bounds establishing the upstream connection.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultHeaderTimeout bounds waiting for the upstream response headers.
+	DefaultHeaderTimeout = 30 * time.Second
+	// DefaultFirstTokenTimeout bounds waiting for the first content token.
+	DefaultFirstTokenTimeout = 20 * time.Second
+	// DefaultIdleTimeout bounds the silence between two streamed chunks.
+	DefaultIdleTimeout = 30 * time.Second
+
+	// DefaultBreakerFailures is how many consecutive failures trip a backend.
+	DefaultBreakerFailures = 2
+	// DefaultBreakerOpen is how long a tripped backend is skipped.
+	DefaultBreakerOpen = 30 * time.Second
+	// DefaultRateLimitCooldown is how long a backend rests after a 429 that
+	// did not say when to retry.
+	DefaultRateLimitCooldown = 60 * time.Second
+)
+
+// Config is the whole file after defaults are applied.
+type Config struct {
+	// Listen is the host:port the router listens on.
+	Listen string `yaml:"listen"`
+	// AllowedHosts are extra Host header names accepted besides the loopback
+	// ones; the Host check guards against DNS rebinding.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// MaxBodyMB is the request body limit in MiB, 1..512.
+	MaxBodyMB int `yaml:"max_body_mb"`
+	// Providers are the upstream servers, in file order.
+	Providers []Provider `yaml:"providers"`
+	// Chains are the named, ordered backend lists defined by the user.
+	Chains []Chain `yaml:"chains"`
+	// Breaker configures the per-backend circuit breaker.
+	Breaker Breaker `yaml:"breaker"`
+}
+
+// Provider is one upstream server and the models it serves.
+type Provider struct {
+	// Name is unique and lower-case: ^[a-z0-9][a-z0-9_-]*$.
+	Name string `yaml:"name"`
+	// Kind is the wire protocol; only "openai" is valid now.
+	Kind string `yaml:"kind"`
+	// Tier is one of own, free or local.
+	Tier string `yaml:"tier"`
+	// Default puts this provider at the head of the auto chain. At most one
+	// provider sets it.
+	Default bool `yaml:"default"`
+	// BaseURL is an absolute http or https URL without a trailing slash.
+	BaseURL string `yaml:"base_url"`
+	// APIKey is the key after ${ENV} expansion; empty means no key.
+	APIKey string `yaml:"api_key"`
+	// APIKeyEnv names the environment variables referenced in api_key, so the
+	// router can tell the user which variable to set when the key is empty.
+	APIKeyEnv []string `yaml:"-"`
+	// Keyless says the server needs no key (local servers such as Ollama);
+	// api_key must then be empty.
+	Keyless bool `yaml:"keyless"`
+	// Headers are extra request headers sent upstream, such as OpenRouter's
+	// HTTP-Referer. Values are ${ENV}-expanded too.
+	Headers map[string]string `yaml:"headers"`
+	// StreamUsage says whether to ask the upstream for
+	// stream_options.include_usage; nil means true. Use WantsStreamUsage.
+	StreamUsage *bool `yaml:"stream_usage"`
+	// Models are the models this provider serves; there is at least one.
+	Models []Model `yaml:"models"`
+	// Timeouts are the per-phase time limits for requests to this provider.
+	Timeouts Timeouts `yaml:"timeouts"`
+	// Disabled keeps the provider in the file but never routes to it.
+	Disabled bool `yaml:"disabled"`
+}
+
+// WantsStreamUsage reports whether streamed requests to p should ask for
+// usage in the final chunk. Servers that reject stream_options opt out with
+// stream_usage: false.
+func (p Provider) WantsStreamUsage() bool {
+	return p.StreamUsage == nil || *p.StreamUsage
+}
+
+// Model is one model served by a provider.
+type Model struct {
+	// ID is the upstream model id, unique within its provider. It may
+	// contain '/', as in "meta-llama/llama-3.3-70b-instruct".
+	ID string `yaml:"id"`
+	// ParamsB is the size in billions of parameters; 0 means unknown.
+	ParamsB float64 `yaml:"params_b"`
+	// Context is the context window in tokens; 0 means unknown.
+	Context int `yaml:"context"`
+	// MaxOutput is the largest completion in tokens; 0 means unknown.
+	MaxOutput int `yaml:"max_output"`
+}
+
+// Timeouts are the time limits of one upstream request, phase by phase.
+// There is deliberately no whole-request limit, which would cut long streams.
+type Timeouts struct {
+	// Connect bounds establishing the connection (TCP and TLS).
+	Connect time.Duration `yaml:"connect"`
+	// Header bounds waiting for the response headers.
+	Header time.Duration `yaml:"header"`
+	// FirstToken bounds waiting for the first content or tool-call delta.
+	FirstToken time.Duration `yaml:"first_token"`
+	// Idle bounds the silence between two streamed chunks.
+	Idle time.Duration `yaml:"idle"`
+}
+
+// Chain is a named, ordered list of backends tried one after another.
+type Chain struct {
+	// Name is unique, uses the provider-name characters plus '.', and never
+	// contains '/', so it cannot be mistaken for a "provider/model" reference.
+	Name string `yaml:"name"`
+	// Backends are "provider/model" references in the order they are tried.
+	// The provider is the part before the first '/', the model id the rest.
+	Backends []string `yaml:"backends"`
+}
+
+// Breaker configures the circuit breaker kept for every backend.
+type Breaker struct {
+	// Failures is the number of consecutive failures that trip a backend.
+	Failures int `yaml:"failures"`
+	// Open is how long a tripped backend is skipped.
+	Open time.Duration `yaml:"open"`
+	// RateLimitCooldown is how long a backend rests after a 429 that carried
+	// no Retry-After.
+	RateLimitCooldown time.Duration `yaml:"rate_limit_cooldown"`
+}
+
+// Default returns a config with every default filled in and no providers.
+func Default() *Config {
+	return &Config{
+		Listen:    DefaultListen,
+		MaxBodyMB: DefaultMaxBodyMB,
+		Breaker: Breaker{
+			Failures:          DefaultBreakerFailures,
+			Open:              DefaultBreakerOpen,
+			RateLimitCooldown: DefaultRateLimitCooldown,
+		},
+	}
+}
+
+// Provider returns the provider called name. The pointer refers into
+// c.Providers, so changes through it are visible in c.
+func (c *Config) Provider(name string) (*Provider, bool) {
+	for i := range c.Providers {
+		if c.Providers[i].Name == name {
+			return &c.Providers[i], true
+		}
+	}
+	return nil, false
+}
+
+// SplitRef splits a "provider/model" reference at the first '/'. The model
+// part may itself contain '/'. ok is false when there is no '/' or either
+// part is empty.
+func SplitRef(ref string) (provider, model string, ok bool) {
+	provider, model, found := strings.Cut(ref, "/")
+	if !found || provider == "" || model == "" {
+		return "", "", false
+	}
+	return provider, model, true
+}
+
+// applyDefaults fills in every value left unset. It runs after validation,
+// so that validation can tell an explicit bad value from an absent one.
+func applyDefaults(c *Config) {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.MaxBodyMB == 0 {
+		c.MaxBodyMB = DefaultMaxBodyMB
+	}
+	if c.Breaker.Failures == 0 {
+		c.Breaker.Failures = DefaultBreakerFailures
+	}
+	if c.Breaker.Open == 0 {
+		c.Breaker.Open = DefaultBreakerOpen
+	}
+	if c.Breaker.RateLimitCooldown == 0 {
+		c.Breaker.RateLimitCooldown = DefaultRateLimitCooldown
+	}
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		if p.Kind == "" {
+			p.Kind = KindOpenAI
+		}
+		// The router appends paths such as "/chat/completions"; a trailing
+		// slash would double it.
+		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
+		t := &p.Timeouts
+		if t.Connect == 0 {
+			t.Connect = DefaultConnectTimeout
+		}
+		if t.Header == 0 {
+			t.Header = DefaultHeaderTimeout
+		}
+		if t.FirstToken == 0 {
+			t.FirstToken = DefaultFirstTokenTimeout
+		}
+		if t.Idle == 0 {
+			t.Idle = DefaultIdleTimeout
+		}
+	}
+}

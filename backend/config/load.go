@@ -1,0 +1,129 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads and parses the config file at path, expanding ${NAME} from the
+// process environment. See Parse for the results.
+func Load(path string) (*Config, []Problem, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// Parse parses and validates a config file. filename is used only in error
+// messages; lookupEnv resolves ${NAME} references (os.LookupEnv in
+// production) and may be nil, which treats every variable as unset.
+//
+// A valid file yields the config with defaults applied, any warnings, and a
+// nil error. An invalid one yields a nil config, every problem found
+// (warnings included), and a *ValidationError holding the fatal ones. YAML
+// syntax errors are reported the same way, at the line yaml gives. An empty
+// file is valid and yields Default().
+func Parse(filename string, data []byte, lookupEnv func(string) (string, bool)) (*Config, []Problem, error) {
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	root, problem := parseYAML(data)
+	if problem != nil {
+		return nil, []Problem{*problem}, &ValidationError{File: filename, Problems: []Problem{*problem}}
+	}
+
+	cfg := &Config{}
+	d := newDecoder(lookupEnv)
+	if root != nil {
+		d.decode(root, reflect.ValueOf(cfg).Elem(), "")
+	}
+	for i := range cfg.Providers {
+		cfg.Providers[i].APIKeyEnv = d.envRefs[fmt.Sprintf("providers[%d].api_key", i)]
+	}
+
+	v := &validator{d: d, problems: d.problems}
+	v.validate(cfg)
+	problems := v.problems
+	sort.SliceStable(problems, func(i, j int) bool { return lineKey(problems[i]) < lineKey(problems[j]) })
+
+	var fatal []Problem
+	for _, p := range problems {
+		if !p.Warning {
+			fatal = append(fatal, p)
+		}
+	}
+	if len(fatal) > 0 {
+		return nil, problems, &ValidationError{File: filename, Problems: fatal}
+	}
+	applyDefaults(cfg)
+	return cfg, problems, nil
+}
+
+// lineKey orders problems by line, with those of unknown line last.
+func lineKey(p Problem) int {
+	if p.Line <= 0 {
+		return int(^uint(0) >> 1)
+	}
+	return p.Line
+}
+
+// parseYAML parses data into the content node of its single document. It
+// returns a nil node for a file without content, and a problem for a YAML
+// syntax error or a second document.
+func parseYAML(data []byte) (*yaml.Node, *Problem) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, syntaxProblem(err, data)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, syntaxProblem(err, data)
+	default:
+		return nil, &Problem{Line: next.Line, Message: "the file holds more than one YAML document (\"---\"); put the whole config in one"}
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return nil, nil
+	}
+	return doc.Content[0], nil
+}
+
+var yamlErrLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+// syntaxProblem turns a yaml error such as "yaml: line 3: mapping values are
+// not allowed in this context" into a Problem at that line.
+func syntaxProblem(err error, data []byte) *Problem {
+	msg := err.Error()
+	p := &Problem{}
+	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
+		p.Line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	p.Message = "invalid YAML: " + msg
+	// Tabs are the most common cause of this message and the hardest to see.
+	if p.Line > 0 && strings.Contains(msg, "cannot start any token") {
+		lines := bytes.Split(data, []byte("\n"))
+		if p.Line <= len(lines) && bytes.ContainsRune(lines[p.Line-1], '\t') {
+			p.Message += "; indent with spaces, YAML does not allow tabs"
+		}
+	}
+	return p
+}

@@ -1,0 +1,471 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	chainName    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+	supportedKinds = []string{KindOpenAI}
+	tiers          = []string{TierOwn, TierFree, TierLocal}
+)
+
+// validator checks a decoded Config. It reports problems by field path and
+// finds their lines in the decoder's path-to-line map, so no check has to
+// know where anything is in the file.
+type validator struct {
+	d        *decoder
+	problems []Problem
+	// envHandled holds the paths whose unset environment variables a
+	// specific check already reported, so the generic warning is skipped.
+	envHandled map[string]bool
+}
+
+// line returns the line of field, or of its nearest ancestor present in the
+// file when the field itself is missing (a required key points at the
+// mapping that lacks it).
+func (v *validator) line(field string) int {
+	for f := field; f != ""; f = parentField(f) {
+		if l, ok := v.d.lines[f]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+// parentField strips the last ".name" or "[i]" from a field path.
+func parentField(f string) string {
+	i := strings.LastIndexAny(f, ".[")
+	if i < 0 {
+		return ""
+	}
+	return f[:i]
+}
+
+// isBad reports whether field or one of its ancestors failed to decode. Its
+// value is then a zero value, and checking it would only add noise.
+func (v *validator) isBad(field string) bool {
+	for f := field; f != ""; f = parentField(f) {
+		if v.d.bad[f] {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) report(warning bool, field, format string, args ...any) {
+	if v.isBad(field) {
+		return
+	}
+	v.problems = append(v.problems, Problem{
+		Line:    v.line(field),
+		Field:   field,
+		Message: fmt.Sprintf(format, args...),
+		Warning: warning,
+	})
+}
+
+func (v *validator) errorf(field, format string, args ...any) {
+	v.report(false, field, format, args...)
+}
+
+func (v *validator) warnf(field, format string, args ...any) {
+	v.report(true, field, format, args...)
+}
+
+func (v *validator) validate(c *Config) {
+	v.envHandled = map[string]bool{}
+	v.listen(c)
+	for i, h := range c.AllowedHosts {
+		f := fmt.Sprintf("allowed_hosts[%d]", i)
+		switch {
+		case strings.TrimSpace(h) == "":
+			v.errorf(f, "must not be empty")
+		case strings.Contains(h, "/"):
+			v.errorf(f, "must be a host name such as \"freelane.lan\", not a URL, got %q", h)
+		case strings.ContainsAny(h, " \t\r\n"):
+			v.errorf(f, "must be a host name without spaces, got %q", h)
+		}
+	}
+	if v.d.set["max_body_mb"] && (c.MaxBodyMB < 1 || c.MaxBodyMB > MaxMaxBodyMB) {
+		v.errorf("max_body_mb", "must be from 1 to %d (MiB), got %d", MaxMaxBodyMB, c.MaxBodyMB)
+	}
+	v.providers(c)
+	v.chains(c)
+	v.breaker(c)
+	v.unsetEnv()
+}
+
+func (v *validator) listen(c *Config) {
+	if c.Listen == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		v.errorf("listen", "must be host:port, e.g. %q, got %q", DefaultListen, c.Listen)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.errorf("listen", "port must be a number from 0 to 65535, got %q", port)
+		return
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		v.warnf("listen", "%q listens on every network interface, so other machines can reach the router and spend its keys; use 127.0.0.1 unless that is intended", c.Listen)
+	}
+}
+
+func (v *validator) providers(c *Config) {
+	seen := map[string]int{}
+	defaultAt := -1
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		f := fmt.Sprintf("providers[%d]", i)
+
+		switch {
+		case p.Name == "":
+			v.errorf(f+".name", "is required: a unique lower-case name such as \"groq\"")
+		case !providerName.MatchString(p.Name):
+			v.errorf(f+".name", "must be lower-case letters, digits, '_' or '-', starting with a letter or digit, got %q", p.Name)
+		}
+		if p.Name != "" {
+			if first, dup := seen[p.Name]; dup {
+				v.errorf(f+".name", "duplicate provider name %q (first used by providers[%d] on line %d)", p.Name, first, v.line(fmt.Sprintf("providers[%d].name", first)))
+			} else {
+				seen[p.Name] = i
+			}
+		}
+
+		if p.Kind != "" && !slices.Contains(supportedKinds, p.Kind) {
+			v.errorf(f+".kind", "unsupported kind %q; supported kinds: %s", p.Kind, strings.Join(supportedKinds, ", "))
+		}
+		switch {
+		case p.Tier == "":
+			v.errorf(f+".tier", "is required: one of %s", strings.Join(tiers, ", "))
+		case !slices.Contains(tiers, p.Tier):
+			v.errorf(f+".tier", "must be one of %s, got %q", strings.Join(tiers, ", "), p.Tier)
+		}
+
+		if p.Default {
+			if defaultAt >= 0 {
+				v.errorf(f+".default", "only one provider may set default: true; providers[%d] (%q, line %d) already does",
+					defaultAt, c.Providers[defaultAt].Name, v.line(fmt.Sprintf("providers[%d].default", defaultAt)))
+			} else {
+				defaultAt = i
+			}
+		}
+
+		v.baseURL(p, f)
+		v.apiKey(p, f)
+		v.headers(p, f)
+		v.models(p, f)
+		v.timeouts(p, f)
+	}
+}
+
+func (v *validator) baseURL(p *Provider, f string) {
+	f += ".base_url"
+	if p.BaseURL == "" {
+		v.errorf(f, "is required, e.g. \"https://api.groq.com/openai/v1\"")
+		return
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		msg := fmt.Sprintf("must be an absolute http(s) URL, got %q", p.BaseURL)
+		if !strings.Contains(p.BaseURL, "://") {
+			msg += fmt.Sprintf("; add the scheme, e.g. \"https://%s\"", p.BaseURL)
+		}
+		v.errorf(f, "%s", msg)
+		return
+	}
+	if u.User != nil {
+		// Credentials in the URL would end up in logs and error messages.
+		v.errorf(f, "must not contain a user name or password; put the key in api_key")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		v.errorf(f, "must not have a query or fragment: the router appends paths such as /chat/completions to it, got %q", p.BaseURL)
+	}
+	if u.Scheme == "http" && p.APIKey != "" && !isLoopback(u.Hostname()) {
+		v.warnf(f, "uses plain http to %s, so the API key travels unencrypted; use https", u.Hostname())
+	}
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) apiKey(p *Provider, f string) {
+	f += ".api_key"
+	unset := v.d.envUnset[f]
+	switch {
+	case p.Keyless && p.APIKey != "":
+		v.errorf(f, "must be empty when keyless is true; remove api_key, or set keyless: false if the server needs a key")
+	case p.Keyless || p.Disabled:
+		// No key is needed, or the provider is never used: a missing key is
+		// not worth a warning.
+		v.envHandled[f] = true
+	case p.APIKey == "":
+		v.envHandled[f] = true
+		reason, fix := "api_key is empty", "set api_key, or add keyless: true for a server that needs no key"
+		switch {
+		case len(unset) > 0:
+			reason = envVarsPhrase(unset) + " not set"
+			fix = "set " + strings.Join(unset, ", ") + " to use it"
+		case len(p.APIKeyEnv) > 0:
+			reason = envVarsPhrase(p.APIKeyEnv) + " empty"
+			fix = "give " + strings.Join(p.APIKeyEnv, ", ") + " a value to use it"
+		}
+		v.warnf(f, "%s; provider %q has no key and is left out of every chain; %s", reason, p.Name, fix)
+	}
+}
+
+// envVarsPhrase renders "environment variable X is" or "environment
+// variables X, Y are" for a message.
+func envVarsPhrase(names []string) string {
+	if len(names) == 1 {
+		return "environment variable " + names[0] + " is"
+	}
+	return "environment variables " + strings.Join(names, ", ") + " are"
+}
+
+func (v *validator) headers(p *Provider, f string) {
+	names := make([]string, 0, len(p.Headers))
+	for name := range p.Headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	seen := map[string]string{}
+	for _, name := range names {
+		hf := f + ".headers." + name
+		if !validHeaderName(name) {
+			v.errorf(hf, "%q is not a valid HTTP header name", name)
+			continue
+		}
+		lower := strings.ToLower(name)
+		if other, dup := seen[lower]; dup {
+			v.errorf(hf, "header %q is already set as %q; header names ignore case", name, other)
+			continue
+		}
+		seen[lower] = name
+		// A newline would let a value, perhaps from the environment, smuggle
+		// extra headers into the upstream request.
+		if strings.ContainsAny(p.Headers[name], "\r\n\x00") {
+			v.errorf(hf, "value must not contain line breaks or NUL characters")
+		}
+	}
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) models(p *Provider, f string) {
+	if len(p.Models) == 0 {
+		v.errorf(f+".models", "needs at least one model, e.g. models: [{id: llama-3.3-70b-versatile}]")
+		return
+	}
+	seen := map[string]int{}
+	for j, m := range p.Models {
+		mf := fmt.Sprintf("%s.models[%d]", f, j)
+		switch {
+		case m.ID == "":
+			v.errorf(mf+".id", "is required: the model id the provider expects, e.g. \"llama-3.3-70b-versatile\"")
+		case strings.TrimSpace(m.ID) != m.ID:
+			v.errorf(mf+".id", "must not start or end with spaces, got %q", m.ID)
+		}
+		if m.ID != "" {
+			if first, dup := seen[m.ID]; dup {
+				v.errorf(mf+".id", "duplicate model id %q (first given on line %d)", m.ID, v.line(fmt.Sprintf("%s.models[%d].id", f, first)))
+			} else {
+				seen[m.ID] = j
+			}
+		}
+		if m.ParamsB < 0 || math.IsNaN(m.ParamsB) || math.IsInf(m.ParamsB, 0) {
+			v.errorf(mf+".params_b", "must be a number of billions of parameters >= 0 (0 = unknown), got %v", m.ParamsB)
+		}
+		if m.Context < 0 {
+			v.errorf(mf+".context", "must be a number of tokens >= 0 (0 = unknown), got %d", m.Context)
+		}
+		if m.MaxOutput < 0 {
+			v.errorf(mf+".max_output", "must be a number of tokens >= 0 (0 = unknown), got %d", m.MaxOutput)
+		}
+	}
+}
+
+func (v *validator) timeouts(p *Provider, f string) {
+	for _, t := range []struct {
+		key string
+		val time.Duration
+		def time.Duration
+	}{
+		{"connect", p.Timeouts.Connect, DefaultConnectTimeout},
+		{"header", p.Timeouts.Header, DefaultHeaderTimeout},
+		{"first_token", p.Timeouts.FirstToken, DefaultFirstTokenTimeout},
+		{"idle", p.Timeouts.Idle, DefaultIdleTimeout},
+	} {
+		if t.val < 0 {
+			v.errorf(f+".timeouts."+t.key, "must not be negative; 0 or leaving it out means the default (%s), got %s", t.def, t.val)
+		}
+	}
+}
+
+func (v *validator) chains(c *Config) {
+	// When the providers could not be decoded, every reference to them
+	// would look broken; say nothing rather than mislead.
+	providersBad := false
+	for path := range v.d.bad {
+		if strings.HasPrefix(path, "providers") {
+			providersBad = true
+			break
+		}
+	}
+	modelOwners := map[string][]string{}
+	for _, p := range c.Providers {
+		for _, m := range p.Models {
+			if !slices.Contains(modelOwners[m.ID], p.Name) {
+				modelOwners[m.ID] = append(modelOwners[m.ID], p.Name)
+			}
+		}
+	}
+
+	seen := map[string]int{}
+	for i, ch := range c.Chains {
+		f := fmt.Sprintf("chains[%d]", i)
+		nf := f + ".name"
+		switch {
+		case ch.Name == "":
+			v.errorf(nf, "is required: a name clients ask for as the model, e.g. \"coding\"")
+		case strings.Contains(ch.Name, "/"):
+			v.errorf(nf, "must not contain '/': a model name with '/' is read as a \"provider/model\" reference, got %q", ch.Name)
+		case !chainName.MatchString(ch.Name):
+			v.errorf(nf, "must be lower-case letters, digits, '_', '-' or '.', starting with a letter or digit, got %q", ch.Name)
+		}
+		if ch.Name != "" {
+			if first, dup := seen[ch.Name]; dup {
+				v.errorf(nf, "duplicate chain name %q (first used by chains[%d] on line %d)", ch.Name, first, v.line(fmt.Sprintf("chains[%d].name", first)))
+			} else {
+				seen[ch.Name] = i
+			}
+			if owners := modelOwners[ch.Name]; len(owners) > 0 {
+				v.warnf(nf, "chain %q has the same name as a model served by %s; requests for %q go to the chain", ch.Name, strings.Join(owners, ", "), ch.Name)
+			}
+		}
+
+		if len(ch.Backends) == 0 {
+			v.errorf(f+".backends", "a chain needs at least one backend, e.g. backends: [groq/llama-3.3-70b-versatile]")
+			continue
+		}
+		refs := map[string]int{}
+		for j, ref := range ch.Backends {
+			bf := fmt.Sprintf("%s.backends[%d]", f, j)
+			pname, model, ok := SplitRef(ref)
+			if !ok {
+				v.errorf(bf, "must be \"provider/model\", e.g. \"groq/llama-3.3-70b-versatile\", got %q", ref)
+				continue
+			}
+			if first, dup := refs[ref]; dup {
+				v.warnf(bf, "repeats backends[%d] %q; a backend is tried only once per request", first, ref)
+				continue
+			}
+			refs[ref] = j
+			if providersBad {
+				continue
+			}
+			p, found := c.Provider(pname)
+			if !found {
+				v.errorf(bf, "unknown provider %q in %q; %s", pname, ref, providerList(c))
+				continue
+			}
+			if !slices.ContainsFunc(p.Models, func(m Model) bool { return m.ID == model }) {
+				v.errorf(bf, "provider %q has no model %q; %s", pname, model, modelList(p))
+				continue
+			}
+			if p.Disabled {
+				v.warnf(bf, "provider %q is disabled, so this backend is skipped", pname)
+			}
+		}
+	}
+}
+
+func providerList(c *Config) string {
+	var names []string
+	for _, p := range c.Providers {
+		if p.Name != "" {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "no providers are defined"
+	}
+	return "providers are: " + strings.Join(names, ", ")
+}
+
+func modelList(p *Provider) string {
+	var ids []string
+	for _, m := range p.Models {
+		if m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return "it lists no models"
+	}
+	return "its models are: " + strings.Join(ids, ", ")
+}
+
+func (v *validator) breaker(c *Config) {
+	b := c.Breaker
+	if v.d.set["breaker.failures"] && b.Failures < 1 {
+		v.errorf("breaker.failures", "must be at least 1, got %d", b.Failures)
+	}
+	if b.Open < 0 {
+		v.errorf("breaker.open", "must not be negative; 0 or leaving it out means the default (%s), got %s", DefaultBreakerOpen, b.Open)
+	}
+	if b.RateLimitCooldown < 0 {
+		v.errorf("breaker.rate_limit_cooldown", "must not be negative; 0 or leaving it out means the default (%s), got %s", DefaultRateLimitCooldown, b.RateLimitCooldown)
+	}
+}
+
+// unsetEnv warns about every unset environment variable that no specific
+// check has already explained.
+func (v *validator) unsetEnv() {
+	paths := make([]string, 0, len(v.d.envUnset))
+	for path := range v.d.envUnset {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		if v.envHandled[path] {
+			continue
+		}
+		for _, name := range v.d.envUnset[path] {
+			v.warnf(path, "environment variable %s is not set; using an empty value", name)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+// Package gateway is FreeLane's composition root: it builds the store, the
+// breakers, the provider clients, the router and the HTTP server from a
+// configuration, starts them and shuts them down in order.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"freelane/backend/api"
+	"freelane/backend/breaker"
+	"freelane/backend/config"
+	"freelane/backend/provider/openai"
+	"freelane/backend/router"
+	"freelane/backend/store"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	Config  *config.Config
+	DataDir string
+	Logger  *slog.Logger
+	Version string
+	Assets  fs.FS         // the dashboard; nil for none
+	Clock   breaker.Clock // nil for the wall clock
+}
+
+// Gateway is a running FreeLane.
+type Gateway struct {
+	o       Options
+	log     *slog.Logger
+	db      *store.DB
+	reqLog  *store.RequestLog
+	router  *router.Router
+	clients []*openai.Client
+	srv     *http.Server
+	ln      net.Listener
+
+	logDone chan struct{}
+	stop    context.CancelFunc
+	serveWG sync.WaitGroup
+}
+
+// New opens the database in the data directory and builds every part.
+// Nothing listens until Start.
+func New(ctx context.Context, o Options) (*Gateway, error) {
+	if o.Config == nil {
+		o.Config = config.Default()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	g := &Gateway{o: o, log: o.Logger}
+	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"))
+	if err != nil {
+		return nil, fmt.Errorf("opening the database: %w", err)
+	}
+	g.db = db
+	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger})
+
+	cfg := o.Config
+	gate := breaker.New(breaker.Settings{
+		Failures:          cfg.Breaker.Failures,
+		Open:              cfg.Breaker.Open,
+		RateLimitCooldown: cfg.Breaker.RateLimitCooldown,
+	}, o.Clock)
+	table := g.buildTable(cfg)
+	g.router = router.New(table, gate, g.reqLog, o.Logger)
+
+	srv := api.New(api.Options{
+		Router:  g.router,
+		MaxBody: int64(cfg.MaxBodyMB) << 20,
+		Hosts:   api.NewHostGuard(cfg.Listen, cfg.AllowedHosts),
+		Assets:  o.Assets,
+		Logger:  o.Logger,
+		Version: o.Version,
+	})
+	g.srv = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
+	return g, nil
+}
+
+// buildTable turns the configuration into a routing table with one client
+// per provider.
+func (g *Gateway) buildTable(cfg *config.Config) *router.Table {
+	var spec router.Spec
+	for _, p := range cfg.Providers {
+		ps := router.ProviderSpec{
+			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
+			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p),
+		}
+		for _, m := range p.Models {
+			ps.Models = append(ps.Models, router.ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context})
+		}
+		if ps.HasKey && !p.Disabled {
+			c := openai.New(openai.Options{
+				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
+				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
+				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
+				StreamUsage: p.WantsStreamUsage(), Logger: g.log,
+			})
+			g.clients = append(g.clients, c)
+			ps.Up = c
+		}
+		spec.Providers = append(spec.Providers, ps)
+	}
+	for _, c := range cfg.Chains {
+		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: c.Backends})
+	}
+	return router.Build(spec)
+}
+
+// keyHint tells the user how to give a provider its key.
+func keyHint(p config.Provider) string {
+	if len(p.APIKeyEnv) > 0 {
+		return fmt.Sprintf("set %s or add a key for %s in the dashboard", strings.Join(p.APIKeyEnv, " or "), p.Name)
+	}
+	return fmt.Sprintf("add a key for %s in the dashboard or api_key in the config", p.Name)
+}
+
+// Router returns the router, for tests and the desktop shell.
+func (g *Gateway) Router() *router.Router { return g.router }
+
+// DB returns the database.
+func (g *Gateway) DB() *store.DB { return g.db }
+
+// Start listens on the configured address and serves in the background.
+func (g *Gateway) Start() error {
+	ln, err := net.Listen("tcp", g.o.Config.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", g.o.Config.Listen, err)
+	}
+	g.ln = ln
+	ctx, stop := context.WithCancel(context.Background())
+	g.stop = stop
+	g.logDone = make(chan struct{})
+	go func() {
+		defer close(g.logDone)
+		if err := g.reqLog.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			g.log.Error("request log writer stopped", "err", err)
+		}
+	}()
+	g.serveWG.Add(1)
+	go func() {
+		defer g.serveWG.Done()
+		if err := g.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error("server stopped", "err", err)
+		}
+	}()
+	t := g.router.Table()
+	g.log.Info("FreeLane is serving", "endpoint", "http://"+ln.Addr().String()+"/v1",
+		"backends", len(t.Backends()), "chains", strings.Join(t.Chains(), ","))
+	for _, h := range t.MissingKeys() {
+		g.log.Warn("provider left out: no API key", "hint", h)
+	}
+	return nil
+}
+
+// Addr is the address the server listens on (useful with port 0).
+func (g *Gateway) Addr() string {
+	if g.ln == nil {
+		return g.o.Config.Listen
+	}
+	return g.ln.Addr().String()
+}
+
+// Shutdown stops accepting requests, lets those in flight finish until ctx
+// ends (then cuts them), writes every pending request log row and closes
+// the database.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	var errs []error
+	if g.ln != nil {
+		if err := g.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("draining requests: %w", err))
+			_ = g.srv.Close()
+		}
+		g.serveWG.Wait()
+	}
+	if g.stop != nil {
+		g.stop()
+		<-g.logDone
+	} else {
+		// Never started: nothing can be queued, but close cleanly anyway.
+		if err := g.reqLog.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range g.clients {
+		c.CloseIdle()
+	}
+	if err := g.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the database: %w", err))
+	}
+	return errors.Join(errs...)
+}

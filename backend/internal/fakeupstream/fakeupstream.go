@@ -1,0 +1,377 @@
+// Package fakeupstream is a scriptable, OpenAI-compatible HTTP server for
+// integration tests and load benchmarks. It listens on a real TCP port on
+// 127.0.0.1 and can reproduce every fault a free-tier LLM provider shows:
+// error statuses with rate-limit headers, connection resets, hangs, slow
+// first tokens, streams that are cut, stalled or malformed, empty answers and
+// tool calls.
+//
+// A test starts a server, scripts the behaviour of each model it will ask
+// for and points the code under test at Server.URL:
+//
+//	up := fakeupstream.Start()
+//	defer up.Close()
+//	up.Set("gpt-x", fakeupstream.Behavior{Status: 429, Headers: map[string]string{"Retry-After": "1"}}, fakeupstream.Behavior{})
+//
+// The first request naming "gpt-x" then gets a 429 and every later one a
+// normal answer.
+//
+// The happy path is built for throughput: the request is decoded once, the
+// answer is assembled in pooled buffers, and the only lock is held for a few
+// map operations, never while writing to the network. Turn the request log
+// off with SetRecording(false) when benchmarking.
+package fakeupstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxLog is the number of requests the log keeps. Once it is full the oldest
+// entries are overwritten, so a long benchmark uses bounded memory.
+const maxLog = 10000
+
+// Behavior is one scripted answer. The zero value is a normal, successful
+// answer. Fields are applied in this order: HeaderDelay, Reset, Hang, Status,
+// Body, then the normal answer shaped by the remaining fields. Slices and maps
+// are shared with the caller and must not be modified after Set or
+// SetDefault.
+type Behavior struct {
+	// Status, if non-zero and not 200, is the HTTP status of the answer. The
+	// body is Body or, when Body is empty, an OpenAI-shaped error
+	// {"error":{"message":...,"type":...,"param":null,"code":...}} that
+	// suits the status and Code (for example 429 rate_limit_exceeded,
+	// 404 model_not_found, 401 invalid_api_key).
+	Status int
+	// Code is the error code of the default error body, for example
+	// "context_length_exceeded", "insufficient_quota" or "invalid_api_key".
+	// It also picks a matching message and type. A Code without a Status
+	// implies the status OpenAI uses for it (400 context_length_exceeded,
+	// 401 invalid_api_key, 404 model_not_found, 429 rate_limit_exceeded and
+	// insufficient_quota, 400 for any other code).
+	Code string
+	// Body replaces the answer's body. With an error Status it is the error
+	// body; without one it is sent as a 200 answer with Content-Type
+	// application/json, for example "not json" or a 200 that carries
+	// {"error":{"message":"quota exceeded"}}. It applies to streaming
+	// requests too.
+	Body string
+	// Headers are extra response headers, for example {"Retry-After": "120"}
+	// or {"x-ratelimit-reset-requests": "2m"}. They are set after the
+	// defaults, so they may replace Content-Type.
+	Headers map[string]string
+	// Reset hijacks the connection and closes it with SO_LINGER 0 (a TCP
+	// RST) before any response bytes are sent.
+	Reset bool
+	// Hang never sends headers: the handler blocks until the client goes
+	// away or the server is closed.
+	Hang bool
+	// HeaderDelay is slept before anything else happens. The sleep ends
+	// early, and the request is abandoned, when the client goes away.
+	HeaderDelay time.Duration
+	// FirstTokenDelay applies to streams. The headers, a role-only chunk
+	// {"delta":{"role":"assistant"}} and a chunk with empty content "" are
+	// sent and flushed at once; the first content chunk follows after this
+	// delay. On legacy completion streams the headers alone are flushed
+	// first.
+	FirstTokenDelay time.Duration
+	// Chunks are the content pieces. The default is
+	// []string{"Hello", " from ", MODEL} where MODEL is the requested model.
+	// Non-stream answers join them.
+	Chunks []string
+	// ChunkDelay is the pause between content chunks of a stream.
+	ChunkDelay time.Duration
+	// CutAfter, on streams, abruptly closes the connection after that many
+	// content chunks: the connection is hijacked and closed, with no
+	// terminating chunk and no [DONE]. Zero disables it; a negative value
+	// cuts before the first content chunk; a value past the last chunk cuts
+	// just before the finish chunk.
+	CutAfter int
+	// StallAfter, on streams, sends nothing more after that many content
+	// chunks but keeps the connection open until the client leaves or the
+	// server is closed. Zero, negative and large values work as for CutAfter.
+	StallAfter int
+	// MalformedAt, on streams, emits the malformed event
+	// "data: {\"choices\":[{\"delta\":{\"content\": broken\n\n" just before
+	// content chunk MalformedAt (1-based). A value past the last chunk emits
+	// it just before the finish chunk. Zero disables it.
+	MalformedAt int
+	// NoDone, on streams, ends normally with a finish_reason "stop" chunk
+	// but leaves out "data: [DONE]".
+	NoDone bool
+	// Empty answers 200 with content "" and no tool calls. A stream sends the
+	// role chunk, a finish chunk and [DONE].
+	Empty bool
+	// ToolCall answers with one call of the function get_weather with
+	// arguments {"city":"Paris"} and finish_reason "tool_calls". A stream
+	// sends a chunk that opens the call (id, type, name and empty arguments)
+	// and then the arguments in two fragments, as OpenAI does; for
+	// CutAfter, StallAfter, MalformedAt and the delays these three chunks
+	// are the content chunks. It applies to chat completions only.
+	ToolCall bool
+}
+
+// Request is one request the server received, as returned by Requests.
+type Request struct {
+	// Path is the URL path, for example "/v1/chat/completions".
+	Path string
+	// Model is the "model" field of the body, empty when there is none.
+	Model string
+	// Stream is the "stream" field of the body.
+	Stream bool
+	// Header is a copy of the request headers.
+	Header http.Header
+	// Body is the raw request body.
+	Body []byte
+	// Cancelled reports that the client went away before the handler
+	// finished. It is set when the handler notices, which may be a moment
+	// after the client's call has returned.
+	Cancelled bool
+}
+
+// Server is a running fake upstream. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL including "/v1", e.g. "http://127.0.0.1:43567/v1".
+	URL string
+
+	srv       *http.Server
+	serveDone chan struct{}
+	done      chan struct{} // Closed by Close to wake waiting handlers.
+	closing   atomic.Bool   // Set first thing in Close.
+	recording atomic.Bool
+	ids       atomic.Uint64
+	wg        sync.WaitGroup // Running handlers.
+
+	mu      sync.Mutex
+	closed  bool
+	scripts map[string][]Behavior
+	counts  map[string]int
+	def     Behavior
+	key     string
+	log     []Request // Ring buffer of at most maxLog entries.
+	logN    uint64    // Entries appended since the last Reset.
+	gen     uint64    // Incremented by Reset so late updates miss the new log.
+}
+
+// Start listens on 127.0.0.1 on a free port and returns once the server
+// accepts connections. It panics if it cannot listen, which only happens
+// when the machine has no loopback interface or no free port.
+func Start() *Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("fakeupstream: listen: %v", err))
+	}
+	s := &Server{
+		URL:       "http://" + ln.Addr().String() + "/v1",
+		serveDone: make(chan struct{}),
+		done:      make(chan struct{}),
+		scripts:   make(map[string][]Behavior),
+		counts:    make(map[string]int),
+	}
+	s.recording.Store(true)
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(s.serve),
+		// Hijacked and aborted connections make net/http log; the faults are
+		// deliberate, so the log is discarded.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	go func() {
+		defer close(s.serveDone)
+		_ = s.srv.Serve(ln)
+	}()
+	return s
+}
+
+// Close stops the server: it closes the listener and every connection,
+// wakes handlers that hang, stall or sleep, and waits for all handlers to
+// return. Calling it more than once is harmless.
+func (s *Server) Close() {
+	s.closing.Store(true)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	_ = s.srv.Close()
+	close(s.done)
+	<-s.serveDone
+	s.wg.Wait()
+}
+
+// Set scripts the answers to requests naming model, on every endpoint: the
+// k-th request (0-based) gets steps[min(k, len(steps)-1)], so the last step
+// repeats. It resets the model's call count. Set with no steps removes the
+// script, and the model gets the default behaviour again.
+func (s *Server) Set(model string, steps ...Behavior) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(steps) == 0 {
+		delete(s.scripts, model)
+	} else {
+		s.scripts[model] = append([]Behavior(nil), steps...)
+	}
+	delete(s.counts, model)
+}
+
+// SetDefault sets the behaviour for models that have no script. Until it is
+// called that is a normal answer.
+func (s *Server) SetDefault(b Behavior) {
+	s.mu.Lock()
+	s.def = b
+	s.mu.Unlock()
+}
+
+// RequireKey makes every request that lacks "Authorization: Bearer KEY" fail
+// with 401 invalid_api_key. An empty key turns the check off. Rejected
+// requests still count as calls and use up a script step.
+func (s *Server) RequireKey(key string) {
+	s.mu.Lock()
+	s.key = key
+	s.mu.Unlock()
+}
+
+// SetRecording turns the request log of Requests on or off. It is on after
+// Start; benchmarks turn it off so requests are not copied. Calls keeps
+// counting either way.
+func (s *Server) SetRecording(on bool) {
+	s.recording.Store(on)
+}
+
+// Calls returns the number of requests received that named model, on any
+// endpoint, since Start, Reset or the last Set for that model.
+func (s *Server) Calls(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[model]
+}
+
+// Requests returns the logged requests in the order they arrived. The log
+// keeps the last 10,000 requests.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, 0, len(s.log))
+	if len(s.log) < maxLog {
+		return append(out, s.log...)
+	}
+	start := int(s.logN % maxLog)
+	out = append(out, s.log[start:]...)
+	return append(out, s.log[:start]...)
+}
+
+// Reset clears the scripts, the call counts and the request log. The default
+// behaviour, the required key and the recording switch are kept.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.scripts)
+	clear(s.counts)
+	s.log = nil
+	s.logN = 0
+	s.gen++
+}
+
+// models returns the ids GET /models lists: a fixed default id and every
+// scripted model, sorted.
+func (s *Server) models() []string {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.scripts)+1)
+	for m := range s.scripts {
+		ids = append(ids, m)
+	}
+	s.mu.Unlock()
+	sort.Strings(ids)
+	return append([]string{"fake-model"}, ids...)
+}
+
+// ticket is what begin hands a handler: its behaviour and where its log
+// entry is, so end can mark it cancelled.
+type ticket struct {
+	b      Behavior
+	key    string
+	seq    uint64
+	gen    uint64
+	logged bool
+}
+
+// begin registers a request that has arrived: it counts it under model when
+// counted is true, logs entry when it is not nil and picks the behaviour. It
+// reports false when the server is closing, in which case the handler must
+// return at once without calling end.
+func (s *Server) begin(t *ticket, entry *Request, model string, counted bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	// Add happens under mu while closed is false, so it is ordered before
+	// the Wait in Close.
+	s.wg.Add(1)
+	t.b = s.def
+	t.key = s.key
+	if counted {
+		k := s.counts[model]
+		s.counts[model] = k + 1
+		if steps, ok := s.scripts[model]; ok {
+			t.b = steps[min(k, len(steps)-1)]
+		}
+	}
+	if entry != nil {
+		t.seq, t.gen, t.logged = s.logN, s.gen, true
+		if len(s.log) < maxLog {
+			s.log = append(s.log, *entry)
+		} else {
+			s.log[s.logN%maxLog] = *entry
+		}
+		s.logN++
+	}
+	return true
+}
+
+// end marks the request's log entry cancelled if it was, and tells Close the
+// handler is done.
+func (s *Server) end(t *ticket, cancelled bool) {
+	if cancelled && t.logged {
+		s.mu.Lock()
+		if t.gen == s.gen && s.logN-t.seq <= uint64(len(s.log)) {
+			s.log[t.seq%maxLog].Cancelled = true
+		}
+		s.mu.Unlock()
+	}
+	s.wg.Done()
+}
+
+// wait sleeps for d, or until the client goes away or the server closes. It
+// reports whether the full time passed.
+func (s *Server) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+// block waits until the client goes away or the server closes.
+func (s *Server) block(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	}
+}

@@ -1,0 +1,105 @@
+// Package llm holds the neutral types every other FreeLane package speaks:
+// failure classes, upstream errors and the trace of a routed request. It
+// imports nothing from the rest of the project so providers, the router, the
+// store and the API can all depend on it without depending on each other.
+package llm
+
+import (
+	"fmt"
+	"time"
+)
+
+// Class is the failure class of one attempt against one backend. The router
+// acts on the class alone, so every upstream protocol maps its errors onto
+// these values in one place (see Classify).
+type Class string
+
+// The failure classes of design.md. OK is the class of a successful attempt.
+const (
+	OK          Class = "ok"
+	RateLimited Class = "rate_limited"
+	Transient   Class = "transient"
+	Soft        Class = "soft"
+	Credential  Class = "credential"
+	Gone        Class = "gone"
+	TooLong     Class = "too_long"
+	Caller      Class = "caller"
+	Cancelled   Class = "cancelled"
+)
+
+// FailsOver reports whether a failure of this class moves the request to the
+// next backend. Caller errors go straight back to the client and cancelled
+// requests stop.
+func (c Class) FailsOver() bool {
+	switch c {
+	case RateLimited, Transient, Soft, Credential, Gone, TooLong:
+		return true
+	}
+	return false
+}
+
+// Error is a failed attempt against one backend, already classified. Message
+// is safe to show to the user: it never contains a key or prompt text.
+type Error struct {
+	Class  Class
+	Status int // upstream HTTP status, 0 for transport failures
+	// Message is a short human reason, e.g. "HTTP 503: overloaded" or
+	// "first token timeout after 20s".
+	Message string
+	// RetryAfter is how long the upstream asked us to wait (Retry-After or a
+	// rate-limit reset header); zero when it did not say.
+	RetryAfter time.Duration
+	// Body is the upstream's error body, kept so a caller error can be
+	// returned to the client unchanged. Nil for transport failures.
+	Body []byte
+	// Err is the underlying transport error, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s", e.Class, e.Message)
+}
+
+// Unwrap exposes the transport error for errors.Is/As.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Usage is the token accounting an upstream reported.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Attempt is one try of one backend while serving a request.
+type Attempt struct {
+	Backend string        `json:"backend"` // provider/model
+	Class   Class         `json:"class"`
+	Status  int           `json:"status,omitempty"`
+	Latency time.Duration `json:"latency_ns"`
+	// TTFT is the time to the first content delta, streams only.
+	TTFT   time.Duration `json:"ttft_ns,omitempty"`
+	Reason string        `json:"reason,omitempty"`
+	// Skipped is set when the router passed the backend by without calling
+	// it (cooling down, retired, key disabled); Reason says why.
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// Trace is everything worth remembering about one client request: where it
+// went, how each attempt ended and what it cost. It never holds prompt text.
+type Trace struct {
+	ID        string        `json:"id"`
+	Start     time.Time     `json:"start"`
+	Endpoint  string        `json:"endpoint"` // chat, completions, embeddings
+	Model     string        `json:"model"`    // as the client asked
+	Chain     string        `json:"chain,omitempty"`
+	Backend   string        `json:"backend,omitempty"` // the one that served, if any
+	Stream    bool          `json:"stream"`
+	Status    int           `json:"status"` // status the client got
+	Class     Class         `json:"class"`  // ok, or why the request failed
+	Error     string        `json:"error,omitempty"`
+	Latency   time.Duration `json:"latency_ns"`
+	TTFT      time.Duration `json:"ttft_ns,omitempty"`
+	Usage     Usage         `json:"usage"`
+	Attempts  []Attempt     `json:"attempts"`
+	Committed bool          `json:"committed,omitempty"` // stream body started
+}

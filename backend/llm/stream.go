@@ -1,0 +1,51 @@
+package llm
+
+import "net/http"
+
+// EventKind says what a stream event means for the stream rule.
+type EventKind uint8
+
+// Event kinds, from the router's point of view.
+const (
+	// Held events carry no content the user would see (role-only or empty
+	// deltas, a finish chunk without content). Before the stream commits
+	// they are held back; afterwards they are forwarded.
+	Held EventKind = iota
+	// Content events carry text, reasoning or a tool-call delta. The first
+	// one commits the stream to its backend.
+	Content
+	// UsageOnly is the final usage chunk (empty choices). It is forwarded
+	// only when the client asked for usage.
+	UsageOnly
+	// Done is the upstream's [DONE] marker; Data is nil.
+	Done
+)
+
+// Event is one server-sent event from an upstream stream. Data is the JSON
+// payload exactly as the upstream sent it, without the "data: " prefix. It is
+// only valid until the next call to Next.
+type Event struct {
+	Kind  EventKind
+	Data  []byte
+	Usage *Usage
+}
+
+// EventStream is an upstream streaming response. Next returns the next event
+// that is worth forwarding; malformed events are dropped inside (and logged)
+// so Next never hands out garbage. At a clean end of stream Next returns an
+// Event of kind Done, also when the upstream omitted [DONE]. Errors are
+// *Error values, classified.
+type EventStream interface {
+	Header() http.Header
+	Next() (Event, error)
+	Close() error
+}
+
+// Response is a complete non-streaming upstream answer. Body is passed to the
+// client unchanged.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Usage  Usage
+}

@@ -1,0 +1,427 @@
+// Package openai talks to upstreams that speak the OpenAI chat completions
+// protocol: OpenAI itself, Groq, Cerebras, OpenRouter, Mistral, DeepSeek,
+// Ollama, LM Studio, vLLM and many more. It sends FreeLane's requests, enforces
+// the per-provider time limits and turns every answer into either usable
+// output or a classified *llm.Error.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"freelane/backend/llm"
+	"freelane/backend/sse"
+)
+
+// Limits on what an upstream may send, so a misbehaving server cannot make
+// the router buffer without bound.
+const (
+	maxBody  = 64 << 20
+	maxEvent = 8 << 20
+)
+
+// Options configures one upstream provider.
+type Options struct {
+	Name    string // provider name, for logs only
+	BaseURL string // e.g. https://api.groq.com/openai/v1
+	APIKey  string // empty for keyless servers
+	Headers map[string]string
+
+	ConnectTimeout    time.Duration // TCP/TLS connect
+	HeaderTimeout     time.Duration // from sending the request to response headers
+	FirstTokenTimeout time.Duration // streams: from sending to the first content delta
+	IdleTimeout       time.Duration // longest silence while reading a body
+	// StreamUsage asks for stream_options.include_usage on streams the
+	// client did not configure; switch it off for servers that reject it.
+	StreamUsage bool
+
+	Logger *slog.Logger
+	// Now is the clock used to interpret absolute rate-limit reset times.
+	Now func() time.Time
+	// Transport overrides the HTTP transport (tests, benchmarks).
+	Transport http.RoundTripper
+}
+
+// Client is one provider. It is safe for concurrent use.
+type Client struct {
+	o    Options
+	http *http.Client
+}
+
+// New returns a Client for the provider. Zero timeouts get FreeLane's
+// defaults: connect 10 s, headers 30 s, first token 20 s, idle 30 s.
+func New(o Options) *Client {
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	o.ConnectTimeout = orDefault(o.ConnectTimeout, 10*time.Second)
+	o.HeaderTimeout = orDefault(o.HeaderTimeout, 30*time.Second)
+	o.FirstTokenTimeout = orDefault(o.FirstTokenTimeout, 20*time.Second)
+	o.IdleTimeout = orDefault(o.IdleTimeout, 30*time.Second)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	tr := o.Transport
+	if tr == nil {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   o.ConnectTimeout,
+			ResponseHeaderTimeout: o.HeaderTimeout,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          256,
+			MaxIdleConnsPerHost:   128,
+			IdleConnTimeout:       90 * time.Second,
+		}
+	}
+	// No Client.Timeout: it would also bound reading a stream, and a long
+	// answer must never be cut by a whole-request timer (seed 000). The
+	// header, first-token and idle limits bound every wait instead.
+	return &Client{o: o, http: &http.Client{Transport: tr}}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// CloseIdle closes idle upstream connections, for shutdown and reloads.
+func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
+
+func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string) (*http.Request, error) {
+	body := req.Body(model, c.o.StreamUsage)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+"/"+string(req.Endpoint), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("openai: building request: %w", err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if req.Stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	} else {
+		hr.Header.Set("Accept", "application/json")
+	}
+	if c.o.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.o.APIKey)
+	}
+	for k, v := range c.o.Headers {
+		hr.Header.Set(k, v)
+	}
+	return hr, nil
+}
+
+// send performs the request and classifies a failure to get a 2xx answer.
+func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, error) {
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return nil, llm.ClassifyTransport(ctx, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if rerr != nil && ctx.Err() != nil {
+		return nil, llm.ClassifyTransport(ctx, rerr)
+	}
+	return nil, llm.ClassifyResponse(resp.StatusCode, resp.Header, body, c.o.Now())
+}
+
+// Complete sends a non-streaming request and returns the whole answer, or a
+// classified error: also for a 200 that carries nothing usable.
+func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (*llm.Response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hr, err := c.newRequest(ctx, req, model)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, hr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	idle := newIdleReader(resp.Body, c.o.IdleTimeout, cancel)
+	defer idle.stop()
+	body, err := io.ReadAll(io.LimitReader(idle, maxBody+1))
+	if err != nil {
+		return nil, llm.ClassifyTransport(ctx, err)
+	}
+	if len(body) > maxBody {
+		return nil, llm.SoftError("answer larger than %d MiB", maxBody>>20)
+	}
+	usage, err := checkAnswer(req.Endpoint, body)
+	if err != nil {
+		return nil, err
+	}
+	return &llm.Response{Status: resp.StatusCode, Header: resp.Header, Body: body, Usage: usage}, nil
+}
+
+// answer is the part of a non-streaming answer needed to tell a usable
+// answer from an empty or broken one.
+type answer struct {
+	Choices []struct {
+		Message *struct {
+			Content          json.RawMessage `json:"content"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+			FunctionCall     json.RawMessage `json:"function_call"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        string          `json:"reasoning"`
+			Refusal          string          `json:"refusal"`
+		} `json:"message"`
+		Text *string `json:"text"`
+	} `json:"choices"`
+	Data  json.RawMessage `json:"data"`
+	Usage *llm.Usage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// checkAnswer decides whether a 200 body is a real answer (design.md "soft"
+// failures) and extracts its usage.
+func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
+	var a answer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return llm.Usage{}, llm.SoftError("unparseable answer: %s", truncate(err.Error(), 80))
+	}
+	var usage llm.Usage
+	if a.Usage != nil {
+		usage = *a.Usage
+	}
+	if present(a.Error) {
+		msg := errorText(a.Error)
+		if llm.QuotaText(msg) {
+			return usage, llm.SoftError("quota exceeded (in a 200 answer): %s", truncate(msg, 120))
+		}
+		return usage, llm.SoftError("error in a 200 answer: %s", truncate(msg, 120))
+	}
+	switch ep {
+	case llm.Embeddings:
+		if !present(a.Data) || string(bytes.TrimSpace(a.Data)) == "[]" {
+			return usage, llm.SoftError("empty embeddings")
+		}
+		return usage, nil
+	case llm.Completions:
+		for _, ch := range a.Choices {
+			if ch.Text != nil && *ch.Text != "" {
+				return usage, nil
+			}
+		}
+		return usage, llm.SoftError("empty answer")
+	}
+	for _, ch := range a.Choices {
+		m := ch.Message
+		if m == nil {
+			continue
+		}
+		if present(m.ToolCalls) && string(m.ToolCalls) != "[]" || present(m.FunctionCall) {
+			return usage, nil
+		}
+		if m.Refusal != "" || m.ReasoningContent != "" || m.Reasoning != "" {
+			return usage, nil
+		}
+		var text string
+		if json.Unmarshal(m.Content, &text) == nil {
+			if text == "" {
+				continue
+			}
+			// Some free tiers put their quota error into the assistant's
+			// message; a short answer that says so is not an answer.
+			if len(text) < 200 && llm.QuotaText(text) {
+				return usage, llm.SoftError("quota exceeded (in the answer text)")
+			}
+			return usage, nil
+		}
+		if present(m.Content) && string(m.Content) != "[]" {
+			return usage, nil // content parts
+		}
+	}
+	return usage, llm.SoftError("empty answer")
+}
+
+func present(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+func errorText(raw json.RawMessage) string {
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+		return obj.Message
+	}
+	return string(raw)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// idleReader cancels the attempt when no byte arrives for the idle timeout.
+// Resetting one timer per read is far cheaper than a goroutine per read.
+type idleReader struct {
+	r     io.Reader
+	d     time.Duration
+	timer *time.Timer
+}
+
+func newIdleReader(r io.Reader, d time.Duration, cancel context.CancelCauseFunc) *idleReader {
+	return &idleReader{r: r, d: d, timer: time.AfterFunc(d, func() { cancel(llm.ErrIdleTimeout) })}
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	if n > 0 {
+		i.timer.Reset(i.d)
+	}
+	return n, err
+}
+
+func (i *idleReader) stop() { i.timer.Stop() }
+
+// Stream sends a streaming request. It returns once the upstream answered
+// with a 2xx status; reading the events is up to the caller, who must Close
+// the stream.
+func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (llm.EventStream, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	firstToken := time.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })
+	hr, err := c.newRequest(ctx, req, model)
+	if err != nil {
+		firstToken.Stop()
+		cancel(nil)
+		return nil, err
+	}
+	resp, err := c.send(ctx, hr)
+	if err != nil {
+		firstToken.Stop()
+		cancel(nil)
+		return nil, err
+	}
+	idle := newIdleReader(resp.Body, c.o.IdleTimeout, cancel)
+	return &stream{
+		ctx: ctx, cancel: cancel, resp: resp, idle: idle, firstToken: firstToken,
+		sse: sse.NewReader(idle, maxEvent), log: c.o.Logger, provider: c.o.Name, ep: req.Endpoint,
+	}, nil
+}
+
+// stream reads one upstream SSE response.
+type stream struct {
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	resp       *http.Response
+	idle       *idleReader
+	firstToken *time.Timer
+	sse        *sse.Reader
+	log        *slog.Logger
+	provider   string
+	ep         llm.Endpoint
+	sawContent bool
+	done       bool
+	closeOnce  sync.Once
+}
+
+func (s *stream) Header() http.Header { return s.resp.Header }
+
+// chunk is the part of a streamed chunk the router looks at.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string         `json:"content"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			Reasoning        *string         `json:"reasoning"`
+			Refusal          *string         `json:"refusal"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+			FunctionCall     json.RawMessage `json:"function_call"`
+		} `json:"delta"`
+		Text *string `json:"text"`
+	} `json:"choices"`
+	Usage *llm.Usage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func nonEmpty(s *string) bool { return s != nil && *s != "" }
+
+func (s *stream) Next() (llm.Event, error) {
+	if s.done {
+		return llm.Event{Kind: llm.Done}, nil
+	}
+	for {
+		ev, err := s.sse.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) && s.ctx.Err() == nil {
+				// A clean end without [DONE]: the client still gets one.
+				s.done = true
+				return llm.Event{Kind: llm.Done}, nil
+			}
+			if errors.Is(err, sse.ErrEventTooLarge) {
+				return llm.Event{}, llm.SoftError("stream event too large")
+			}
+			return llm.Event{}, llm.ClassifyTransport(s.ctx, err)
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if string(data) == "[DONE]" {
+			s.done = true
+			return llm.Event{Kind: llm.Done}, nil
+		}
+		var c chunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			// Dropped, never forwarded: a client parsing it would fail.
+			s.log.Warn("dropped malformed stream event", "provider", s.provider, "bytes", len(data))
+			continue
+		}
+		if present(c.Error) || string(ev.Name) == "error" {
+			msg := errorText(c.Error)
+			if llm.QuotaText(msg) {
+				return llm.Event{}, &llm.Error{Class: llm.RateLimited, Status: http.StatusOK, Message: "quota exceeded mid-stream: " + truncate(msg, 120)}
+			}
+			return llm.Event{}, &llm.Error{Class: llm.Transient, Status: http.StatusOK, Message: "upstream error mid-stream: " + truncate(msg, 120)}
+		}
+		out := llm.Event{Kind: llm.Held, Data: data, Usage: c.Usage}
+		if len(c.Choices) == 0 && c.Usage != nil {
+			out.Kind = llm.UsageOnly
+			return out, nil
+		}
+		for _, ch := range c.Choices {
+			d := ch.Delta
+			if nonEmpty(d.Content) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) || nonEmpty(d.Refusal) ||
+				nonEmpty(ch.Text) || (present(d.ToolCalls) && string(d.ToolCalls) != "[]") || present(d.FunctionCall) {
+				out.Kind = llm.Content
+				break
+			}
+		}
+		if out.Kind == llm.Content && !s.sawContent {
+			s.sawContent = true
+			s.firstToken.Stop()
+		}
+		return out, nil
+	}
+}
+
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() {
+		s.firstToken.Stop()
+		s.idle.stop()
+		// Cancelling before closing makes the transport drop the connection
+		// of an unfinished stream instead of draining it.
+		if !s.done {
+			s.cancel(context.Canceled)
+		}
+		s.resp.Body.Close()
+		s.cancel(nil)
+	})
+	return nil
+}

@@ -1,0 +1,100 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"freelane/backend/llm"
+)
+
+// streamOne runs one streaming attempt. Until the first content or tool-call
+// delta it holds every event back and may return an error, letting the loop
+// fail over. From that delta on the stream is committed to this backend:
+// whatever happens next is written to the client and errCommitted returned.
+func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a *attempt, sink Sink) error {
+	t0 := time.Now()
+	st, err := b.Up.Stream(ctx, req, b.Model)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	// Held events are copied: an event's Data is only valid until Next.
+	var held [][]byte
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			return err
+		}
+		switch ev.Kind {
+		case llm.Held:
+			held = append(held, append([]byte(nil), ev.Data...))
+			continue
+		case llm.UsageOnly:
+			a.usage = ev.Usage
+			if req.WantsUsage {
+				held = append(held, append([]byte(nil), ev.Data...))
+			}
+			continue
+		case llm.Done:
+			// Finished without a single content delta: an empty answer,
+			// which another backend may well do better.
+			return llm.SoftError("empty answer (stream ended before any content)")
+		}
+		// First content: commit.
+		a.TTFT = time.Since(t0)
+		if ev.Usage != nil {
+			a.usage = ev.Usage
+		}
+		if err := sink.Commit(a.trace.ID, b, append(a.trace.Attempts, a.Attempt)); err != nil {
+			a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
+			return errCommitted
+		}
+		for _, h := range held {
+			if err := sink.Send(h); err != nil {
+				a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
+				return errCommitted
+			}
+		}
+		if err := sink.Send(ev.Data); err != nil {
+			a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
+			return errCommitted
+		}
+		break
+	}
+
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			var le *llm.Error
+			if !errors.As(err, &le) {
+				le = &llm.Error{Class: llm.Transient, Message: err.Error(), Err: err}
+			}
+			a.late = le
+			if le.Class != llm.Cancelled {
+				r.log.Warn("stream failed after commit", "backend", b.Name, "class", le.Class, "reason", le.Message)
+				sink.Fail(le)
+			}
+			return errCommitted
+		}
+		if ev.Usage != nil {
+			a.usage = ev.Usage
+		}
+		switch ev.Kind {
+		case llm.UsageOnly:
+			if !req.WantsUsage {
+				continue
+			}
+		case llm.Done:
+			if err := sink.Done(); err != nil {
+				a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
+			}
+			return errCommitted
+		}
+		if err := sink.Send(ev.Data); err != nil {
+			a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
+			return errCommitted
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package router
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"freelane/backend/llm"
+)
+
+// Upstream is what the router needs from a provider client.
+type Upstream interface {
+	Complete(ctx context.Context, req *llm.Request, model string) (*llm.Response, error)
+	Stream(ctx context.Context, req *llm.Request, model string) (llm.EventStream, error)
+}
+
+// Tiers of providers, in the order the default chain uses them.
+const (
+	TierOwn   = "own"
+	TierFree  = "free"
+	TierLocal = "local"
+)
+
+// ModelSpec is one model a provider serves.
+type ModelSpec struct {
+	ID      string
+	ParamsB float64
+	Context int
+}
+
+// ProviderSpec is a provider as the router needs to know it.
+type ProviderSpec struct {
+	Name     string
+	Tier     string
+	Default  bool
+	Disabled bool
+	// HasKey is false when the provider needs a key and none is set; such a
+	// provider is in no chain and KeyHint tells the user what to do.
+	HasKey  bool
+	KeyHint string
+	Models  []ModelSpec
+	Up      Upstream
+}
+
+// ChainSpec is a user-arranged chain of "provider/model" references.
+type ChainSpec struct {
+	Name     string
+	Backends []string
+}
+
+// Spec is everything the routing table is built from.
+type Spec struct {
+	Providers []ProviderSpec
+	Chains    []ChainSpec
+}
+
+// Backend is one model of one provider (with that provider's key).
+type Backend struct {
+	Name     string // provider/model
+	Provider string
+	Model    string
+	Tier     string
+	ParamsB  float64
+	Context  int
+	Up       Upstream
+}
+
+// DefaultChain is the chain used for the model name "auto".
+const DefaultChain = "auto"
+
+// Table is an immutable routing table. The router swaps whole tables when the
+// configuration changes, so requests never see a half-applied change.
+type Table struct {
+	chains     map[string][]*Backend
+	chainNames []string
+	backends   map[string]*Backend
+	order      []*Backend // every routable backend, default-chain order first
+	byModel    map[string][]*Backend
+	// keyless maps a backend or provider left out for lack of a key to the
+	// hint telling the user how to add it.
+	keyless map[string]string
+	hints   []string // one per keyless provider, in config order
+}
+
+// Build makes a routing table. References in chains to unknown backends are
+// dropped (config validation reports them to the user first).
+func Build(spec Spec) *Table {
+	t := &Table{
+		chains:   map[string][]*Backend{},
+		backends: map[string]*Backend{},
+		byModel:  map[string][]*Backend{},
+		keyless:  map[string]string{},
+	}
+	var own, free, local []*Backend
+	var ownDefault []*Backend
+	for _, p := range spec.Providers {
+		if p.Disabled {
+			continue
+		}
+		if !p.HasKey {
+			t.keyless[p.Name] = p.KeyHint
+			t.hints = append(t.hints, p.KeyHint)
+			for _, m := range p.Models {
+				t.keyless[p.Name+"/"+m.ID] = p.KeyHint
+			}
+			continue
+		}
+		for _, m := range p.Models {
+			b := &Backend{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID, Tier: p.Tier, ParamsB: m.ParamsB, Context: m.Context, Up: p.Up}
+			t.backends[b.Name] = b
+			switch {
+			case p.Tier == TierOwn && p.Default:
+				ownDefault = append(ownDefault, b)
+			case p.Tier == TierOwn:
+				own = append(own, b)
+			case p.Tier == TierFree:
+				free = append(free, b)
+			default:
+				local = append(local, b)
+			}
+		}
+	}
+	// Free models go biggest first: the most capable free model is the best
+	// stand-in for a paid one (seed 000). Stable, so ties keep config order.
+	sort.SliceStable(free, func(i, j int) bool { return free[i].ParamsB > free[j].ParamsB })
+	t.order = slices.Concat(ownDefault, own, free, local)
+	for _, b := range t.order {
+		t.byModel[b.Model] = append(t.byModel[b.Model], b)
+	}
+
+	for _, c := range spec.Chains {
+		var bs []*Backend
+		for _, ref := range c.Backends {
+			if b := t.backends[ref]; b != nil {
+				bs = append(bs, b)
+			}
+		}
+		t.addChain(c.Name, bs)
+	}
+	if _, ok := t.chains[DefaultChain]; !ok {
+		t.addChain(DefaultChain, t.order)
+	}
+	// A chain's declared but key-less backends still matter for its error
+	// message, so remember which chains lost members to missing keys.
+	for _, c := range spec.Chains {
+		for _, ref := range c.Backends {
+			if hint, ok := t.keyless[ref]; ok {
+				t.keyless["chain:"+c.Name] = joinHint(t.keyless["chain:"+c.Name], hint)
+			}
+		}
+	}
+	return t
+}
+
+func joinHint(a, b string) string {
+	if a == "" || strings.Contains(a, b) {
+		return cmp.Or(a, b)
+	}
+	return a + "; " + b
+}
+
+func (t *Table) addChain(name string, bs []*Backend) {
+	if _, dup := t.chains[name]; !dup {
+		t.chainNames = append(t.chainNames, name)
+	}
+	t.chains[name] = bs
+}
+
+// Route is the ordered list of backends one request may use.
+type Route struct {
+	Chain    string // chain name, empty when pinned or by model id
+	Backends []*Backend
+	// Pinned is set for an explicit provider/model: no failover.
+	Pinned bool
+}
+
+// ResolveError is a model name that cannot be routed.
+type ResolveError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *ResolveError) Error() string { return e.Message }
+
+// Resolve maps a requested model name to a route, following design.md:
+// a chain name, then provider/model, then an upstream model id, else 404.
+func (t *Table) Resolve(model string) (Route, error) {
+	if bs, ok := t.chains[model]; ok {
+		if len(bs) == 0 {
+			return Route{}, t.emptyChain(model)
+		}
+		return Route{Chain: model, Backends: bs}, nil
+	}
+	if b, ok := t.backends[model]; ok {
+		return Route{Backends: []*Backend{b}, Pinned: true}, nil
+	}
+	if hint, ok := t.keyless[model]; ok && strings.Contains(model, "/") {
+		return Route{}, &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
+			Message: fmt.Sprintf("%s has no API key: %s", model, hint)}
+	}
+	if bs, ok := t.byModel[model]; ok {
+		return Route{Backends: bs}, nil
+	}
+	return Route{}, &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",
+		Message: fmt.Sprintf("model %q does not exist; use one of: %s", model, t.namesForError())}
+}
+
+func (t *Table) emptyChain(name string) error {
+	hint := t.keyless["chain:"+name]
+	if name == DefaultChain && hint == "" {
+		hint = strings.Join(t.hints, "; ")
+	}
+	if hint == "" {
+		return &ResolveError{Status: http.StatusServiceUnavailable, Code: "no_backend_available",
+			Message: fmt.Sprintf("chain %q has no backends: add a provider with a key in the dashboard or in the config file", name)}
+	}
+	return &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
+		Message: fmt.Sprintf("chain %q has no usable backend because no API key is set: %s", name, hint)}
+}
+
+// namesForError lists what a client may ask for, capped so the message stays
+// readable with a large catalog.
+func (t *Table) namesForError() string {
+	names := t.Names()
+	const maxNames = 25
+	if len(names) > maxNames {
+		return strings.Join(names[:maxNames], ", ") + fmt.Sprintf(" and %d more (GET /v1/models)", len(names)-maxNames)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Names returns the chain names followed by every backend name.
+func (t *Table) Names() []string {
+	names := slices.Clone(t.chainNames)
+	for _, b := range t.order {
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+// Chains returns the chain names in order.
+func (t *Table) Chains() []string { return slices.Clone(t.chainNames) }
+
+// Backends returns every routable backend in default-chain order.
+func (t *Table) Backends() []*Backend { return slices.Clone(t.order) }
+
+// Chain returns the backends of one chain.
+func (t *Table) Chain(name string) []*Backend { return slices.Clone(t.chains[name]) }
+
+// MissingKeys returns one hint per provider left out for lack of a key.
+func (t *Table) MissingKeys() []string { return slices.Clone(t.hints) }

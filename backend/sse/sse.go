@@ -1,0 +1,113 @@
+// Package sse reads server-sent event streams as LLM APIs send them.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrEventTooLarge is returned when one event exceeds the reader's limit,
+// which protects the router from an upstream that never ends a line.
+var ErrEventTooLarge = errors.New("sse: event too large")
+
+// Event is one dispatched server-sent event. Data is the data lines joined
+// by "\n". Both slices are only valid until the next call to Next.
+type Event struct {
+	Name []byte
+	Data []byte
+}
+
+// Reader splits a byte stream into events. Comment lines (keep-alives such
+// as ": OPENROUTER PROCESSING"), id and retry fields are skipped.
+type Reader struct {
+	br    *bufio.Reader
+	max   int
+	line  []byte
+	data  []byte
+	name  []byte
+	fresh bool // data holds at least one data line of the pending event
+}
+
+// NewReader returns a Reader over r that refuses events larger than max bytes.
+func NewReader(r io.Reader, max int) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: max}
+}
+
+// Next returns the next event with data. At the end of the input it returns
+// io.EOF, after dispatching a final event that lacked its blank line (some
+// servers end the stream right after the last data line). Other read errors,
+// including io.ErrUnexpectedEOF from a cut connection, are returned as they
+// are.
+func (r *Reader) Next() (Event, error) {
+	r.data = r.data[:0]
+	r.name = r.name[:0]
+	r.fresh = false
+	for {
+		line, err := r.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && r.fresh {
+				return Event{Name: r.name, Data: r.data}, nil
+			}
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if r.fresh {
+				return Event{Name: r.name, Data: r.data}, nil
+			}
+			r.name = r.name[:0]
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, found := bytes.Cut(line, []byte{':'})
+		if found && len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch string(field) {
+		case "data":
+			if r.fresh {
+				r.data = append(r.data, '\n')
+			}
+			r.data = append(r.data, value...)
+			r.fresh = true
+			if len(r.data) > r.max {
+				return Event{}, fmt.Errorf("%w (over %d bytes)", ErrEventTooLarge, r.max)
+			}
+		case "event":
+			r.name = append(r.name[:0], value...)
+		}
+	}
+}
+
+// readLine returns one line without its terminator (LF or CRLF). A final
+// line without a terminator is returned before io.EOF.
+func (r *Reader) readLine() ([]byte, error) {
+	r.line = r.line[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		r.line = append(r.line, chunk...)
+		if len(r.line) > r.max+64 {
+			return nil, fmt.Errorf("%w (line over %d bytes)", ErrEventTooLarge, r.max)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(r.line) > 0 {
+				// Dispatch the unterminated last line now; the next call
+				// sees io.EOF.
+				return bytes.TrimRight(r.line, "\r"), nil
+			}
+			return nil, err
+		}
+		line := r.line[:len(r.line)-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		return line, nil
+	}
+}

@@ -1,0 +1,299 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"freelane/backend/llm"
+)
+
+// LogOptions configures a RequestLog. Zero fields take their defaults.
+type LogOptions struct {
+	// Buffer is how many traces may wait for the writer before Record
+	// starts dropping them. Default 8192.
+	Buffer int
+	// BatchSize is the most traces written in one transaction. Default 256.
+	BatchSize int
+	// FlushInterval is how long a partial batch may wait before it is
+	// written. Default 250ms.
+	FlushInterval time.Duration
+	// Logger receives write failures and drop warnings. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults for LogOptions.
+const (
+	defaultBuffer        = 8192
+	defaultBatchSize     = 256
+	defaultFlushInterval = 250 * time.Millisecond
+)
+
+// Write-failure policy: a failed batch is retried a few times, since the
+// usual cause is a lock held past busy_timeout by another process, and then
+// dropped so one bad batch cannot stall the log forever.
+const (
+	writeAttempts = 3
+	writeBackoff  = 100 * time.Millisecond
+)
+
+// dropWarnEvery rate-limits the "buffer full" warning so a sustained
+// overload does not itself flood the log.
+const dropWarnEvery = 10 * time.Second
+
+// RequestLog stores llm.Trace records in the requests tables in batches, off
+// the request path: Record only enqueues, and a single writer loop (Run)
+// writes batches in transactions.
+//
+// Lifecycle: the owner starts Run in a goroutine it owns and stops it either
+// by cancelling Run's context or by calling Close. Both stop accepting new
+// records and write everything already accepted before Run returns. If Run
+// was never started, Close writes the pending records itself.
+type RequestLog struct {
+	db   *DB
+	opts LogOptions
+	log  *slog.Logger
+	ch   chan llm.Trace
+
+	// mu makes "closed" and the channel send in Record one step: Record
+	// sends under the read lock, and stop sets closed under the write lock,
+	// so once stop returns no send is in flight and the channel's contents
+	// are final. That is what lets the drain stop at the first empty read
+	// without losing a record, and lets the channel stay open (a send on a
+	// closed channel would panic in Record).
+	mu     sync.RWMutex
+	closed bool
+
+	dropped  atomic.Uint64
+	lastWarn atomic.Int64 // unix nanoseconds of the last drop warning
+
+	// runMu guards started and closedFirst: exactly one of Run or Close
+	// becomes the writer and drains the channel.
+	runMu       sync.Mutex
+	started     bool
+	closedFirst bool
+	quit        chan struct{} // closed by Close to tell Run to drain and return
+	quitOnce    sync.Once
+	done        chan struct{} // closed when the writer has drained and returned
+	// drainErr is the final drain's error, written before done is closed
+	// and read only after, so Close can report it.
+	drainErr error
+}
+
+// NewRequestLog returns a RequestLog writing to db. Nothing is written until
+// Run is started (or Close drains).
+func NewRequestLog(db *DB, opts LogOptions) *RequestLog {
+	if opts.Buffer <= 0 {
+		opts.Buffer = defaultBuffer
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = defaultBatchSize
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = defaultFlushInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &RequestLog{
+		db:   db,
+		opts: opts,
+		log:  opts.Logger.With("component", "store.requestlog"),
+		ch:   make(chan llm.Trace, opts.Buffer),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+}
+
+// Record enqueues t for writing. It never blocks and never touches disk: if
+// the buffer is full, or the log is stopping or stopped, t is dropped and
+// counted in Dropped. The log takes ownership of t.Attempts; the caller must
+// not modify that slice afterwards.
+func (l *RequestLog) Record(t llm.Trace) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		l.drop(1, "request log closed")
+		return
+	}
+	select {
+	case l.ch <- t:
+		l.mu.RUnlock()
+	default:
+		l.mu.RUnlock()
+		l.drop(1, "request log buffer full")
+	}
+}
+
+// Dropped reports how many traces were not stored: rejected by Record (full
+// buffer or closed log) or lost to a batch that kept failing to write.
+func (l *RequestLog) Dropped() uint64 { return l.dropped.Load() }
+
+// drop counts n lost traces and warns at most once per dropWarnEvery.
+func (l *RequestLog) drop(n int, why string) {
+	total := l.dropped.Add(uint64(n))
+	now := time.Now().UnixNano()
+	last := l.lastWarn.Load()
+	if now-last >= int64(dropWarnEvery) && l.lastWarn.CompareAndSwap(last, now) {
+		l.log.Warn("dropping request traces", "reason", why, "dropped_total", total)
+	}
+}
+
+// stop makes Record reject new traces. When it returns no Record is in the
+// middle of a send, so the channel holds everything that will ever be
+// accepted.
+func (l *RequestLog) stop() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+}
+
+// Run is the writer loop; the caller owns the goroutine it runs in. It writes
+// batches until ctx is cancelled or Close is called, then stops accepting
+// records, writes everything already accepted and returns. Cancellation only
+// ends the loop: writes in progress and the final drain are not interrupted
+// by it. Run returns nil after a clean stop, and an error if the final drain
+// could not write everything or if Run is called twice.
+func (l *RequestLog) Run(ctx context.Context) error {
+	l.runMu.Lock()
+	switch {
+	case l.closedFirst:
+		// Close ran before this goroutine got going and has drained (or is
+		// draining) the log itself; there is nothing left to do.
+		l.runMu.Unlock()
+		return nil
+	case l.started:
+		l.runMu.Unlock()
+		return errors.New("store: RequestLog.Run called more than once")
+	}
+	l.started = true
+	l.runMu.Unlock()
+	defer close(l.done)
+
+	// Writes must survive the cancellation that stops the loop, or the
+	// shutdown drain would fail on its first statement.
+	wctx := context.WithoutCancel(ctx)
+	ticker := time.NewTicker(l.opts.FlushInterval)
+	defer ticker.Stop()
+	batch := l.newBatch()
+	for {
+		select {
+		case t := <-l.ch:
+			batch = append(batch, t)
+			if len(batch) >= l.opts.BatchSize {
+				_ = l.flush(wctx, batch)
+				batch = resetBatch(batch)
+			}
+		case <-ticker.C:
+			if len(batch) > 0 {
+				_ = l.flush(wctx, batch)
+				batch = resetBatch(batch)
+			}
+		case <-l.quit:
+			// Close has already called stop.
+			l.drainErr = l.drain(wctx, batch)
+			return l.drainErr
+		case <-ctx.Done():
+			l.stop()
+			l.drainErr = l.drain(wctx, batch)
+			return l.drainErr
+		}
+	}
+}
+
+// Close stops accepting records, writes everything already accepted and
+// waits for that to finish or for ctx to expire. If Run is running, Close
+// tells it to drain and waits for it to return; if Run was never started,
+// Close drains in the calling goroutine, and a later Run returns at once.
+// It returns the final drain's error, if any. Close may be called more than
+// once and concurrently with Run's context being cancelled.
+func (l *RequestLog) Close(ctx context.Context) error {
+	l.stop()
+	l.quitOnce.Do(func() { close(l.quit) })
+
+	l.runMu.Lock()
+	if !l.started {
+		l.started = true
+		l.closedFirst = true
+		l.runMu.Unlock()
+		l.drainErr = l.drain(ctx, l.newBatch())
+		close(l.done)
+		return l.drainErr
+	}
+	l.runMu.Unlock()
+
+	select {
+	case <-l.done:
+		return l.drainErr
+	case <-ctx.Done():
+		return fmt.Errorf("store: waiting for request log to drain: %w", ctx.Err())
+	}
+}
+
+// drain writes batch and everything left in the channel. It must only be
+// called after stop, so an empty channel means nothing more will arrive.
+func (l *RequestLog) drain(ctx context.Context, batch []llm.Trace) error {
+	var errs []error
+	for {
+		select {
+		case t := <-l.ch:
+			batch = append(batch, t)
+			if len(batch) >= l.opts.BatchSize {
+				errs = append(errs, l.flush(ctx, batch))
+				batch = resetBatch(batch)
+			}
+		default:
+			if len(batch) > 0 {
+				errs = append(errs, l.flush(ctx, batch))
+			}
+			return errors.Join(errs...)
+		}
+	}
+}
+
+// flush writes one batch, retrying a few times before giving it up as
+// dropped. Failures are logged here because the loop has no caller to
+// return them to; the error is returned for the final drain.
+func (l *RequestLog) flush(ctx context.Context, batch []llm.Trace) error {
+	var err error
+	for attempt := 1; attempt <= writeAttempts; attempt++ {
+		var skipped int
+		skipped, err = l.db.writeRequests(ctx, batch)
+		if err == nil {
+			if skipped > 0 {
+				l.log.Warn("skipped request traces with duplicate IDs", "skipped", skipped)
+			}
+			return nil
+		}
+		if ctx.Err() != nil || attempt == writeAttempts {
+			break
+		}
+		l.log.Warn("request log write failed; retrying", "rows", len(batch), "attempt", attempt, "err", err)
+		select {
+		case <-time.After(writeBackoff * time.Duration(attempt)):
+		case <-ctx.Done():
+		}
+	}
+	l.log.Error("request log write failed; dropping batch", "rows", len(batch), "err", err)
+	l.dropped.Add(uint64(len(batch)))
+	return fmt.Errorf("store: request log dropped %d traces: %w", len(batch), err)
+}
+
+// newBatch allocates the batch buffer. The capacity is only a starting
+// size, capped by the buffer so that a huge BatchSize used to mean "flush on
+// the interval only" is not allocated up front; append grows it if needed.
+func (l *RequestLog) newBatch() []llm.Trace {
+	return make([]llm.Trace, 0, min(l.opts.BatchSize, l.opts.Buffer+1))
+}
+
+// resetBatch empties batch for reuse, clearing the elements so written
+// traces (and their Attempts slices) can be garbage collected.
+func resetBatch(batch []llm.Trace) []llm.Trace {
+	clear(batch)
+	return batch[:0]
+}
