@@ -22,9 +22,6 @@ type Options struct {
 	Router *router.Router
 	// MaxBody is the largest request body accepted, in bytes.
 	MaxBody int64
-	// Hosts is the DNS-rebinding guard: only requests whose Host header it
-	// accepts are served.
-	Hosts *HostGuard
 	// Assets is the dashboard (the built frontend); nil serves nothing at /.
 	Assets  fs.FS
 	Logger  *slog.Logger
@@ -57,18 +54,20 @@ func New(o Options) *Server {
 			fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models", r.Method, r.URL.Path), "")
 	})
 	if o.Assets != nil {
-		s.mux.Handle("GET /", http.FileServerFS(o.Assets))
+		files := http.FileServerFS(o.Assets)
+		s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				WriteError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", r.Method+" is not allowed here", "")
+				return
+			}
+			files.ServeHTTP(w, r)
+		})
 	}
 	return s
 }
 
-// Handler returns the root handler with the Host guard in front.
-func (s *Server) Handler() http.Handler {
-	if s.o.Hosts == nil {
-		return s.mux
-	}
-	return s.o.Hosts.Wrap(s.mux)
-}
+// Handler returns the root handler. Put a HostGuard in front of it.
+func (s *Server) Handler() http.Handler { return s.mux }
 
 // Mux exposes the mux so other packages can add routes (/api, /metrics).
 func (s *Server) Mux() *http.ServeMux { return s.mux }

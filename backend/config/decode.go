@@ -22,8 +22,7 @@ type decoder struct {
 	lookupEnv func(string) (string, bool)
 	problems  []Problem
 
-	// lines maps a field path to the line of its value (or of its key, for
-	// block collections whose value starts on the next line).
+	// lines maps a field path to the line of its value.
 	lines map[string]int
 	// set holds the paths given a non-null value, so validation can tell an
 	// explicit 0 from an absent key.
@@ -35,6 +34,9 @@ type decoder struct {
 	// references and to those of them that are not set.
 	envRefs  map[string][]string
 	envUnset map[string][]string
+	// misspelt holds the paths of known fields that an unknown key was
+	// taken for a typo of ("base_ulr" for base_url).
+	misspelt map[string]bool
 }
 
 func newDecoder(lookupEnv func(string) (string, bool)) *decoder {
@@ -45,6 +47,7 @@ func newDecoder(lookupEnv func(string) (string, bool)) *decoder {
 		bad:       map[string]bool{},
 		envRefs:   map[string][]string{},
 		envUnset:  map[string][]string{},
+		misspelt:  map[string]bool{},
 	}
 }
 
@@ -156,21 +159,16 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		seen[name] = k.Line
 		idx, ok := fields[name]
 		if !ok {
-			d.problems = append(d.problems, Problem{Line: k.Line, Field: p, Message: unknownField(name, fields)})
+			msg, guess := unknownField(name, fields)
+			if guess != "" {
+				d.misspelt[joinField(path, guess)] = true
+			}
+			d.problems = append(d.problems, Problem{Line: k.Line, Field: p, Message: msg})
 			continue
 		}
-		d.lines[p] = valueLine(k, val)
+		d.lines[p] = val.Line
 		d.decode(val, v.Field(idx), p)
 	}
-}
-
-// valueLine is the line a problem with val should point at: the value's own
-// line, except for a block collection, which starts on the line after its key.
-func valueLine(k, val *yaml.Node) int {
-	if (val.Kind == yaml.MappingNode || val.Kind == yaml.SequenceNode) && val.Style&yaml.FlowStyle == 0 {
-		return k.Line
-	}
-	return val.Line
 }
 
 // sequence decodes a YAML list into a slice.
@@ -210,7 +208,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		seen[k.Value] = k.Line
-		d.lines[p] = valueLine(k, val)
+		d.lines[p] = val.Line
 		elem := reflect.New(t.Elem()).Elem()
 		d.decode(val, elem, p)
 		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), elem)
@@ -358,8 +356,9 @@ func yamlFields(t reflect.Type) map[string]int {
 }
 
 // unknownField explains an unknown key, suggesting the closest known one
-// when it looks like a typo and listing the known keys otherwise.
-func unknownField(name string, fields map[string]int) string {
+// when it looks like a typo and listing the known keys otherwise. guess is
+// the suggested key, if any.
+func unknownField(name string, fields map[string]int) (msg, guess string) {
 	known := make([]string, 0, len(fields))
 	for k := range fields {
 		known = append(known, k)
@@ -375,9 +374,9 @@ func unknownField(name string, fields map[string]int) string {
 	// Allow about one edit per three letters, so "base_ulr" finds base_url
 	// but "colour" does not turn into "kind".
 	if bestDist >= 0 && bestDist <= max(1, len(best)/3) {
-		return fmt.Sprintf("unknown field %q (did you mean %s?)", name, best)
+		return fmt.Sprintf("unknown field %q (did you mean %s?)", name, best), best
 	}
-	return fmt.Sprintf("unknown field %q; known fields are %s", name, strings.Join(known, ", "))
+	return fmt.Sprintf("unknown field %q; known fields are %s", name, strings.Join(known, ", ")), ""
 }
 
 // editDistance is the optimal-string-alignment distance between a and b:

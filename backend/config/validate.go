@@ -17,6 +17,10 @@ var (
 	providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 	chainName    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
+	// providerIdentity matches the paths that decide which "provider/model"
+	// references exist.
+	providerIdentity = regexp.MustCompile(`^providers(\[\d+\](\.name|\.models(\[\d+\](\.id)?)?)?)?$`)
+
 	supportedKinds = []string{KindOpenAI}
 	tiers          = []string{TierOwn, TierFree, TierLocal}
 )
@@ -65,7 +69,9 @@ func (v *validator) isBad(field string) bool {
 }
 
 func (v *validator) report(warning bool, field, format string, args ...any) {
-	if v.isBad(field) {
+	// A field that is absent because its key was misspelt has already been
+	// reported as the unknown key, with the right name suggested.
+	if v.isBad(field) || (v.d.misspelt[field] && !v.d.set[field]) {
 		return
 	}
 	v.problems = append(v.problems, Problem{
@@ -336,11 +342,12 @@ func (v *validator) timeouts(p *Provider, f string) {
 }
 
 func (v *validator) chains(c *Config) {
-	// When the providers could not be decoded, every reference to them
-	// would look broken; say nothing rather than mislead.
+	// When provider names or model ids could not be decoded, references to
+	// them would look broken; say nothing about references rather than
+	// mislead.
 	providersBad := false
 	for path := range v.d.bad {
-		if strings.HasPrefix(path, "providers") {
+		if providerIdentity.MatchString(path) {
 			providersBad = true
 			break
 		}

@@ -443,6 +443,26 @@ func TestNoFollowOnProblems(t *testing.T) {
 		)},
 		{"bad base_url type", groqSet("base_url", "{a: b}")},
 		{"bad max_body_mb", doc("max_body_mb: x")},
+		// The misspelt key is reported; base_url is not also "required".
+		{"misspelt required key", doc(
+			"providers:",
+			"  - name: groq",
+			"    tier: free",
+			"    base_ulr: https://x",
+			"    api_key: k",
+			"    models: [{id: m}]",
+		)},
+		{"bad provider name hides reference checks", doc(
+			"providers:",
+			"  - name: [groq]",
+			"    tier: free",
+			"    base_url: https://x",
+			"    api_key: k",
+			"    models: [{id: m}]",
+			"chains:",
+			"  - name: c",
+			"    backends: [groq/m]",
+		)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -455,5 +475,25 @@ func TestNoFollowOnProblems(t *testing.T) {
 				t.Errorf("got %d problems, want 1:\n%v", len(verr.Problems), verr)
 			}
 		})
+	}
+}
+
+// A problem elsewhere in a provider does not hide broken chain references.
+func TestChainChecksSurviveOtherProblems(t *testing.T) {
+	data := withGroq(
+		"        context: lots",
+		"chains:",
+		"  - name: c",
+		"    backends: [groq/nope]",
+	)
+	_, _, err := Parse("t.yaml", data, nil)
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("err = %v, want *ValidationError", err)
+	}
+	for _, field := range []string{"providers[0].models[1].context", "chains[0].backends[0]"} {
+		if _, ok := findProblem(verr.Problems, field); !ok {
+			t.Errorf("no problem on %s in:\n%v", field, verr)
+		}
 	}
 }

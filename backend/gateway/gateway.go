@@ -41,6 +41,7 @@ type Gateway struct {
 	db      *store.DB
 	reqLog  *store.RequestLog
 	router  *router.Router
+	api     *api.Server
 	clients []*openai.Client
 	srv     *http.Server
 	ln      net.Listener
@@ -76,16 +77,14 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	table := g.buildTable(cfg)
 	g.router = router.New(table, gate, g.reqLog, o.Logger)
 
-	srv := api.New(api.Options{
+	g.api = api.New(api.Options{
 		Router:  g.router,
 		MaxBody: int64(cfg.MaxBodyMB) << 20,
-		Hosts:   api.NewHostGuard(cfg.Listen, cfg.AllowedHosts),
 		Assets:  o.Assets,
 		Logger:  o.Logger,
 		Version: o.Version,
 	})
 	g.srv = &http.Server{
-		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
@@ -144,6 +143,10 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listening on %s: %w", g.o.Config.Listen, err)
 	}
 	g.ln = ln
+	// The Host guard needs the real port, which differs from the configured
+	// one when that is 0.
+	hosts := api.NewHostGuard(ln.Addr().String(), append(g.o.Config.AllowedHosts, hostOf(g.o.Config.Listen)))
+	g.srv.Handler = hosts.Wrap(g.api.Handler())
 	ctx, stop := context.WithCancel(context.Background())
 	g.stop = stop
 	g.logDone = make(chan struct{})
@@ -167,6 +170,14 @@ func (g *Gateway) Start() error {
 		g.log.Warn("provider left out: no API key", "hint", h)
 	}
 	return nil
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
 }
 
 // Addr is the address the server listens on (useful with port 0).

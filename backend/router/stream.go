@@ -42,8 +42,10 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 			// which another backend may well do better.
 			return llm.SoftError("empty answer (stream ended before any content)")
 		}
-		// First content: commit.
+		// First content: commit. The header shows this attempt as the one
+		// serving.
 		a.TTFT = time.Since(t0)
+		a.Class = llm.OK
 		if ev.Usage != nil {
 			a.usage = ev.Usage
 		}

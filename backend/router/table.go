@@ -144,6 +144,10 @@ func Build(spec Spec) *Table {
 	if _, ok := t.chains[DefaultChain]; !ok {
 		t.addChain(DefaultChain, t.order)
 	}
+	// The default chain leads every listing: it is what most tools ask for.
+	if i := slices.Index(t.chainNames, DefaultChain); i > 0 {
+		t.chainNames = slices.Insert(slices.Delete(t.chainNames, i, i+1), 0, DefaultChain)
+	}
 	// A chain's declared but key-less backends still matter for its error
 	// message, so remember which chains lost members to missing keys.
 	for _, c := range spec.Chains {

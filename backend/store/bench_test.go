@@ -3,62 +3,51 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"freelane/backend/llm"
 )
 
-// BenchmarkRecord measures what a request handler pays to log a trace: the
-// enqueue alone, from many goroutines at once. A consumer empties the
-// channel without writing, so the numbers are not the drop path and do not
-// depend on disk speed.
+// BenchmarkRecord measures what a request handler pays to log a trace.
+//
+// enqueue is the normal case, a successful send into the buffer. The
+// buffer is emptied with the timer stopped whenever it fills, so the number
+// is the enqueue alone, not disk speed and not the drop path.
+//
+// full is the shedding path under contention from all CPUs: the buffer is
+// full, so every Record is a counted drop. It must stay as cheap as an
+// enqueue, since it is what happens when the disk falls behind.
 func BenchmarkRecord(b *testing.B) {
-	db := openTestDB(b)
-	l := NewRequestLog(db, LogOptions{Logger: quietLogger})
-	stop := make(chan struct{})
-	drained := make(chan struct{})
-	var consumed atomic.Int64
-	go func() {
-		defer close(drained)
-		for {
-			select {
-			case <-l.ch:
-				consumed.Add(1)
-			case <-stop:
-				return
-			}
-		}
-	}()
 	tr := sampleTrace(3)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
+
+	b.Run("enqueue", func(b *testing.B) {
+		l := NewRequestLog(openTestDB(b), LogOptions{Logger: quietLogger})
+		b.ReportAllocs()
+		for b.Loop() {
+			if len(l.ch) == cap(l.ch) {
+				b.StopTimer()
+				for len(l.ch) > 0 {
+					<-l.ch
+				}
+				b.StartTimer()
+			}
 			l.Record(tr)
+		}
+		if d := l.Dropped(); d != 0 {
+			b.Fatalf("%d records dropped; the benchmark measured the wrong path", d)
 		}
 	})
-	b.StopTimer()
-	close(stop)
-	<-drained
-	if d := l.Dropped(); d > 0 {
-		b.ReportMetric(float64(d)/float64(b.N), "dropped/op")
-	}
-}
 
-// BenchmarkRecordFull measures Record when the buffer is full: the cost of
-// shedding load, which must stay as cheap as a successful enqueue.
-func BenchmarkRecordFull(b *testing.B) {
-	db := openTestDB(b)
-	l := NewRequestLog(db, LogOptions{Buffer: 1, Logger: quietLogger})
-	tr := sampleTrace(3)
-	l.Record(tr)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			l.Record(tr)
-		}
+	b.Run("full", func(b *testing.B) {
+		l := NewRequestLog(openTestDB(b), LogOptions{Buffer: 1, Logger: quietLogger})
+		l.Record(tr)
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				l.Record(tr)
+			}
+		})
 	})
 }
 

@@ -34,7 +34,7 @@ var ErrSchemaTooNew = errors.New("store: database schema is newer than this buil
 // takes the write lock at BEGIN, because a deferred transaction that upgrades
 // from reader to writer fails with "database is locked" regardless of the
 // busy timeout when another writer got there first.
-const dsnParams = "_journal_mode=WAL&_busy_timeout=5000&_synchronous=NORMAL&_foreign_keys=on"
+const dsnParams = "_journal_mode=WAL&_busy_timeout=5000&_synchronous=NORMAL&_foreign_keys=on&_txlock=immediate"
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS

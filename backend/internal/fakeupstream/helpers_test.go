@@ -230,7 +230,7 @@ func (st *stream) add(data string) {
 	}
 }
 
-// eventually polls cond until it holds or a second has passed.
+// eventually polls cond until it holds or two seconds have passed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
