@@ -15,6 +15,14 @@
 // The first request naming "gpt-x" then gets a 429 and every later one a
 // normal answer.
 //
+// The endpoints, all under /v1, are POST /chat/completions and POST
+// /completions (streamed as server-sent events when the body sets "stream",
+// with a final usage chunk when it sets stream_options.include_usage), POST
+// /embeddings (a deterministic vector of length 8 per input item) and GET
+// /models. Scripts apply to the three POST endpoints; GET /models only
+// checks the key. A body that is not valid JSON gets 400, an unknown path
+// 404 and a wrong method 405, each with an OpenAI-shaped error.
+//
 // The happy path is built for throughput: the request is decoded once, the
 // answer is assembled in pooled buffers, and the only lock is held for a few
 // map operations, never while writing to the network. Turn the request log
