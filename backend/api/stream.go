@@ -29,10 +29,10 @@ func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 	h.Set("X-FreeLane-Backend", b.Name)
 	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(attempts))
 	s.w.WriteHeader(http.StatusOK)
-	return s.rc.Flush()
+	return nil
 }
 
-func (s *sseSink) Send(data []byte) error {
+func (s *sseSink) Send(data []byte, flush bool) error {
 	// Three writes into the response's own buffer, then one flush: no copy
 	// of the event is made.
 	if _, err := s.w.Write(dataPrefix); err != nil {
@@ -44,6 +44,9 @@ func (s *sseSink) Send(data []byte) error {
 	if _, err := s.w.Write(eventEnd); err != nil {
 		return err
 	}
+	if !flush {
+		return nil
+	}
 	return s.rc.Flush()
 }
 
@@ -53,7 +56,7 @@ func (s *sseSink) Fail(e *llm.Error) {
 		Type:    "upstream_error",
 		Code:    "stream_interrupted",
 	}})
-	_ = s.Send(b)
+	_ = s.Send(b, true)
 }
 
 func (s *sseSink) Done() error {

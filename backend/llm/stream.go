@@ -28,6 +28,9 @@ type Event struct {
 	Kind  EventKind
 	Data  []byte
 	Usage *Usage
+	// More is set when the next event is already buffered, so a writer can
+	// batch this one with it instead of flushing now.
+	More bool
 }
 
 // EventStream is an upstream streaming response. Next returns the next event

@@ -5,6 +5,7 @@ package router
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -81,10 +82,12 @@ type Result struct {
 
 // Sink receives a streaming answer; the API layer writes it to the client.
 type Sink interface {
-	// Commit sends the response headers; after it the route is fixed.
+	// Commit fixes the route and prepares the response headers; they go out
+	// with the first flushed event.
 	Commit(id string, b *Backend, attempts []llm.Attempt) error
-	// Send writes one event's JSON payload.
-	Send(data []byte) error
+	// Send writes one event's JSON payload; with flush false the event may
+	// wait in a buffer for the next one.
+	Send(data []byte, flush bool) error
 	// Fail ends a committed stream with an error event and no [DONE].
 	Fail(e *llm.Error)
 	// Done writes [DONE].
@@ -349,8 +352,12 @@ func skipWord(a llm.Attempt) string {
 	return word
 }
 
+// newID returns a request ID that starts with the time in milliseconds, so
+// IDs sort by time and the request log's index grows at its end, followed by
+// random bytes so IDs never collide.
 func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
+	var b [14]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
 	return "req_" + hex.EncodeToString(b[:])
 }

@@ -54,12 +54,12 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 			return errCommitted
 		}
 		for _, h := range held {
-			if err := sink.Send(h); err != nil {
+			if err := sink.Send(h, false); err != nil {
 				a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 				return errCommitted
 			}
 		}
-		if err := sink.Send(ev.Data); err != nil {
+		if err := sink.Send(ev.Data, !ev.More); err != nil {
 			a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			return errCommitted
 		}
@@ -94,7 +94,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 			}
 			return errCommitted
 		}
-		if err := sink.Send(ev.Data); err != nil {
+		if err := sink.Send(ev.Data, !ev.More); err != nil {
 			a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			return errCommitted
 		}

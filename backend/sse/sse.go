@@ -83,6 +83,11 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
+// Buffered reports how many bytes are already read from the underlying
+// reader but not yet returned. A caller forwarding events can hold off
+// flushing while more is buffered, so a burst goes out in one write.
+func (r *Reader) Buffered() int { return r.br.Buffered() }
+
 // readLine returns one line without its terminator (LF or CRLF). A final
 // line without a terminator is returned before io.EOF.
 func (r *Reader) readLine() ([]byte, error) {

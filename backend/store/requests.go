@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -38,15 +39,52 @@ const (
 
 const insertRequestSQL = `INSERT INTO requests (
 	id, started_at, endpoint, model, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
-const insertAttemptSQL = `INSERT INTO request_attempts (
-	request_id, seq, backend, class, status, latency_ms, ttft_ms, reason, skipped
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// storedAttempt is an attempt as kept in the attempts JSON column, with
+// durations in milliseconds like the other columns.
+type storedAttempt struct {
+	Backend   string    `json:"backend"`
+	Class     llm.Class `json:"class"`
+	Status    int       `json:"status,omitempty"`
+	LatencyMS float64   `json:"latency_ms"`
+	TTFTMS    float64   `json:"ttft_ms,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Skipped   bool      `json:"skipped,omitempty"`
+}
 
-// writeRequests stores traces in one transaction with prepared statements.
+func encodeAttempts(as []llm.Attempt) (string, error) {
+	if len(as) == 0 {
+		return "[]", nil
+	}
+	out := make([]storedAttempt, len(as))
+	for i, a := range as {
+		out[i] = storedAttempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
+			LatencyMS: durationMS(a.Latency), Reason: a.Reason, Skipped: a.Skipped}
+		if a.TTFT > 0 {
+			out[i].TTFTMS = durationMS(a.TTFT)
+		}
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+func decodeAttempts(s string) ([]llm.Attempt, error) {
+	var in []storedAttempt
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, err
+	}
+	out := make([]llm.Attempt, len(in))
+	for i, a := range in {
+		out[i] = llm.Attempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
+			Latency: msDuration(a.LatencyMS), TTFT: msDuration(a.TTFTMS), Reason: a.Reason, Skipped: a.Skipped}
+	}
+	return out, nil
+}
+
+// writeRequests stores traces in one transaction with a prepared statement.
 // A trace whose ID is already stored is skipped (the first one wins) rather
 // than failing the whole batch; skipped reports how many were. On error
 // nothing of the batch is stored.
@@ -60,16 +98,11 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace) (skipped int
 			_ = tx.Rollback()
 		}
 	}()
-	reqStmt, err := tx.PrepareContext(ctx, insertRequestSQL)
+	stmt, err := tx.PrepareContext(ctx, insertRequestSQL)
 	if err != nil {
 		return 0, fmt.Errorf("store: write requests: prepare: %w", err)
 	}
-	defer reqStmt.Close()
-	attStmt, err := tx.PrepareContext(ctx, insertAttemptSQL)
-	if err != nil {
-		return 0, fmt.Errorf("store: write requests: prepare: %w", err)
-	}
-	defer attStmt.Close()
+	defer stmt.Close()
 
 	for i := range traces {
 		t := &traces[i]
@@ -83,12 +116,16 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace) (skipped int
 		if start.IsZero() {
 			start = time.Now()
 		}
-		res, err := reqStmt.ExecContext(ctx,
+		attempts, err := encodeAttempts(t.Attempts)
+		if err != nil {
+			return 0, fmt.Errorf("store: write request %s: attempts: %w", id, err)
+		}
+		res, err := stmt.ExecContext(ctx,
 			id, start.UnixMilli(), t.Endpoint, t.Model, t.Chain, t.Backend,
 			t.Stream, t.Status, string(t.Class), t.Error,
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
-			t.Committed)
+			t.Committed, attempts)
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}
@@ -97,17 +134,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace) (skipped int
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}
 		if n == 0 {
-			// Duplicate ID: its attempts belong to the row already stored.
-			skipped++
-			continue
-		}
-		for seq, a := range t.Attempts {
-			if _, err := attStmt.ExecContext(ctx,
-				id, seq, a.Backend, string(a.Class), a.Status,
-				durationMS(a.Latency), nullDurationMS(a.TTFT), a.Reason, a.Skipped,
-			); err != nil {
-				return 0, fmt.Errorf("store: write attempt %d of request %s: %w", seq, id, err)
-			}
+			skipped++ // duplicate ID
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -148,23 +175,11 @@ func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, e
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	args = append(args, limit)
-
-	// One statement reads requests and attempts together so both come from
-	// the same snapshot: a prune or a batch landing between two queries
-	// cannot leave a trace without its attempts.
-	query := `WITH r AS (
-	SELECT id, started_at, endpoint, model, chain, backend, stream, status, class, error,
-		latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed
-	FROM requests` + cond + `
-	ORDER BY started_at DESC, id DESC
-	LIMIT ?
-)
-SELECT r.id, r.started_at, r.endpoint, r.model, r.chain, r.backend, r.stream, r.status,
-	r.class, r.error, r.latency_ms, r.ttft_ms, r.prompt_tokens, r.completion_tokens,
-	r.total_tokens, r.committed,
-	a.seq, a.backend, a.class, a.status, a.latency_ms, a.ttft_ms, a.reason, a.skipped
-FROM r LEFT JOIN request_attempts a ON a.request_id = r.id
-ORDER BY r.started_at DESC, r.id DESC, a.seq`
+	query := `SELECT id, started_at, endpoint, model, chain, backend, stream, status, class, error,
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
+FROM requests` + cond + `
+ORDER BY started_at DESC, seq DESC
+LIMIT ?`
 
 	rows, err := d.sql.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -175,50 +190,28 @@ ORDER BY r.started_at DESC, r.id DESC, a.seq`
 	var out []llm.Trace
 	for rows.Next() {
 		var (
-			t                llm.Trace
-			startMS          int64
-			class            string
-			latency          float64
-			ttft             sql.NullFloat64
-			aSeq             sql.NullInt64
-			aBackend, aClass sql.NullString
-			aReason          sql.NullString
-			aStatus          sql.NullInt64
-			aLatency, aTTFT  sql.NullFloat64
-			aSkipped         sql.NullBool
+			t        llm.Trace
+			startMS  int64
+			class    string
+			latency  float64
+			ttft     sql.NullFloat64
+			attempts string
 		)
 		if err := rows.Scan(
 			&t.ID, &startMS, &t.Endpoint, &t.Model, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &latency, &ttft,
-			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed,
-			&aSeq, &aBackend, &aClass, &aStatus, &aLatency, &aTTFT, &aReason, &aSkipped,
+			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts,
 		); err != nil {
 			return nil, fmt.Errorf("store: scan request: %w", err)
 		}
-		// Rows of one request are adjacent; only the first carries a new
-		// trace, the rest add attempts to it.
-		if len(out) == 0 || out[len(out)-1].ID != t.ID {
-			t.Start = time.UnixMilli(startMS)
-			t.Class = llm.Class(class)
-			t.Latency = msDuration(latency)
-			t.TTFT = msDuration(ttft.Float64)
-			// An empty, non-nil slice encodes as [] rather than null for
-			// API clients.
-			t.Attempts = []llm.Attempt{}
-			out = append(out, t)
+		t.Start = time.UnixMilli(startMS)
+		t.Class = llm.Class(class)
+		t.Latency = msDuration(latency)
+		t.TTFT = msDuration(ttft.Float64)
+		if t.Attempts, err = decodeAttempts(attempts); err != nil {
+			return nil, fmt.Errorf("store: request %s: attempts: %w", t.ID, err)
 		}
-		if aSeq.Valid {
-			cur := &out[len(out)-1]
-			cur.Attempts = append(cur.Attempts, llm.Attempt{
-				Backend: aBackend.String,
-				Class:   llm.Class(aClass.String),
-				Status:  int(aStatus.Int64),
-				Latency: msDuration(aLatency.Float64),
-				TTFT:    msDuration(aTTFT.Float64),
-				Reason:  aReason.String,
-				Skipped: aSkipped.Bool,
-			})
-		}
+		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: query requests: %w", err)
@@ -231,7 +224,7 @@ ORDER BY r.started_at DESC, r.id DESC, a.seq`
 // in between.
 const pruneChunk = 1000
 
-// PruneRequests deletes requests (and, by cascade, their attempts) that
+// PruneRequests deletes requests (with their attempts) that
 // started before olderThan, and returns how many requests it deleted.
 func (d *DB) PruneRequests(ctx context.Context, olderThan time.Time) (int64, error) {
 	const q = `DELETE FROM requests WHERE rowid IN (

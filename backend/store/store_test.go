@@ -105,7 +105,7 @@ func TestOpenCreatesPrivateFileAndMigrates(t *testing.T) {
 		t.Errorf("schema version = %d, want %d", v, want)
 	}
 	tables := tableNames(t, db)
-	for _, name := range []string{"requests", "request_attempts"} {
+	for _, name := range []string{"requests"} {
 		if !tables[name] {
 			t.Errorf("table %s missing after migration; have %v", name, tables)
 		}

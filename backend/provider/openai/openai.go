@@ -353,6 +353,11 @@ type chunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
+var (
+	usageKey = []byte(`"usage"`)
+	errorKey = []byte(`"error"`)
+)
+
 func nonEmpty(s *string) bool { return s != nil && *s != "" }
 
 func (s *stream) Next() (llm.Event, error) {
@@ -377,6 +382,17 @@ func (s *stream) Next() (llm.Event, error) {
 			s.done = true
 			return llm.Event{Kind: llm.Done}, nil
 		}
+		more := s.sse.Buffered() > 0
+		// Once content has flowed, the router only needs to know that an
+		// event is well-formed and whether it carries usage or an error;
+		// checking that without decoding keeps long streams cheap.
+		if s.sawContent && !bytes.Contains(data, usageKey) && !bytes.Contains(data, errorKey) {
+			if json.Valid(data) {
+				return llm.Event{Kind: llm.Content, Data: data, More: more}, nil
+			}
+			s.log.Warn("dropped malformed stream event", "provider", s.provider, "bytes", len(data))
+			continue
+		}
 		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			// Dropped, never forwarded: a client parsing it would fail.
@@ -390,7 +406,7 @@ func (s *stream) Next() (llm.Event, error) {
 			}
 			return llm.Event{}, &llm.Error{Class: llm.Transient, Status: http.StatusOK, Message: "upstream error mid-stream: " + truncate(msg, 120)}
 		}
-		out := llm.Event{Kind: llm.Held, Data: data, Usage: c.Usage}
+		out := llm.Event{Kind: llm.Held, Data: data, Usage: c.Usage, More: more}
 		if len(c.Choices) == 0 && c.Usage != nil {
 			out.Kind = llm.UsageOnly
 			return out, nil
