@@ -407,7 +407,7 @@ func TestProblemString(t *testing.T) {
 	}{
 		{Problem{Line: 12, Field: "providers[0].base_url", Message: `must be an absolute http(s) URL, got "groq.com"`},
 			`12: providers[0].base_url: must be an absolute http(s) URL, got "groq.com"`},
-		{Problem{Line: 3, Field: "listen", Message: "m", Warning: true}, "warning: 3: listen: m"},
+		{Problem{Line: 3, Field: "listen", Message: "m", Warning: true}, "3: warning: listen: m"},
 		{Problem{Line: 2, Message: "invalid YAML: x"}, "2: invalid YAML: x"},
 		{Problem{Field: "listen", Message: "m"}, "listen: m"},
 	}

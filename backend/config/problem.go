@@ -23,12 +23,12 @@ type Problem struct {
 // warnings. An unknown line or an empty field is left out.
 func (p Problem) String() string {
 	var b strings.Builder
-	if p.Warning {
-		b.WriteString("warning: ")
-	}
 	if p.Line > 0 {
 		b.WriteString(strconv.Itoa(p.Line))
 		b.WriteString(": ")
+	}
+	if p.Warning {
+		b.WriteString("warning: ")
 	}
 	p.writeTail(&b)
 	return b.String()

@@ -49,6 +49,9 @@ type Gateway struct {
 	logDone chan struct{}
 	stop    context.CancelFunc
 	serveWG sync.WaitGroup
+
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // New opens the database in the data directory and builds every part.
@@ -190,8 +193,13 @@ func (g *Gateway) Addr() string {
 
 // Shutdown stops accepting requests, lets those in flight finish until ctx
 // ends (then cuts them), writes every pending request log row and closes
-// the database.
+// the database. Calling it again returns the first call's result.
 func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.shutdownOnce.Do(func() { g.shutdownErr = g.shutdown(ctx) })
+	return g.shutdownErr
+}
+
+func (g *Gateway) shutdown(ctx context.Context) error {
 	var errs []error
 	if g.ln != nil {
 		if err := g.srv.Shutdown(ctx); err != nil {

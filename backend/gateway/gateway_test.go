@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/llm"
+	"freelane/backend/store"
 )
 
 // env is one FreeLane gateway in front of one fake upstream. Providers a
@@ -743,4 +746,71 @@ func TestModelsAndHealth(t *testing.T) {
 		t.Fatalf("healthz %v %v", err, h)
 	}
 	h.Body.Close()
+}
+
+func TestRequestLogSurvivesShutdown(t *testing.T) {
+	e := newEnv(t, nil)
+	e.up.Set("ma", fakeupstream.Behavior{Status: 503})
+	const n = 25
+	for i := 0; i < n; i++ {
+		e.post("/v1/chat/completions", chat("main", i%2 == 0))
+	}
+	if err := e.g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), filepath.Join(e.dir, "freelane.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	traces, err := db.RecentRequests(context.Background(), store.RequestQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != n {
+		t.Fatalf("%d requests logged, want %d", len(traces), n)
+	}
+	// The first request: a failed on 503, b served.
+	first := traces[len(traces)-1]
+	if first.Chain != "main" || first.Backend != "b/mb" || first.Status != 200 || first.Class != llm.OK || !first.Stream {
+		t.Errorf("trace %+v", first)
+	}
+	if len(first.Attempts) != 2 || first.Attempts[0].Status != 503 || first.Attempts[0].Class != llm.Transient || first.Attempts[1].Class != llm.OK {
+		t.Errorf("attempts %+v", first.Attempts)
+	}
+	if first.TTFT <= 0 || first.Usage.TotalTokens == 0 {
+		t.Errorf("ttft %v usage %+v", first.TTFT, first.Usage)
+	}
+}
+
+func TestShutdownLetsStreamsFinish(t *testing.T) {
+	e := newEnv(t, nil)
+	e.up.Set("ma", fakeupstream.Behavior{ChunkDelay: 100 * time.Millisecond})
+	got := make(chan reply, 1)
+	go func() {
+		resp, err := http.Post(e.base+"/v1/chat/completions", "application/json", strings.NewReader(chat("main", true)))
+		if err != nil {
+			got <- reply{}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		got <- reply{status: resp.StatusCode, body: b}
+	}()
+	// Wait until the stream is in flight, then shut down.
+	for e.up.Calls("ma") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.g.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if s := parseSSE(t, r.body); r.status != 200 || !s.done || s.text != "Hello from ma" {
+		t.Fatalf("in-flight stream cut by shutdown: %d %+v", r.status, s)
+	}
+	if _, err := http.Get(e.base + "/healthz"); err == nil {
+		t.Error("still accepting after shutdown")
+	}
 }

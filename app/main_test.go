@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the tests run this binary as the real freelane command: with
+// FREELANE_TEST_MAIN set, the test binary is main.
+func TestMain(m *testing.M) {
+	if os.Getenv("FREELANE_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestCheckReportsProblemsWithLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	cfg := `listen: 127.0.0.1:7788
+providers:
+  - name: groq
+    kind: openai
+    tier: gratis
+    base_url: api.groq.com
+    api_key: sk-x
+    models:
+      - {id: llama, params_b: 70}
+chains:
+  - name: coding
+    backends: [groq/llama, groq/nope]
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"check", "--config", path}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("exit %d, out %s err %s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{":5: providers[0].tier", ":6: providers[0].base_url", ":12: chains[0].backends[1]", "3 problem(s)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestCheckAcceptsTheExample(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", "../backend/config/example.yaml"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "OK") {
+		t.Errorf("output %s", out.String())
+	}
+}
+
+func TestVersionAndUnknownCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "freelane ") {
+		t.Errorf("version: %d %q", code, out.String())
+	}
+	if code := run([]string{"frobnicate"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") {
+		t.Errorf("unknown: %d %q", code, errb.String())
+	}
+}
+
+// TestServeStartsAndStopsCleanly runs the real command with the example
+// config (which points at nothing reachable), asks it for /v1/models, then
+// sends SIGTERM and expects a clean exit.
+func TestServeStartsAndStopsCleanly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "serve", "--config", "../backend/config/example.yaml", "--data-dir", dir, "--listen", addr)
+	cmd.Env = append(os.Environ(), "FREELANE_TEST_MAIN=1")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	var resp *http.Response
+	for {
+		resp, err = http.Get("http://" + addr + "/v1/models")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up: %v\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/v1/models: %d", resp.StatusCode)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, logs.String())
+	}
+	if !strings.Contains(logs.String(), "msg=stopped") {
+		t.Errorf("no clean stop in the log:\n%s", logs.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "freelane.db")); err != nil {
+		t.Errorf("database not created: %v", err)
+	}
+}
