@@ -19,7 +19,7 @@ type Problem struct {
 	Warning bool
 }
 
-// String formats p as "LINE: FIELD: MESSAGE", prefixed with "warning: " for
+// String formats p as "LINE: FIELD: MESSAGE", with "warning: " after the line for
 // warnings. An unknown line or an empty field is left out.
 func (p Problem) String() string {
 	var b strings.Builder
