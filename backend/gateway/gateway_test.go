@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -812,5 +813,79 @@ func TestShutdownLetsStreamsFinish(t *testing.T) {
 	}
 	if _, err := http.Get(e.base + "/healthz"); err == nil {
 		t.Error("still accepting after shutdown")
+	}
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogsHoldNoKeysOrPrompts(t *testing.T) {
+	up := fakeupstream.Start()
+	t.Cleanup(up.Close)
+	cfg := testConfig(up.URL)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + g.Addr()
+	const prompt = "purple-elephant-prompt-42"
+	body := `{"model":"main","stream":true,"messages":[{"role":"user","content":"` + prompt + `"}]}`
+	// Every path that logs: failures of all kinds, a malformed chunk, a
+	// stream broken after commit, a total failure.
+	up.Set("ma", fakeupstream.Behavior{Status: 401, Body: `{"error":{"message":"bad key sk-test-a"}}`})
+	up.Set("mb", fakeupstream.Behavior{MalformedAt: 1, CutAfter: 2})
+	for _, b := range []string{body, strings.Replace(body, `"stream":true`, `"stream":false`, 1)} {
+		resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// And a total failure whose upstream errors echo the rejected key.
+	for _, m := range []string{"mb", "mc"} {
+		up.Set(m, fakeupstream.Behavior{Status: 401, Body: `{"error":{"message":"invalid key sk-test-` + m[1:] + `"}}`})
+	}
+	up.Set("ml", fakeupstream.Behavior{Status: 503})
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(strings.Replace(body, `"stream":true`, `"stream":false`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failure, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(failure), "sk-test-") || !strings.Contains(string(failure), "redacted key") {
+		t.Errorf("client error echoes a key: %s", failure)
+	}
+	if err := g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "stream failed after commit") || !strings.Contains(out, "request failed") {
+		t.Fatalf("the scenario did not log what it should:\n%s", out)
+	}
+	for _, secret := range []string{"sk-test-", prompt} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log contains %q:\n%s", secret, out)
+		}
 	}
 }

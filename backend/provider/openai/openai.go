@@ -136,7 +136,13 @@ func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, er
 	if rerr != nil && ctx.Err() != nil {
 		return nil, llm.ClassifyTransport(ctx, rerr)
 	}
-	return nil, llm.ClassifyResponse(resp.StatusCode, resp.Header, body, c.o.Now())
+	e := llm.ClassifyResponse(resp.StatusCode, resp.Header, body, c.o.Now())
+	if c.o.APIKey != "" && strings.Contains(e.Message, c.o.APIKey) {
+		// Some servers echo the key they rejected; the message is shown
+		// to clients and logged, so the key must not be in it.
+		e.Message = strings.ReplaceAll(e.Message, c.o.APIKey, "[redacted key]")
+	}
+	return nil, e
 }
 
 // Complete sends a non-streaming request and returns the whole answer, or a
