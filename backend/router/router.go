@@ -190,8 +190,8 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 			// The attempt reached the client; a later failure of it was
 			// already reported and written by streamOne.
 			le = a.late
-		} else if err != nil && !errors.As(err, &le) {
-			le = &llm.Error{Class: llm.Transient, Message: err.Error(), Err: err}
+		} else if err != nil {
+			le = classify(ctx, err)
 		}
 		if le == nil {
 			a.Class = llm.OK
@@ -228,6 +228,20 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	f := r.failure(route, tr, final)
 	r.finish(tr, start, f)
 	return tr, f
+}
+
+// classify returns an attempt's error as an *llm.Error. One the upstream
+// did not classify counts as transient, unless the client went away: then
+// it is not the backend's fault and must not count against it.
+func classify(ctx context.Context, err error) *llm.Error {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le
+	}
+	if ctx.Err() != nil {
+		return &llm.Error{Class: llm.Cancelled, Message: "client went away", Err: err}
+	}
+	return &llm.Error{Class: llm.Transient, Message: err.Error(), Err: err}
 }
 
 // skipClass is the class a skipped backend counts as when the router decides

@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"freelane/backend/llm"
@@ -69,10 +68,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 	for {
 		ev, err := st.Next()
 		if err != nil {
-			var le *llm.Error
-			if !errors.As(err, &le) {
-				le = &llm.Error{Class: llm.Transient, Message: err.Error(), Err: err}
-			}
+			le := classify(ctx, err)
 			a.late = le
 			if le.Class != llm.Cancelled {
 				r.log.Warn("stream failed after commit", "backend", b.Name, "class", le.Class, "reason", le.Message)

@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -287,5 +288,32 @@ func TestNamesAndChains(t *testing.T) {
 	}
 	if tb.Chain("no-such-chain") != nil {
 		t.Fatal("Chain of an unknown name is not empty")
+	}
+}
+
+func TestBuildFreeOrderIsStable(t *testing.T) {
+	// Enough models for the sort to leave insertion sort: ties must keep
+	// their config order however many there are.
+	var spec router.Spec
+	var want []string
+	sizes := []float64{8, 70, 8, 32, 70, 8, 0, 32, 70, 8}
+	for p := range 4 {
+		var models []router.ModelSpec
+		for i, size := range sizes {
+			models = append(models, router.ModelSpec{ID: fmt.Sprintf("m%d", i), ParamsB: size})
+		}
+		spec.Providers = append(spec.Providers, router.ProviderSpec{Name: fmt.Sprintf("p%d", p), Tier: router.TierFree, HasKey: true, Models: models})
+	}
+	for _, size := range []float64{70, 32, 8, 0} {
+		for p := range 4 {
+			for i, s := range sizes {
+				if s == size {
+					want = append(want, fmt.Sprintf("p%d/m%d", p, i))
+				}
+			}
+		}
+	}
+	if got := names(router.Build(spec).Chain("auto")); !slices.Equal(got, want) {
+		t.Fatalf("auto:\n got %q\nwant %q", got, want)
 	}
 }
