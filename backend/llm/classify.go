@@ -279,6 +279,10 @@ func errorCode(body []byte) string {
 	return code + " " + obj.Type
 }
 
+// Truncate shortens s to at most n bytes plus an ellipsis, cutting on a
+// character boundary, for messages built from upstream text.
+func Truncate(s string, n int) string { return truncate(s, n) }
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

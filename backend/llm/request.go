@@ -36,6 +36,10 @@ type Request struct {
 	body       []byte
 	modelStart int // offset of the model value (including its quotes)
 	modelEnd   int
+	// nullOptions is the span of a "stream_options": null value, which
+	// FreeLane replaces when it asks for usage (a field added in front
+	// would lose to the later null).
+	nullOptStart, nullOptEnd int
 }
 
 // BadRequestError is a request FreeLane refuses before routing, with a
@@ -51,9 +55,150 @@ func badRequest(param, format string, args ...any) *BadRequestError {
 	return &BadRequestError{Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-// ParseRequest validates a request body for the given endpoint. It scans the
-// body once at the top level and decodes only the fields routing needs.
+// ParseRequest validates a request body for the given endpoint. It is on the
+// path of every request, so it avoids reflection: json.Valid checks the whole
+// body, then a scan of the top level finds the few fields routing needs and
+// where the model value sits. Only invalid bodies take the slower decoder,
+// which says precisely where they are broken.
 func ParseRequest(ep Endpoint, body []byte) (*Request, error) {
+	if !json.Valid(body) {
+		if _, err := parseDecoder(ep, body); err != nil {
+			return nil, err
+		}
+		return nil, badRequest("", "request body is not valid JSON")
+	}
+	start := skipSpace(body, 0)
+	if body[start] != '{' {
+		return nil, badRequest("", "request body must be a JSON object")
+	}
+	r := &Request{Endpoint: ep, body: body, modelStart: -1}
+	requiredName := requiredField[ep]
+	var required []byte
+	var err error
+	eachMember(body, start, func(key []byte, vs, ve int) bool {
+		v := body[vs:ve]
+		switch string(key) {
+		case "model":
+			switch v[0] {
+			case '"':
+				r.Model = unquote(v)
+				r.modelStart, r.modelEnd = vs, ve
+			case 'n':
+				r.Model, r.modelStart = "", vs
+				r.modelEnd = ve
+			default:
+				err = badRequest("model", "model must be a string")
+			}
+		case "stream":
+			switch string(v) {
+			case "true":
+				r.Stream = true
+			case "false", "null":
+				r.Stream = false
+			default:
+				err = badRequest("stream", "stream must be true or false")
+			}
+		case "stream_options":
+			r.HasStreamOptions, r.WantsUsage = false, false
+			r.nullOptStart, r.nullOptEnd = 0, 0
+			switch v[0] {
+			case 'n':
+				r.nullOptStart, r.nullOptEnd = vs, ve
+			case '{':
+				r.HasStreamOptions = true
+				eachMember(v, 0, func(k []byte, s, e int) bool {
+					if string(k) == "include_usage" {
+						switch string(v[s:e]) {
+						case "true":
+							r.WantsUsage = true
+						case "false", "null":
+							r.WantsUsage = false
+						default:
+							err = badRequest("stream_options", "stream_options.include_usage must be true or false")
+						}
+					}
+					return err == nil
+				})
+			default:
+				err = badRequest("stream_options", "stream_options must be an object")
+			}
+		case requiredName:
+			required = v
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Model == "" {
+		return nil, badRequest("model", "model is required: use \"auto\", a chain name or provider/model")
+	}
+	if ep == Embeddings && r.Stream {
+		return nil, badRequest("stream", "embeddings cannot be streamed")
+	}
+	if err := checkRequiredFast(ep, requiredName, required); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+var requiredField = map[Endpoint]string{Chat: "messages", Completions: "prompt", Embeddings: "input"}
+
+// checkRequiredFast checks the endpoint's required field in a valid body.
+func checkRequiredFast(ep Endpoint, name string, v []byte) error {
+	if len(v) == 0 || v[0] == 'n' {
+		return badRequest(name, "%s is required", name)
+	}
+	if ep != Chat {
+		return nil
+	}
+	if v[0] != '[' {
+		return badRequest(name, "messages must be an array of message objects")
+	}
+	n := 0
+	var err error
+	eachElement(v, func(es, ee int) bool {
+		m := v[es:ee]
+		switch m[0] {
+		case '{':
+		case 'n':
+			err = badRequest(fmt.Sprintf("messages[%d].role", n), "messages[%d].role is required", n)
+			return false
+		default:
+			err = badRequest(name, "messages must be an array of message objects: messages[%d] is not an object", n)
+			return false
+		}
+		hasRole := false
+		eachMember(m, 0, func(k []byte, s, e int) bool {
+			if string(k) == "role" {
+				switch {
+				case m[s] == '"' && e-s > 2:
+					hasRole = true
+				case m[s] == '"' || m[s] == 'n':
+					hasRole = false
+				default:
+					err = badRequest(fmt.Sprintf("messages[%d].role", n), "messages[%d].role must be a string", n)
+				}
+			}
+			return err == nil
+		})
+		if err == nil && !hasRole {
+			err = badRequest(fmt.Sprintf("messages[%d].role", n), "messages[%d].role is required", n)
+		}
+		n++
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return badRequest(name, "messages must contain at least one message")
+	}
+	return nil
+}
+
+// parseDecoder is the reflective parser, used to explain invalid bodies.
+func parseDecoder(ep Endpoint, body []byte) (*Request, error) {
 	r := &Request{Endpoint: ep, body: body, modelStart: -1}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
@@ -64,7 +209,7 @@ func ParseRequest(ep Endpoint, body []byte) (*Request, error) {
 		return nil, badRequest("", "request body must be a JSON object")
 	}
 	var required json.RawMessage
-	requiredName := map[Endpoint]string{Chat: "messages", Completions: "prompt", Embeddings: "input"}[ep]
+	requiredName := requiredField[ep]
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -173,24 +318,33 @@ func (r *Request) Body(model string, addUsage bool) []byte {
 	quoted, _ := json.Marshal(model)
 	inject := addUsage && r.Stream && !r.HasStreamOptions
 	const usageField = `"stream_options":{"include_usage":true},`
-	n := len(r.body) - (r.modelEnd - r.modelStart) + len(quoted)
-	if inject {
-		n += len(usageField)
-	}
+	const usageValue = `{"include_usage":true}`
+	n := len(r.body) - (r.modelEnd - r.modelStart) + len(quoted) + len(usageField)
 	out := make([]byte, 0, n)
-	start := 0
-	if inject {
-		// The body starts with '{' possibly after whitespace; the new field
-		// goes right after it and always has a field following it (model).
-		brace := bytes.IndexByte(r.body, '{') + 1
-		out = append(out, r.body[:brace]...)
-		out = append(out, usageField...)
-		start = brace
+	type splice struct {
+		start, end int
+		with       []byte
 	}
-	out = append(out, r.body[start:r.modelStart]...)
-	out = append(out, quoted...)
-	out = append(out, r.body[r.modelEnd:]...)
-	return out
+	edits := []splice{{r.modelStart, r.modelEnd, quoted}}
+	switch {
+	case inject && r.nullOptEnd > 0:
+		edits = append(edits, splice{r.nullOptStart, r.nullOptEnd, []byte(usageValue)})
+	case inject:
+		// The new field goes right after the opening brace and always has a
+		// field after it (model), so the comma is right.
+		brace := bytes.IndexByte(r.body, '{') + 1
+		edits = append(edits, splice{brace, brace, []byte(usageField)})
+	}
+	if len(edits) == 2 && edits[1].start < edits[0].start {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	pos := 0
+	for _, e := range edits {
+		out = append(out, r.body[pos:e.start]...)
+		out = append(out, e.with...)
+		pos = e.end
+	}
+	return append(out, r.body[pos:]...)
 }
 
 // Size is the length of the client's body in bytes.

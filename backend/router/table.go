@@ -83,7 +83,10 @@ type Table struct {
 	// keyless maps a backend or provider left out for lack of a key to the
 	// hint telling the user how to add it.
 	keyless map[string]string
-	hints   []string // one per keyless provider, in config order
+	// keylessModels maps a bare upstream model id served only by providers
+	// without a key to their hints.
+	keylessModels map[string]string
+	hints         []string // one per keyless provider, in config order
 }
 
 // Build makes a routing table. References in chains to unknown backends are
@@ -94,6 +97,8 @@ func Build(spec Spec) *Table {
 		backends: map[string]*Backend{},
 		byModel:  map[string][]*Backend{},
 		keyless:  map[string]string{},
+
+		keylessModels: map[string]string{},
 	}
 	var own, free, local []*Backend
 	var ownDefault []*Backend
@@ -106,6 +111,7 @@ func Build(spec Spec) *Table {
 			t.hints = append(t.hints, p.KeyHint)
 			for _, m := range p.Models {
 				t.keyless[p.Name+"/"+m.ID] = p.KeyHint
+				t.keylessModels[m.ID] = joinHint(t.keylessModels[m.ID], p.KeyHint)
 			}
 			continue
 		}
@@ -209,6 +215,10 @@ func (t *Table) Resolve(model string) (Route, error) {
 	}
 	if bs, ok := t.byModel[model]; ok {
 		return Route{Backends: bs}, nil
+	}
+	if hint, ok := t.keylessModels[model]; ok {
+		return Route{}, &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
+			Message: fmt.Sprintf("model %q is only served by providers without an API key: %s", model, hint)}
 	}
 	return Route{}, &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",
 		Message: fmt.Sprintf("model %q does not exist; use one of: %s", model, t.namesForError())}

@@ -152,7 +152,7 @@ func resolveErr(t *testing.T, tb *router.Table, model string) *router.ResolveErr
 
 func TestResolveUnknown(t *testing.T) {
 	tb := router.Build(catalogSpec())
-	for _, model := range []string{"gpt-5", "groq/llama-9", "off/huge", "huge", "nope/missing", "mistral-large", "mistral", "AUTO", ""} {
+	for _, model := range []string{"gpt-5", "groq/llama-9", "off/huge", "huge", "nope/missing", "mistral", "AUTO", ""} {
 		t.Run(model, func(t *testing.T) {
 			re := resolveErr(t, tb, model)
 			if re.Status != http.StatusNotFound || re.Code != "model_not_found" {
@@ -200,6 +200,7 @@ func TestResolveMissingKeys(t *testing.T) {
 		model, code string
 	}{
 		{"mistral/mistral-large", "missing_api_key"}, // pinned keyless backend
+		{"mistral-large", "missing_api_key"},         // bare id only a keyless provider serves
 		{"premium", "missing_api_key"},               // chain emptied by the missing key
 		{"ghost", "no_backend_available"},            // chain of unknown backends
 	} {

@@ -83,10 +83,27 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// Buffered reports how many bytes are already read from the underlying
-// reader but not yet returned. A caller forwarding events can hold off
-// flushing while more is buffered, so a burst goes out in one write.
-func (r *Reader) Buffered() int { return r.br.Buffered() }
+// EventBuffered reports whether the next data event is already complete in
+// the buffer, so the next call to Next will not wait for the network. A
+// caller forwarding events can then hold off flushing and send a burst in
+// one write. It errs on the side of false: a comment block or a partial
+// event ahead means false, and the caller flushes now.
+func (r *Reader) EventBuffered() bool {
+	n := r.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	buf, _ := r.br.Peek(n)
+	end := bytes.Index(buf, []byte("\n\n"))
+	if crlf := bytes.Index(buf, []byte("\r\n\r\n")); crlf >= 0 && (end < 0 || crlf < end) {
+		end = crlf
+	}
+	if end < 0 {
+		return false
+	}
+	block := buf[:end]
+	return bytes.HasPrefix(block, []byte("data:")) || bytes.Contains(block, []byte("\ndata:"))
+}
 
 // readLine returns one line without its terminator (LF or CRLF). A final
 // line without a terminator is returned before io.EOF.

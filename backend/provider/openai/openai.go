@@ -199,7 +199,7 @@ type answer struct {
 func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 	var a answer
 	if err := json.Unmarshal(body, &a); err != nil {
-		return llm.Usage{}, llm.SoftError("unparseable answer: %s", truncate(err.Error(), 80))
+		return llm.Usage{}, llm.SoftError("unparseable answer: %s", llm.Truncate(err.Error(), 80))
 	}
 	var usage llm.Usage
 	if a.Usage != nil {
@@ -208,9 +208,9 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 	if present(a.Error) {
 		msg := errorText(a.Error)
 		if llm.QuotaText(msg) {
-			return usage, llm.SoftError("quota exceeded (in a 200 answer): %s", truncate(msg, 120))
+			return usage, llm.SoftError("quota exceeded (in a 200 answer): %s", llm.Truncate(msg, 120))
 		}
-		return usage, llm.SoftError("error in a 200 answer: %s", truncate(msg, 120))
+		return usage, llm.SoftError("error in a 200 answer: %s", llm.Truncate(msg, 120))
 	}
 	switch ep {
 	case llm.Embeddings:
@@ -268,13 +268,6 @@ func errorText(raw json.RawMessage) string {
 		return obj.Message
 	}
 	return string(raw)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // idleReader cancels the attempt when no byte arrives for the idle timeout.
@@ -388,7 +381,7 @@ func (s *stream) Next() (llm.Event, error) {
 			s.done = true
 			return llm.Event{Kind: llm.Done}, nil
 		}
-		more := s.sse.Buffered() > 0
+		more := s.sse.EventBuffered()
 		// Once content has flowed, the router only needs to know that an
 		// event is well-formed and whether it carries usage or an error;
 		// checking that without decoding keeps long streams cheap.
@@ -408,9 +401,9 @@ func (s *stream) Next() (llm.Event, error) {
 		if present(c.Error) || string(ev.Name) == "error" {
 			msg := errorText(c.Error)
 			if llm.QuotaText(msg) {
-				return llm.Event{}, &llm.Error{Class: llm.RateLimited, Status: http.StatusOK, Message: "quota exceeded mid-stream: " + truncate(msg, 120)}
+				return llm.Event{}, &llm.Error{Class: llm.RateLimited, Status: http.StatusOK, Message: "quota exceeded mid-stream: " + llm.Truncate(msg, 120)}
 			}
-			return llm.Event{}, &llm.Error{Class: llm.Transient, Status: http.StatusOK, Message: "upstream error mid-stream: " + truncate(msg, 120)}
+			return llm.Event{}, &llm.Error{Class: llm.Transient, Status: http.StatusOK, Message: "upstream error mid-stream: " + llm.Truncate(msg, 120)}
 		}
 		out := llm.Event{Kind: llm.Held, Data: data, Usage: c.Usage, More: more}
 		if len(c.Choices) == 0 && c.Usage != nil {
