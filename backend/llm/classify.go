@@ -82,17 +82,22 @@ func ClassifyTransport(ctx context.Context, err error) *Error {
 	switch {
 	case errors.Is(cause, ErrFirstTokenTimeout):
 		e.Message = "no first token in time"
-		e.Err = cause
+		e.Err, e.Sub = cause, SubTimeout
 	case errors.Is(cause, ErrIdleTimeout):
 		e.Message = "stream went idle"
-		e.Err = cause
+		e.Err, e.Sub = cause, SubTimeout
 	case cause != nil && (errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded)):
 		e.Class = Cancelled
 		e.Message = "client went away"
+	case isDialError(err):
+		e.Sub = SubConnect
+		e.Message = dialMessage(err)
 	case isTimeout(err):
 		e.Message = "timed out waiting for response headers"
+		e.Sub = SubTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Message = "connection refused"
+		e.Sub = SubConnect
 	case errors.Is(err, syscall.ECONNRESET):
 		e.Message = "connection reset"
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
@@ -108,6 +113,32 @@ func ClassifyTransport(ctx context.Context, err error) *Error {
 	return e
 }
 
+// isDialError reports whether err happened while connecting, before any
+// byte reached the server: the backend (or the network) is unreachable.
+func isDialError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+func dialMessage(err error) string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns):
+		return "cannot resolve " + dns.Name
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "network unreachable"
+	case isTimeout(err):
+		return "connect timed out"
+	}
+	return "cannot connect: " + truncate(err.Error(), 160)
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -115,8 +146,8 @@ func isTimeout(err error) bool {
 
 // SoftError builds the error for a 200 answer that carries nothing usable:
 // empty content, an unparseable body or an error hidden in a success.
-func SoftError(format string, args ...any) *Error {
-	return &Error{Class: Soft, Status: http.StatusOK, Message: fmt.Sprintf(format, args...)}
+func SoftError(sub Sub, format string, args ...any) *Error {
+	return &Error{Class: Soft, Sub: sub, Status: http.StatusOK, Message: fmt.Sprintf(format, args...)}
 }
 
 // RetryAfter reads how long an upstream wants us to wait from the standard

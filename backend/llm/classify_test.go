@@ -323,8 +323,8 @@ func (e *osSyscallError) Error() string { return "read: " + e.errno.Error() }
 func (e *osSyscallError) Unwrap() error { return e.errno }
 
 func TestSoftErrorAndQuotaText(t *testing.T) {
-	e := llm.SoftError("empty answer from %s", "groq")
-	if e.Class != llm.Soft || e.Status != http.StatusOK || e.Message != "empty answer from groq" {
+	e := llm.SoftError(llm.SubEmpty, "empty answer from %s", "groq")
+	if e.Class != llm.Soft || e.Sub != llm.SubEmpty || e.Status != http.StatusOK || e.Message != "empty answer from groq" {
 		t.Fatalf("SoftError = %+v", e)
 	}
 	for s, want := range map[string]bool{

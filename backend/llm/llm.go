@@ -38,10 +38,26 @@ func (c Class) FailsOver() bool {
 	return false
 }
 
+// Sub narrows a class where the difference matters for a backend's health
+// score: a timeout and an empty answer are both failures, but not equally
+// damning (seed 003's penalty table).
+type Sub string
+
+// Sub-classes.
+const (
+	SubNone      Sub = ""
+	SubTimeout   Sub = "timeout"   // header, first-token or idle timeout
+	SubConnect   Sub = "connect"   // could not connect at all (refused, DNS, unreachable)
+	SubEmpty     Sub = "empty"     // a 200 with nothing in it
+	SubMalformed Sub = "malformed" // a 200 that could not be parsed
+	SubQuota     Sub = "quota"     // a 200 saying the quota is used up
+)
+
 // Error is a failed attempt against one backend, already classified. Message
 // is safe to show to the user: it never contains a key or prompt text.
 type Error struct {
 	Class  Class
+	Sub    Sub
 	Status int // upstream HTTP status, 0 for transport failures
 	// Message is a short human reason, e.g. "HTTP 503: overloaded" or
 	// "first token timeout after 20s".

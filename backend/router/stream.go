@@ -39,7 +39,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		case llm.Done:
 			// Finished without a single content delta: an empty answer,
 			// which another backend may well do better.
-			return llm.SoftError("empty answer (stream ended before any content)")
+			return llm.SoftError(llm.SubEmpty, "empty answer (stream ended before any content)")
 		}
 		// First content: commit. The header shows this attempt as the one
 		// serving.

@@ -166,7 +166,7 @@ func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (
 		return nil, llm.ClassifyTransport(ctx, err)
 	}
 	if len(body) > maxBody {
-		return nil, llm.SoftError("answer larger than %d MiB", maxBody>>20)
+		return nil, llm.SoftError(llm.SubMalformed, "answer larger than %d MiB", maxBody>>20)
 	}
 	usage, err := checkAnswer(req.Endpoint, body)
 	if err != nil {
@@ -199,7 +199,7 @@ type answer struct {
 func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 	var a answer
 	if err := json.Unmarshal(body, &a); err != nil {
-		return llm.Usage{}, llm.SoftError("unparseable answer: %s", llm.Truncate(err.Error(), 80))
+		return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
 	}
 	var usage llm.Usage
 	if a.Usage != nil {
@@ -208,14 +208,14 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 	if present(a.Error) {
 		msg := errorText(a.Error)
 		if llm.QuotaText(msg) {
-			return usage, llm.SoftError("quota exceeded (in a 200 answer): %s", llm.Truncate(msg, 120))
+			return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in a 200 answer): %s", llm.Truncate(msg, 120))
 		}
-		return usage, llm.SoftError("error in a 200 answer: %s", llm.Truncate(msg, 120))
+		return usage, llm.SoftError(llm.SubMalformed, "error in a 200 answer: %s", llm.Truncate(msg, 120))
 	}
 	switch ep {
 	case llm.Embeddings:
 		if !present(a.Data) || string(bytes.TrimSpace(a.Data)) == "[]" {
-			return usage, llm.SoftError("empty embeddings")
+			return usage, llm.SoftError(llm.SubEmpty, "empty embeddings")
 		}
 		return usage, nil
 	case llm.Completions:
@@ -224,7 +224,7 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 				return usage, nil
 			}
 		}
-		return usage, llm.SoftError("empty answer")
+		return usage, llm.SoftError(llm.SubEmpty, "empty answer")
 	}
 	for _, ch := range a.Choices {
 		m := ch.Message
@@ -245,7 +245,7 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 			// Some free tiers put their quota error into the assistant's
 			// message; a short answer that says so is not an answer.
 			if len(text) < 200 && llm.QuotaText(text) {
-				return usage, llm.SoftError("quota exceeded (in the answer text)")
+				return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in the answer text)")
 			}
 			return usage, nil
 		}
@@ -253,7 +253,7 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 			return usage, nil // content parts
 		}
 	}
-	return usage, llm.SoftError("empty answer")
+	return usage, llm.SoftError(llm.SubEmpty, "empty answer")
 }
 
 func present(raw json.RawMessage) bool {
@@ -372,7 +372,7 @@ func (s *stream) Next() (llm.Event, error) {
 				return llm.Event{Kind: llm.Done}, nil
 			}
 			if errors.Is(err, sse.ErrEventTooLarge) {
-				return llm.Event{}, llm.SoftError("stream event too large")
+				return llm.Event{}, llm.SoftError(llm.SubMalformed, "stream event too large")
 			}
 			return llm.Event{}, llm.ClassifyTransport(s.ctx, err)
 		}
