@@ -1,14 +1,22 @@
-// Package breaker decides which backends the router may call right now. It
-// keeps, per backend, the consecutive failures, an open (tripped) period, a
-// rate-limit cooldown, and per provider key whether the key was rejected.
-// Time comes from an injected clock so tests move time instead of sleeping.
+// Package breaker decides which backends the router may call right now.
+//
+// Each backend (provider x key x model) has a three-state circuit breaker
+// (closed, open, half-open) driven by consecutive failures and by an EWMA
+// health score, an open time that grows for backends that flap, cooldowns
+// for rate limits, retirement for withdrawn models, and per provider whether
+// its key was rejected. Probe results move backends down and up apart from
+// traffic. Time comes from an injected clock so tests move time instead of
+// sleeping, and the whole state can be saved and restored across restarts.
 package breaker
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
+	"freelane/backend/events"
 	"freelane/backend/llm"
 )
 
@@ -21,67 +29,146 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// Settings tune the breakers. Zero values mean the defaults.
+// Publisher receives state changes; events.Bus implements it.
+type Publisher interface{ Publish(events.Event) }
+
+// Settings tune the breakers. Zero values mean the defaults in brackets.
 type Settings struct {
-	Failures           int           // consecutive failures that trip a backend (2)
-	Open               time.Duration // how long a tripped backend is skipped (30 s)
-	RateLimitCooldown  time.Duration // wait after a 429 without Retry-After (60 s)
-	CredentialCooldown time.Duration // how long a rejected key is disabled (1 h)
-	GoneCooldown       time.Duration // how long a withdrawn model is retired (1 h)
+	Failures int // consecutive failures that trip a closed backend [2]
+	// HealthThreshold trips a backend whose health score falls below it on
+	// a failure [0.6].
+	HealthThreshold float64
+	Alpha           float64 // EWMA weight of the newest outcome [0.25]
+	// OpenTimes are the open periods, shortest first [30s, 5m, 30m]. A
+	// backend starts at the first; one that trips again within FlapWindow
+	// of recovering moves one step up; every HealthyStretch it stays closed
+	// moves it one step down.
+	OpenTimes          []time.Duration
+	FlapWindow         time.Duration // [5m]
+	HealthyStretch     time.Duration // [10m]
+	RateLimitCooldown  time.Duration // after a 429 that did not say how long [60s]
+	CredentialCooldown time.Duration // how long a rejected key stays disabled [1h]
+	// RetireFallback ends a retirement on its own for backends nobody
+	// probes (own keys with probes off) [24h]; a passing probe ends it sooner.
+	RetireFallback time.Duration
+	// SlowFactor marks a success "too slow" when its first-byte latency is
+	// above SlowFactor times the backend's rolling median [3], once
+	// SlowSamples successes are known [10].
+	SlowFactor  float64
+	SlowSamples int
+	// ProbeFailures / ProbeSuccesses consecutive probe results mark a
+	// backend down / bring it back [2, 2].
+	ProbeFailures  int
+	ProbeSuccesses int
 }
 
 func (s Settings) withDefaults() Settings {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
 	if s.Failures <= 0 {
 		s.Failures = 2
 	}
-	if s.Open <= 0 {
-		s.Open = 30 * time.Second
+	if s.HealthThreshold <= 0 {
+		s.HealthThreshold = 0.6
 	}
-	if s.RateLimitCooldown <= 0 {
-		s.RateLimitCooldown = 60 * time.Second
+	if s.Alpha <= 0 || s.Alpha > 1 {
+		s.Alpha = 0.25
 	}
-	if s.CredentialCooldown <= 0 {
-		s.CredentialCooldown = time.Hour
+	if len(s.OpenTimes) == 0 {
+		s.OpenTimes = []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute}
 	}
-	if s.GoneCooldown <= 0 {
-		s.GoneCooldown = time.Hour
+	def(&s.FlapWindow, 5*time.Minute)
+	def(&s.HealthyStretch, 10*time.Minute)
+	def(&s.RateLimitCooldown, 60*time.Second)
+	def(&s.CredentialCooldown, time.Hour)
+	def(&s.RetireFallback, 24*time.Hour)
+	if s.SlowFactor <= 0 {
+		s.SlowFactor = 3
+	}
+	if s.SlowSamples <= 0 {
+		s.SlowSamples = 10
+	}
+	if s.ProbeFailures <= 0 {
+		s.ProbeFailures = 2
+	}
+	if s.ProbeSuccesses <= 0 {
+		s.ProbeSuccesses = 2
 	}
 	return s
 }
+
+// State is a breaker state.
+type State string
+
+// Breaker states.
+const (
+	Closed   State = "closed"
+	Open     State = "open"
+	HalfOpen State = "half_open"
+)
 
 // Reason says why a backend is not available.
 type Reason string
 
 // Reasons a backend is skipped.
 const (
-	Open       Reason = "open"         // tripped by consecutive failures
-	CoolingOff Reason = "cooling"      // rate limited
-	KeyOff     Reason = "key_disabled" // its provider's key was rejected
-	Retired    Reason = "retired"      // the model is gone
+	ReasonOpen     Reason = "open"         // tripped by failures (or marked down by probes)
+	ReasonHalfOpen Reason = "half_open"    // its one trial request is already in flight
+	ReasonCooling  Reason = "cooling"      // rate limited
+	ReasonKeyOff   Reason = "key_disabled" // its provider's key was rejected
+	ReasonRetired  Reason = "retired"      // the model is gone
 )
 
-// Unavailable is returned by Allow when a backend must be skipped.
+// Unavailable is returned when a backend must be skipped.
 type Unavailable struct {
 	Reason Reason
-	Until  time.Time
+	Until  time.Time // zero when it depends on another request or a probe
 	Detail string
 }
 
 // RateLimited reports whether the backend is only waiting out a rate limit.
-func (u *Unavailable) RateLimited() bool { return u.Reason == CoolingOff }
+func (u *Unavailable) RateLimited() bool { return u.Reason == ReasonCooling }
 
 func (u *Unavailable) Error() string {
-	return fmt.Sprintf("%s until %s (%s)", u.Reason, u.Until.Format(time.TimeOnly), u.Detail)
+	if u.Until.IsZero() {
+		return fmt.Sprintf("%s (%s)", u.Reason, u.Detail)
+	}
+	return fmt.Sprintf("%s until %s (%s)", u.Reason, u.Until.UTC().Format(time.TimeOnly), u.Detail)
 }
 
-type backendState struct {
+// latencyWindow is how many recent first-byte latencies the slow test uses.
+const latencyWindow = 64
+
+type backend struct {
+	name, provider string
+
+	state     State
 	failures  int
+	health    float64
+	level     int // index into OpenTimes
 	openUntil time.Time
 	openWhy   string
+	closedAt  time.Time // when it last recovered (zero: never tripped)
+	levelAt   time.Time // when level last changed or a stretch was counted
+	trial     bool      // half-open trial in flight
+
 	coolUntil time.Time
 	coolWhy   string
-	goneUntil time.Time
-	goneWhy   string
+
+	retired    bool
+	retiredAt  time.Time
+	retiredWhy string
+
+	probeFails, probeOKs int
+	lastProbe            time.Time
+	lastProbeOK          bool
+	lastProbeMsg         string
+
+	lats []time.Duration // ring of recent first-byte latencies of successes
+	latN int
 }
 
 type keyState struct {
@@ -93,81 +180,442 @@ type keyState struct {
 type Set struct {
 	s     Settings
 	clock Clock
+	pub   Publisher
 
 	mu       sync.Mutex
-	backends map[string]*backendState
+	backends map[string]*backend
 	keys     map[string]*keyState
 }
 
-// New returns an empty Set.
-func New(s Settings, clock Clock) *Set {
+// New returns an empty Set. pub may be nil.
+func New(s Settings, clock Clock, pub Publisher) *Set {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	return &Set{s: s.withDefaults(), clock: clock, backends: map[string]*backendState{}, keys: map[string]*keyState{}}
+	return &Set{s: s.withDefaults(), clock: clock, pub: pub, backends: map[string]*backend{}, keys: map[string]*keyState{}}
 }
 
-// Allow reports whether the backend (provider/model, served with the key
-// of provider) may be called now; if not, the error is an *Unavailable.
-func (b *Set) Allow(provider, backend string) error {
-	now := b.clock.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if k := b.keys[provider]; k != nil && now.Before(k.until) {
-		return &Unavailable{Reason: KeyOff, Until: k.until, Detail: k.why}
+func (b *Set) get(provider, name string) *backend {
+	st := b.backends[name]
+	if st == nil {
+		st = &backend{name: name, provider: provider, state: Closed, health: 1}
+		b.backends[name] = st
 	}
-	st := b.backends[backend]
+	return st
+}
+
+// publish must be called with b.mu held; events go out in order.
+func (b *Set) publish(e events.Event) {
+	if b.pub != nil {
+		b.pub.Publish(e)
+	}
+}
+
+// tick applies what time alone changes: an open backend whose time is up
+// becomes half-open, a long healthy stretch lowers the open time, a
+// retirement nobody probes ends. Called with b.mu held.
+func (b *Set) tick(st *backend, now time.Time) {
+	if st.state == Open && !now.Before(st.openUntil) {
+		b.setState(st, HalfOpen, now, "open time over: one trial request allowed")
+	}
+	if st.state == Closed && st.level > 0 && now.Sub(st.levelAt) >= b.s.HealthyStretch {
+		st.level--
+		st.levelAt = now
+	}
+	if st.retired && now.Sub(st.retiredAt) >= b.s.RetireFallback {
+		st.retired = false
+		b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: st.name, Provider: st.provider,
+			Reason: "retirement expired without a probe"})
+	}
+}
+
+func (b *Set) setState(st *backend, to State, now time.Time, why string) {
+	if st.state == to {
+		return
+	}
+	from := st.state
+	st.state = to
+	st.trial = false
+	ev := events.Event{Time: now, Kind: events.StateChange, Level: events.Info, Backend: st.name, Provider: st.provider,
+		From: string(from), To: string(to), Reason: why}
+	switch to {
+	case Open:
+		ev.Level, ev.Until = events.Warn, st.openUntil
+	case Closed:
+		st.closedAt, st.levelAt = now, now
+		st.failures = 0
+	}
+	b.publish(ev)
+}
+
+// availability is Available without the lock.
+func (b *Set) availability(st *backend, provider string, now time.Time) error {
+	if k := b.keys[provider]; k != nil && now.Before(k.until) {
+		return &Unavailable{Reason: ReasonKeyOff, Until: k.until, Detail: k.why}
+	}
 	if st == nil {
 		return nil
 	}
+	b.tick(st, now)
 	switch {
-	case now.Before(st.goneUntil):
-		return &Unavailable{Reason: Retired, Until: st.goneUntil, Detail: st.goneWhy}
-	case now.Before(st.openUntil):
-		return &Unavailable{Reason: Open, Until: st.openUntil, Detail: st.openWhy}
+	case st.retired:
+		return &Unavailable{Reason: ReasonRetired, Detail: st.retiredWhy}
+	case st.state == Open:
+		return &Unavailable{Reason: ReasonOpen, Until: st.openUntil, Detail: st.openWhy}
+	case st.state == HalfOpen && st.trial:
+		return &Unavailable{Reason: ReasonHalfOpen, Detail: "its trial request is in flight"}
 	case now.Before(st.coolUntil):
-		return &Unavailable{Reason: CoolingOff, Until: st.coolUntil, Detail: st.coolWhy}
+		return &Unavailable{Reason: ReasonCooling, Until: st.coolUntil, Detail: st.coolWhy}
 	}
 	return nil
 }
 
-// Report records the outcome of one call: e is nil for a success, otherwise
-// the classified failure (a rate limit's RetryAfter sets its cooldown).
-func (b *Set) Report(provider, backend string, e *llm.Error) {
+// Available reports, without side effects, whether the backend could be
+// called now; if not, the error is an *Unavailable.
+func (b *Set) Available(provider, name string) error {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.availability(b.backends[name], provider, now)
+}
+
+// Acquire is Available for a call about to be made: a half-open backend
+// admits exactly one such call until it is reported.
+func (b *Set) Acquire(provider, name string) error {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.backends[name]
+	if err := b.availability(st, provider, now); err != nil {
+		return err
+	}
+	if st != nil && st.state == HalfOpen {
+		st.trial = true
+	}
+	return nil
+}
+
+// Report records the outcome of one call acquired with Acquire: e is nil for
+// a success, otherwise the classified failure. firstByte is the time to the
+// first content (the whole latency for a non-streaming call), used to spot a
+// backend that has become too slow. Cancelled calls, the caller's own errors
+// and prompts too long for the model only release a half-open trial slot:
+// they say nothing about the backend.
+func (b *Set) Report(provider, name string, e *llm.Error, firstByte time.Duration) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.get(provider, name)
+	b.tick(st, now)
+	wasTrial := st.state == HalfOpen
+	st.trial = false
+	if e != nil && (e.Class == llm.Cancelled || e.Class == llm.Caller || e.Class == llm.TooLong) {
+		// Not the backend's doing: only the trial slot is given back.
+		return
+	}
+
 	if e == nil {
-		if st := b.backends[backend]; st != nil {
-			st.failures = 0
-			st.goneUntil = time.Time{}
+		score := 1.0
+		if b.slow(st, firstByte) {
+			score = 0.6
+		}
+		b.remember(st, firstByte)
+		st.failures = 0
+		if wasTrial {
+			// A recovered backend starts from a cautious score (seed 003):
+			// good enough to serve, quick to trip again if it relapses.
+			st.health = 0.7
+			b.setState(st, Closed, now, "trial request succeeded")
+			return
+		}
+		b.score(st, score, now)
+		if st.retired {
+			st.retired = false
+			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: "served a request"})
 		}
 		return
 	}
-	st := b.backends[backend]
-	if st == nil {
-		st = &backendState{}
-		b.backends[backend] = st
-	}
+
 	switch e.Class {
 	case llm.RateLimited:
+		// Switching beats waiting: the backend rests, but a rate limit is
+		// the provider working as designed, not a breaker failure.
+		b.score(st, 0.3, now)
 		wait := e.RetryAfter
 		if wait <= 0 {
 			wait = b.s.RateLimitCooldown
 		}
-		st.coolUntil = now.Add(wait)
-		st.coolWhy = e.Message
-	case llm.Transient, llm.Soft:
-		st.failures++
-		if st.failures >= b.s.Failures {
-			st.openUntil = now.Add(b.s.Open)
-			st.openWhy = fmt.Sprintf("%d failures in a row, last: %s", st.failures, e.Message)
-			st.failures = 0
+		st.coolUntil, st.coolWhy = now.Add(wait), e.Message
+		b.publish(events.Event{Time: now, Kind: events.Cooldown, Level: events.Info, Backend: name, Provider: provider,
+			Reason: e.Message, Until: st.coolUntil})
+		if wasTrial {
+			b.setState(st, Closed, now, "trial request reached a working server (rate limited)")
 		}
 	case llm.Credential:
 		b.keys[provider] = &keyState{until: now.Add(b.s.CredentialCooldown), why: e.Message}
+		b.publish(events.Event{Time: now, Kind: events.KeyDisabled, Level: events.Alert, Provider: provider, Backend: name,
+			Reason: "the provider rejected the key: " + e.Message, Until: now.Add(b.s.CredentialCooldown)})
 	case llm.Gone:
-		st.goneUntil = now.Add(b.s.GoneCooldown)
-		st.goneWhy = e.Message
+		b.score(st, 0, now)
+		b.retire(st, now, e.Message)
+	case llm.Transient, llm.Soft:
+		b.score(st, penalty(e), now)
+		st.failures++
+		switch {
+		case wasTrial:
+			b.trip(st, now, "trial request failed: "+e.Message, false)
+		case st.state == Closed && st.failures >= b.s.Failures:
+			b.trip(st, now, fmt.Sprintf("%d failures in a row, last: %s", st.failures, e.Message), true)
+		case st.state == Closed && st.health < b.s.HealthThreshold:
+			b.trip(st, now, fmt.Sprintf("health %.2f below %.2f, last: %s", st.health, b.s.HealthThreshold, e.Message), true)
+		}
 	}
+}
+
+// penalty is the score of a failed outcome in the health EWMA (seed 003).
+func penalty(e *llm.Error) float64 {
+	switch e.Sub {
+	case llm.SubEmpty:
+		return 0.1
+	case llm.SubMalformed:
+		return 0.2
+	case llm.SubQuota:
+		return 0.3
+	}
+	return 0 // timeouts, 5xx, connection failures
+}
+
+// score folds one outcome into the health EWMA and announces crossings of
+// the threshold.
+func (b *Set) score(st *backend, v float64, now time.Time) {
+	before := st.health
+	st.health = b.s.Alpha*v + (1-b.s.Alpha)*st.health
+	th := b.s.HealthThreshold
+	if (before >= th) != (st.health >= th) {
+		lvl, word := events.Info, "recovered above"
+		if st.health < th {
+			lvl, word = events.Warn, "fell below"
+		}
+		b.publish(events.Event{Time: now, Kind: events.Health, Level: lvl, Backend: st.name, Provider: st.provider,
+			Reason: fmt.Sprintf("health %.2f %s %.2f", st.health, word, th)})
+	}
+}
+
+// trip opens the breaker. fresh is false for a failed trial, which keeps
+// the open time: a backend that stays down is retried once per period.
+func (b *Set) trip(st *backend, now time.Time, why string, fresh bool) {
+	if fresh && !st.closedAt.IsZero() && now.Sub(st.closedAt) < b.s.FlapWindow {
+		// Failing again soon after recovering: flapping, so wait longer.
+		st.level = min(st.level+1, len(b.s.OpenTimes)-1)
+		st.levelAt = now
+	}
+	st.openUntil = now.Add(b.s.OpenTimes[st.level])
+	st.openWhy = why
+	st.failures = 0
+	b.setState(st, Open, now, why)
+}
+
+func (b *Set) retire(st *backend, now time.Time, why string) {
+	if st.retired {
+		return
+	}
+	st.retired, st.retiredAt, st.retiredWhy = true, now, why
+	b.publish(events.Event{Time: now, Kind: events.Retired, Level: events.Warn, Backend: st.name, Provider: st.provider, Reason: why})
+}
+
+// slow reports whether d is well above the backend's usual first-byte time.
+func (b *Set) slow(st *backend, d time.Duration) bool {
+	if d <= 0 || st.latN < b.s.SlowSamples {
+		return false
+	}
+	n := min(st.latN, latencyWindow)
+	sorted := slices.Clone(st.lats[:n])
+	slices.Sort(sorted)
+	median := sorted[n/2]
+	return float64(d) > b.s.SlowFactor*float64(median)
+}
+
+func (b *Set) remember(st *backend, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if st.lats == nil {
+		st.lats = make([]time.Duration, latencyWindow)
+	}
+	st.lats[st.latN%latencyWindow] = d
+	st.latN++
+}
+
+// ProbeResult records an active probe, kept apart from traffic: it moves a
+// backend down after ProbeFailures failures in a row and back up after
+// ProbeSuccesses successes, and a passing probe ends a retirement. e is nil
+// for a pass.
+func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.get(provider, name)
+	b.tick(st, now)
+	st.lastProbe, st.lastProbeOK = now, e == nil
+	if e == nil {
+		st.lastProbeMsg = "ok"
+		st.probeFails = 0
+		st.probeOKs++
+		if st.retired {
+			st.retired = false
+			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: "a probe passed"})
+		}
+		if st.state != Closed && st.probeOKs >= b.s.ProbeSuccesses {
+			st.health = 0.7
+			b.setState(st, Closed, now, fmt.Sprintf("%d probes passed", st.probeOKs))
+		}
+		return
+	}
+	st.lastProbeMsg = e.Message
+	st.probeOKs = 0
+	st.probeFails++
+	switch {
+	case e.Class == llm.Gone:
+		b.retire(st, now, "probe: "+e.Message)
+	case e.Class == llm.Credential:
+		b.keys[provider] = &keyState{until: now.Add(b.s.CredentialCooldown), why: e.Message}
+		b.publish(events.Event{Time: now, Kind: events.KeyDisabled, Level: events.Alert, Provider: provider, Backend: name,
+			Reason: "a probe was refused: " + e.Message, Until: now.Add(b.s.CredentialCooldown)})
+	case st.probeFails >= b.s.ProbeFailures && st.state != Open:
+		b.trip(st, now, fmt.Sprintf("%d probes failed, last: %s", st.probeFails, e.Message), st.state == Closed)
+	}
+}
+
+// RetireByProbe retires (or restores) a backend after the daily catalog
+// probe, whatever its traffic said.
+func (b *Set) RetireByProbe(provider, name string, e *llm.Error) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.get(provider, name)
+	st.lastProbe, st.lastProbeOK = now, e == nil
+	if e == nil {
+		st.lastProbeMsg = "ok"
+		if st.retired {
+			st.retired = false
+			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: "passed the daily probe"})
+		}
+		return
+	}
+	st.lastProbeMsg = e.Message
+	if e.Class == llm.RateLimited {
+		return // busy is not gone
+	}
+	b.retire(st, now, "failed the daily probe: "+e.Message)
+}
+
+// Status is one backend's state for the dashboard, probes and persistence.
+type Status struct {
+	Backend     string    `json:"backend"`
+	Provider    string    `json:"provider"`
+	State       State     `json:"state"`
+	Health      float64   `json:"health"`
+	Failures    int       `json:"failures"`
+	Level       int       `json:"level"`
+	OpenUntil   time.Time `json:"open_until,omitzero"`
+	OpenWhy     string    `json:"open_why,omitempty"`
+	ClosedAt    time.Time `json:"closed_at,omitzero"`
+	LevelAt     time.Time `json:"level_at,omitzero"`
+	CoolUntil   time.Time `json:"cool_until,omitzero"`
+	CoolWhy     string    `json:"cool_why,omitempty"`
+	Retired     bool      `json:"retired,omitempty"`
+	RetiredAt   time.Time `json:"retired_at,omitzero"`
+	RetiredWhy  string    `json:"retired_why,omitempty"`
+	KeyOffUntil time.Time `json:"key_off_until,omitzero"`
+	KeyOffWhy   string    `json:"key_off_why,omitempty"`
+	ProbeFails  int       `json:"probe_fails,omitempty"`
+	ProbeOKs    int       `json:"probe_oks,omitempty"`
+	LastProbe   time.Time `json:"last_probe,omitzero"`
+	LastProbeOK bool      `json:"last_probe_ok,omitempty"`
+	LastProbeMsg string   `json:"last_probe_msg,omitempty"`
+}
+
+// Status returns the state of one backend (a fresh closed state if unknown).
+func (b *Set) Status(provider, name string) Status {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.get(provider, name)
+	b.tick(st, now)
+	return b.status(st, now)
+}
+
+func (b *Set) status(st *backend, now time.Time) Status {
+	s := Status{
+		Backend: st.name, Provider: st.provider, State: st.state, Health: st.health, Failures: st.failures,
+		Level: st.level, OpenUntil: st.openUntil, OpenWhy: st.openWhy, ClosedAt: st.closedAt, LevelAt: st.levelAt,
+		Retired: st.retired, RetiredAt: st.retiredAt, RetiredWhy: st.retiredWhy,
+		ProbeFails: st.probeFails, ProbeOKs: st.probeOKs, LastProbe: st.lastProbe, LastProbeOK: st.lastProbeOK, LastProbeMsg: st.lastProbeMsg,
+	}
+	if now.Before(st.coolUntil) {
+		s.CoolUntil, s.CoolWhy = st.coolUntil, st.coolWhy
+	}
+	if k := b.keys[st.provider]; k != nil && now.Before(k.until) {
+		s.KeyOffUntil, s.KeyOffWhy = k.until, k.why
+	}
+	return s
+}
+
+// Snapshot returns the state of every backend seen so far, sorted by name.
+func (b *Set) Snapshot() []Status {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Status, 0, len(b.backends))
+	for _, st := range b.backends {
+		b.tick(st, now)
+		out = append(out, b.status(st, now))
+	}
+	slices.SortFunc(out, func(x, y Status) int {
+		if x.Backend < y.Backend {
+			return -1
+		}
+		if x.Backend > y.Backend {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// ErrBadState is returned by Restore for a state it cannot use.
+var ErrBadState = errors.New("breaker: bad saved state")
+
+// Restore loads saved states (from Snapshot, across a restart). A backend
+// that was open stays open until its saved time; a half-open one whose trial
+// was cut by the restart is open for a fresh trial.
+func (b *Set) Restore(saved []Status) error {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range saved {
+		if s.Backend == "" {
+			return fmt.Errorf("%w: backend without a name", ErrBadState)
+		}
+		switch s.State {
+		case Closed, Open, HalfOpen:
+		default:
+			return fmt.Errorf("%w: %s has state %q", ErrBadState, s.Backend, s.State)
+		}
+		st := b.get(s.Provider, s.Backend)
+		st.state, st.health, st.failures = s.State, s.Health, s.Failures
+		st.level = min(max(s.Level, 0), len(b.s.OpenTimes)-1)
+		st.openUntil, st.openWhy, st.closedAt, st.levelAt = s.OpenUntil, s.OpenWhy, s.ClosedAt, s.LevelAt
+		st.coolUntil, st.coolWhy = s.CoolUntil, s.CoolWhy
+		st.retired, st.retiredAt, st.retiredWhy = s.Retired, s.RetiredAt, s.RetiredWhy
+		st.probeFails, st.probeOKs = s.ProbeFails, s.ProbeOKs
+		st.lastProbe, st.lastProbeOK, st.lastProbeMsg = s.LastProbe, s.LastProbeOK, s.LastProbeMsg
+		if st.health <= 0 || st.health > 1 {
+			st.health = 1
+		}
+		if s.KeyOffUntil.After(now) {
+			b.keys[s.Provider] = &keyState{until: s.KeyOffUntil, why: s.KeyOffWhy}
+		}
+	}
+	return nil
 }

@@ -48,6 +48,13 @@ const (
 	DefaultBreakerFailures = 2
 	// DefaultBreakerOpen is how long a tripped backend is skipped.
 	DefaultBreakerOpen = 30 * time.Second
+	// DefaultHealthThreshold is the health score below which a backend trips.
+	DefaultHealthThreshold = 0.6
+	// DefaultProbeInterval, DefaultProbeOpenInterval and DefaultProbeDaily
+	// are the probe schedules: healthy backends, tripped ones, the catalog.
+	DefaultProbeInterval     = 5 * time.Minute
+	DefaultProbeOpenInterval = 30 * time.Second
+	DefaultProbeDaily        = 24 * time.Hour
 	// DefaultRateLimitCooldown is how long a backend rests after a 429 that
 	// did not say when to retry.
 	DefaultRateLimitCooldown = 60 * time.Second
@@ -68,6 +75,8 @@ type Config struct {
 	Chains []Chain `yaml:"chains"`
 	// Breaker configures the per-backend circuit breaker.
 	Breaker Breaker `yaml:"breaker"`
+	// Probes configures active health probes.
+	Probes Probes `yaml:"probes"`
 }
 
 // Provider is one upstream server and the models it serves.
@@ -103,6 +112,18 @@ type Provider struct {
 	Timeouts Timeouts `yaml:"timeouts"`
 	// Disabled keeps the provider in the file but never routes to it.
 	Disabled bool `yaml:"disabled"`
+	// Probe switches active health probes for this provider on or off. Nil
+	// means the tier's default: on for free and local providers, off for
+	// own (paid) keys, since every probe spends quota. Use Probed.
+	Probe *bool `yaml:"probe"`
+}
+
+// Probed reports whether p's backends get active probes.
+func (p Provider) Probed() bool {
+	if p.Probe != nil {
+		return *p.Probe
+	}
+	return p.Tier != TierOwn
 }
 
 // WantsStreamUsage reports whether streamed requests to p should ask for
@@ -157,6 +178,28 @@ type Breaker struct {
 	// RateLimitCooldown is how long a backend rests after a 429 that carried
 	// no Retry-After.
 	RateLimitCooldown time.Duration `yaml:"rate_limit_cooldown"`
+	// HealthThreshold trips a backend whose health score (an EWMA of its
+	// outcomes, 1 = perfect) falls below it; between 0 and 1.
+	HealthThreshold float64 `yaml:"health_threshold"`
+}
+
+// OpenTimes are the open periods a flapping backend climbs through: open,
+// then 10x and 60x open (30 s, 5 min, 30 min by default).
+func (b Breaker) OpenTimes() []time.Duration {
+	return []time.Duration{b.Open, 10 * b.Open, 60 * b.Open}
+}
+
+// Probes configures the active health probes.
+type Probes struct {
+	// Interval is how often a healthy probed backend is checked.
+	Interval time.Duration `yaml:"interval"`
+	// OpenInterval is how often a tripped or down backend is checked.
+	OpenInterval time.Duration `yaml:"open_interval"`
+	// Daily is how often every catalog model is probed to retire withdrawn
+	// models and restore returned ones.
+	Daily time.Duration `yaml:"daily"`
+	// Disabled switches every probe off.
+	Disabled bool `yaml:"disabled"`
 }
 
 // Default returns a config with every default filled in and no providers.
@@ -168,7 +211,9 @@ func Default() *Config {
 			Failures:          DefaultBreakerFailures,
 			Open:              DefaultBreakerOpen,
 			RateLimitCooldown: DefaultRateLimitCooldown,
+			HealthThreshold:   DefaultHealthThreshold,
 		},
+		Probes: Probes{Interval: DefaultProbeInterval, OpenInterval: DefaultProbeOpenInterval, Daily: DefaultProbeDaily},
 	}
 }
 
@@ -211,6 +256,18 @@ func applyDefaults(c *Config) {
 	}
 	if c.Breaker.RateLimitCooldown == 0 {
 		c.Breaker.RateLimitCooldown = DefaultRateLimitCooldown
+	}
+	if c.Breaker.HealthThreshold == 0 {
+		c.Breaker.HealthThreshold = DefaultHealthThreshold
+	}
+	if c.Probes.Interval == 0 {
+		c.Probes.Interval = DefaultProbeInterval
+	}
+	if c.Probes.OpenInterval == 0 {
+		c.Probes.OpenInterval = DefaultProbeOpenInterval
+	}
+	if c.Probes.Daily == 0 {
+		c.Probes.Daily = DefaultProbeDaily
 	}
 	for i := range c.Providers {
 		p := &c.Providers[i]

@@ -198,7 +198,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.Listen != "127.0.0.1:7788" || cfg.MaxBodyMB != 16 {
 		t.Errorf("listen %q, max_body_mb %d", cfg.Listen, cfg.MaxBodyMB)
 	}
-	wantBreaker := Breaker{Failures: 2, Open: 5 * time.Second, RateLimitCooldown: 60 * time.Second}
+	wantBreaker := Breaker{Failures: 2, Open: 5 * time.Second, RateLimitCooldown: 60 * time.Second, HealthThreshold: 0.6}
 	if cfg.Breaker != wantBreaker {
 		t.Errorf("breaker = %+v, want %+v", cfg.Breaker, wantBreaker)
 	}
@@ -231,7 +231,8 @@ func TestEmptyFileIsDefault(t *testing.T) {
 func TestDefault(t *testing.T) {
 	d := Default()
 	if d.Listen != DefaultListen || d.MaxBodyMB != 16 || len(d.Providers) != 0 || len(d.Chains) != 0 ||
-		d.Breaker != (Breaker{Failures: 2, Open: 30 * time.Second, RateLimitCooldown: 60 * time.Second}) {
+		d.Breaker != (Breaker{Failures: 2, Open: 30 * time.Second, RateLimitCooldown: 60 * time.Second, HealthThreshold: 0.6}) ||
+		d.Probes != (Probes{Interval: 5 * time.Minute, OpenInterval: 30 * time.Second, Daily: 24 * time.Hour}) {
 		t.Errorf("Default() = %+v", d)
 	}
 }

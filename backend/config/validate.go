@@ -457,6 +457,17 @@ func (v *validator) breaker(c *Config) {
 	if b.RateLimitCooldown < 0 {
 		v.errorf("breaker.rate_limit_cooldown", "must not be negative; 0 or leaving it out means the default (%s), got %s", DefaultRateLimitCooldown, b.RateLimitCooldown)
 	}
+	if v.d.set["breaker.health_threshold"] && (b.HealthThreshold <= 0 || b.HealthThreshold >= 1) {
+		v.errorf("breaker.health_threshold", "must be between 0 and 1 (exclusive), got %g", b.HealthThreshold)
+	}
+	pr := c.Probes
+	for field, d := range map[string]time.Duration{"probes.interval": pr.Interval, "probes.open_interval": pr.OpenInterval, "probes.daily": pr.Daily} {
+		if d < 0 {
+			v.errorf(field, "must not be negative; 0 or leaving it out means the default, got %s", d)
+		} else if d > 0 && d < time.Second {
+			v.errorf(field, "must be at least 1s: probes spend the providers' quota, got %s", d)
+		}
+	}
 }
 
 // unsetEnv warns about every unset environment variable that no specific

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // doc joins lines with newlines, so that a case's line numbers can be read
@@ -495,5 +496,45 @@ func TestChainChecksSurviveOtherProblems(t *testing.T) {
 		if _, ok := findProblem(verr.Problems, field); !ok {
 			t.Errorf("no problem on %s in:\n%v", field, verr)
 		}
+	}
+}
+
+func TestProbeAndHealthSettings(t *testing.T) {
+	cases := []struct {
+		yaml, field, msg string
+	}{
+		{"breaker: {health_threshold: 1.5}", "breaker.health_threshold", "between 0 and 1"},
+		{"breaker: {health_threshold: 0}", "breaker.health_threshold", "between 0 and 1"},
+		{"probes: {interval: 10ms}", "probes.interval", "at least 1s"},
+		{"probes: {daily: -1h}", "probes.daily", "must not be negative"},
+	}
+	for _, tc := range cases {
+		_, problems, err := Parse("t.yaml", []byte(tc.yaml), nil)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.yaml)
+			continue
+		}
+		found := false
+		for _, p := range problems {
+			if p.Field == tc.field && strings.Contains(p.Message, tc.msg) && p.Line == 1 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: problems %v", tc.yaml, problems)
+		}
+	}
+	cfg, _, err := Parse("t.yaml", []byte("breaker: {health_threshold: 0.5, open: 1m}\nprobes: {interval: 2m}\nproviders:\n  - {name: own, tier: own, base_url: 'http://x', keyless: true, models: [{id: m}]}\n  - {name: f, tier: free, base_url: 'http://x', keyless: true, models: [{id: m}]}\n  - {name: p, tier: own, probe: true, base_url: 'http://x', keyless: true, models: [{id: m}]}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Breaker.HealthThreshold != 0.5 || cfg.Probes.Interval != 2*time.Minute || cfg.Probes.OpenInterval != 30*time.Second {
+		t.Errorf("settings %+v %+v", cfg.Breaker, cfg.Probes)
+	}
+	if got := cfg.Breaker.OpenTimes(); got[0] != time.Minute || got[1] != 10*time.Minute || got[2] != time.Hour {
+		t.Errorf("open times %v", got)
+	}
+	if cfg.Providers[0].Probed() || !cfg.Providers[1].Probed() || !cfg.Providers[2].Probed() {
+		t.Error("probe defaults: own off, free on, explicit on")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"freelane/backend/api"
 	"freelane/backend/breaker"
 	"freelane/backend/config"
+	"freelane/backend/events"
+	"freelane/backend/probe"
 	"freelane/backend/provider/openai"
 	"freelane/backend/router"
 	"freelane/backend/store"
@@ -32,6 +35,9 @@ type Options struct {
 	Version string
 	Assets  fs.FS         // the dashboard; nil for none
 	Clock   breaker.Clock // nil for the wall clock
+	// ManualProbes leaves probing to the caller (tests call
+	// Prober().Tick after moving the clock) instead of a loop.
+	ManualProbes bool
 }
 
 // Gateway is a running FreeLane.
@@ -41,13 +47,21 @@ type Gateway struct {
 	db      *store.DB
 	reqLog  *store.RequestLog
 	router  *router.Router
+	gate    *breaker.Set
+	bus     *events.Bus
 	api     *api.Server
 	clients []*openai.Client
 	srv     *http.Server
 	ln      net.Listener
 
+	targets []probe.Target
+	prober  *probe.Prober
+	clock   breaker.Clock
+
+	bgStop  context.CancelFunc // stops the background loops below
+	bg      sync.WaitGroup     // prober and state saver
+	logStop context.CancelFunc
 	logDone chan struct{}
-	stop    context.CancelFunc
 	serveWG sync.WaitGroup
 
 	shutdownOnce sync.Once
@@ -72,13 +86,22 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger})
 
 	cfg := o.Config
-	gate := breaker.New(breaker.Settings{
+	g.bus = events.NewBus(o.Logger)
+	g.gate = breaker.New(breaker.Settings{
 		Failures:          cfg.Breaker.Failures,
-		Open:              cfg.Breaker.Open,
+		HealthThreshold:   cfg.Breaker.HealthThreshold,
+		OpenTimes:         cfg.Breaker.OpenTimes(),
 		RateLimitCooldown: cfg.Breaker.RateLimitCooldown,
-	}, o.Clock)
+	}, o.Clock, g.bus)
 	table := g.buildTable(cfg)
-	g.router = router.New(table, gate, g.reqLog, o.Logger)
+	g.router = router.New(table, g.gate, g.reqLog, o.Logger)
+	if o.Clock == nil {
+		o.Clock = breaker.SystemClock{}
+	}
+	g.clock = o.Clock
+	g.prober = probe.New(probe.Settings{Interval: cfg.Probes.Interval, OpenInterval: cfg.Probes.OpenInterval, Daily: cfg.Probes.Daily},
+		func() []probe.Target { return g.targets }, standings{g.gate}, o.Clock, g.bus, o.Logger)
+	g.restoreState(ctx)
 
 	g.api = api.New(api.Options{
 		Router:  g.router,
@@ -116,6 +139,12 @@ func (g *Gateway) buildTable(cfg *config.Config) *router.Table {
 			})
 			g.clients = append(g.clients, c)
 			ps.Up = c
+			if p.Probed() && !cfg.Probes.Disabled {
+				for _, m := range p.Models {
+					g.targets = append(g.targets, probe.Target{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID,
+						Remote: !loopbackURL(p.BaseURL), Up: c})
+				}
+			}
 		}
 		spec.Providers = append(spec.Providers, ps)
 	}
@@ -123,6 +152,20 @@ func (g *Gateway) buildTable(cfg *config.Config) *router.Table {
 		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: c.Backends})
 	}
 	return router.Build(spec)
+}
+
+// loopbackURL reports whether a base URL points at this machine.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // keyHint tells the user how to give a provider its key.
@@ -135,6 +178,15 @@ func keyHint(p config.Provider) string {
 
 // Router returns the router, for tests and the desktop shell.
 func (g *Gateway) Router() *router.Router { return g.router }
+
+// Prober returns the prober.
+func (g *Gateway) Prober() *probe.Prober { return g.prober }
+
+// Breakers returns the backends' breaker state.
+func (g *Gateway) Breakers() *breaker.Set { return g.gate }
+
+// Events returns the event bus.
+func (g *Gateway) Events() *events.Bus { return g.bus }
 
 // DB returns the database.
 func (g *Gateway) DB() *store.DB { return g.db }
@@ -150,14 +202,27 @@ func (g *Gateway) Start() error {
 	// one when that is 0.
 	hosts := api.NewHostGuard(ln.Addr().String(), append(g.o.Config.AllowedHosts, hostOf(g.o.Config.Listen)))
 	g.srv.Handler = hosts.Wrap(g.api.Handler())
-	ctx, stop := context.WithCancel(context.Background())
-	g.stop = stop
+	logCtx, logStop := context.WithCancel(context.Background())
+	g.logStop = logStop
 	g.logDone = make(chan struct{})
 	go func() {
 		defer close(g.logDone)
-		if err := g.reqLog.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := g.reqLog.Run(logCtx); err != nil && !errors.Is(err, context.Canceled) {
 			g.log.Error("request log writer stopped", "err", err)
 		}
+	}()
+	bg, bgStop := context.WithCancel(context.Background())
+	g.bgStop = bgStop
+	g.bg.Add(2)
+	go func() {
+		defer g.bg.Done()
+		if !g.o.ManualProbes {
+			g.prober.Run(bg)
+		}
+	}()
+	go func() {
+		defer g.bg.Done()
+		g.saveLoop(bg)
 	}()
 	g.serveWG.Add(1)
 	go func() {
@@ -208,8 +273,15 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 		}
 		g.serveWG.Wait()
 	}
-	if g.stop != nil {
-		g.stop()
+	if g.bgStop != nil {
+		g.bgStop()
+		g.bg.Wait()
+	}
+	if err := g.saveState(context.Background()); err != nil {
+		errs = append(errs, err)
+	}
+	if g.logStop != nil {
+		g.logStop()
 		<-g.logDone
 	} else {
 		// Never started: nothing can be queued, but close cleanly anyway.

@@ -72,7 +72,7 @@ func newEnv(t *testing.T, mutate func(*config.Config)) *env {
 func (e *env) start(cfg *config.Config) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: e.dir, Logger: log, Clock: e.clock})
+	g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: e.dir, Logger: log, Clock: e.clock, ManualProbes: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}

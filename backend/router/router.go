@@ -22,8 +22,14 @@ import (
 // Gate decides whether a backend may be called and learns from outcomes;
 // the breaker package provides it.
 type Gate interface {
-	Allow(provider, backend string) error
-	Report(provider, backend string, e *llm.Error)
+	// Available tells, without side effects, whether a backend could be
+	// called now.
+	Available(provider, backend string) error
+	// Acquire is asked right before a call; a half-open backend admits one.
+	Acquire(provider, backend string) error
+	// Report gives the outcome of every call made (e nil for success), with
+	// the time to the first byte of content.
+	Report(provider, backend string, e *llm.Error, firstByte time.Duration)
 }
 
 // Recorder receives the trace of every finished request. It must not block.
@@ -159,7 +165,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	skip := make([]error, len(route.Backends))
 	usable := 0
 	for i, b := range route.Backends {
-		skip[i] = r.gate.Allow(b.Provider, b.Name)
+		skip[i] = r.gate.Available(b.Provider, b.Name)
 		if skip[i] == nil {
 			usable++
 		}
@@ -180,6 +186,14 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 			final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			break
 		}
+		if usable > 0 {
+			// Another request may have taken a half-open backend's single
+			// trial since the scan above.
+			if err := r.gate.Acquire(b.Provider, b.Name); err != nil {
+				tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(err), Skipped: true, Reason: err.Error()})
+				continue
+			}
+		}
 		a := attempt{Attempt: llm.Attempt{Backend: b.Name}, trace: tr}
 		t0 := time.Now()
 		err := try(ctx, b, &a)
@@ -198,9 +212,11 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		} else {
 			a.Class, a.Status, a.Reason = le.Class, le.Status, le.Message
 		}
-		if le == nil || le.Class != llm.Cancelled && le.Class != llm.Caller && le.Class != llm.TooLong {
-			r.gate.Report(b.Provider, b.Name, le)
+		firstByte := a.TTFT
+		if !req.Stream {
+			firstByte = a.Latency
 		}
+		r.gate.Report(b.Provider, b.Name, le, firstByte)
 		tr.Attempts = append(tr.Attempts, a.Attempt)
 		if le == nil || committed {
 			tr.Backend, tr.TTFT, tr.Committed = b.Name, a.TTFT, committed

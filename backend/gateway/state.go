@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"freelane/backend/breaker"
+	"freelane/backend/llm"
+	"freelane/backend/probe"
+)
+
+// Names of the state documents kept in the database.
+const (
+	breakerState = "breakers"
+	probeState   = "probes"
+)
+
+// saveEvery is how often breaker and health state is written; a crash loses
+// at most this much of it.
+const saveEvery = 30 * time.Second
+
+type savedProbes struct {
+	LastDaily time.Time `json:"last_daily"`
+}
+
+// restoreState loads what the last run saved. A damaged document is logged
+// and ignored: starting with fresh breakers beats not starting.
+func (g *Gateway) restoreState(ctx context.Context) {
+	if raw, ok, err := g.db.GetState(ctx, breakerState); err != nil {
+		g.log.Warn("could not load breaker state", "err", err)
+	} else if ok {
+		var saved []breaker.Status
+		if err := json.Unmarshal(raw, &saved); err != nil {
+			g.log.Warn("ignoring damaged breaker state", "err", err)
+		} else if err := g.gate.Restore(saved); err != nil {
+			g.log.Warn("ignoring damaged breaker state", "err", err)
+		} else {
+			g.log.Info("restored breaker state", "backends", len(saved))
+		}
+	}
+	if raw, ok, err := g.db.GetState(ctx, probeState); err == nil && ok {
+		var sp savedProbes
+		if json.Unmarshal(raw, &sp) == nil && !sp.LastDaily.IsZero() {
+			g.prober.SetLastDaily(sp.LastDaily)
+		}
+	}
+}
+
+// saveState writes breaker, health, cooldown, retirement and probe state.
+func (g *Gateway) saveState(ctx context.Context) error {
+	raw, err := json.Marshal(g.gate.Snapshot())
+	if err != nil {
+		return fmt.Errorf("saving breaker state: %w", err)
+	}
+	if err := g.db.PutState(ctx, breakerState, raw); err != nil {
+		return err
+	}
+	raw, err = json.Marshal(savedProbes{LastDaily: g.prober.LastDaily()})
+	if err != nil {
+		return fmt.Errorf("saving probe state: %w", err)
+	}
+	return g.db.PutState(ctx, probeState, raw)
+}
+
+// saveLoop saves state every saveEvery until ctx ends; the final save is
+// Shutdown's.
+func (g *Gateway) saveLoop(ctx context.Context) {
+	t := time.NewTicker(saveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := g.saveState(ctx); err != nil {
+				g.log.Warn("could not save state", "err", err)
+			}
+		}
+	}
+}
+
+// standings adapts the breakers to what the prober asks.
+type standings struct{ set *breaker.Set }
+
+func (s standings) Standing(provider, name string) probe.Standing {
+	st := s.set.Status(provider, name)
+	return probe.Standing{Down: st.State != breaker.Closed, Retired: st.Retired}
+}
+
+func (s standings) ProbeResult(provider, name string, e *llm.Error) {
+	s.set.ProbeResult(provider, name, e)
+}
+
+func (s standings) RetireByProbe(provider, name string, e *llm.Error) {
+	s.set.RetireByProbe(provider, name, e)
+}
