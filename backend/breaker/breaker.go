@@ -511,28 +511,28 @@ func (b *Set) RetireByProbe(provider, name string, e *llm.Error) {
 
 // Status is one backend's state for the dashboard, probes and persistence.
 type Status struct {
-	Backend     string    `json:"backend"`
-	Provider    string    `json:"provider"`
-	State       State     `json:"state"`
-	Health      float64   `json:"health"`
-	Failures    int       `json:"failures"`
-	Level       int       `json:"level"`
-	OpenUntil   time.Time `json:"open_until,omitzero"`
-	OpenWhy     string    `json:"open_why,omitempty"`
-	ClosedAt    time.Time `json:"closed_at,omitzero"`
-	LevelAt     time.Time `json:"level_at,omitzero"`
-	CoolUntil   time.Time `json:"cool_until,omitzero"`
-	CoolWhy     string    `json:"cool_why,omitempty"`
-	Retired     bool      `json:"retired,omitempty"`
-	RetiredAt   time.Time `json:"retired_at,omitzero"`
-	RetiredWhy  string    `json:"retired_why,omitempty"`
-	KeyOffUntil time.Time `json:"key_off_until,omitzero"`
-	KeyOffWhy   string    `json:"key_off_why,omitempty"`
-	ProbeFails  int       `json:"probe_fails,omitempty"`
-	ProbeOKs    int       `json:"probe_oks,omitempty"`
-	LastProbe   time.Time `json:"last_probe,omitzero"`
-	LastProbeOK bool      `json:"last_probe_ok,omitempty"`
-	LastProbeMsg string   `json:"last_probe_msg,omitempty"`
+	Backend      string    `json:"backend"`
+	Provider     string    `json:"provider"`
+	State        State     `json:"state"`
+	Health       float64   `json:"health"`
+	Failures     int       `json:"failures"`
+	Level        int       `json:"level"`
+	OpenUntil    time.Time `json:"open_until,omitzero"`
+	OpenWhy      string    `json:"open_why,omitempty"`
+	ClosedAt     time.Time `json:"closed_at,omitzero"`
+	LevelAt      time.Time `json:"level_at,omitzero"`
+	CoolUntil    time.Time `json:"cool_until,omitzero"`
+	CoolWhy      string    `json:"cool_why,omitempty"`
+	Retired      bool      `json:"retired,omitempty"`
+	RetiredAt    time.Time `json:"retired_at,omitzero"`
+	RetiredWhy   string    `json:"retired_why,omitempty"`
+	KeyOffUntil  time.Time `json:"key_off_until,omitzero"`
+	KeyOffWhy    string    `json:"key_off_why,omitempty"`
+	ProbeFails   int       `json:"probe_fails,omitempty"`
+	ProbeOKs     int       `json:"probe_oks,omitempty"`
+	LastProbe    time.Time `json:"last_probe,omitzero"`
+	LastProbeOK  bool      `json:"last_probe_ok,omitempty"`
+	LastProbeMsg string    `json:"last_probe_msg,omitempty"`
 }
 
 // Status returns the state of one backend (a fresh closed state if unknown).
