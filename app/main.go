@@ -122,7 +122,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "freelane:", err)
 		return 2
 	}
-	cfg := config.Default()
+	var cfg *config.Config
 	if f.config != "" {
 		var warnings []config.Problem
 		cfg, warnings, err = config.Load(f.config)
@@ -135,13 +135,16 @@ func serve(args []string, stderr io.Writer) int {
 			log.Warn("config", "file", f.config, "problem", w.String())
 		}
 	}
-	if f.listen != "" {
-		cfg.Listen = f.listen
-	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	g, err := gateway.New(ctx, gateway.Options{Config: cfg, DataDir: f.dataDir, Logger: log, Version: version, Assets: frontend.Assets()})
+	g, err := gateway.New(ctx, gateway.Options{
+		Config: cfg, ConfigPath: f.config, Listen: f.listen, DataDir: f.dataDir,
+		Logger: log, Version: version, Assets: frontend.Assets(),
+		// FREELANE_KEYCHAIN=off keeps the key vault's master key in a file
+		// in the data directory, for servers without a Secret Service.
+		Keychain: os.Getenv("FREELANE_KEYCHAIN") != "off",
+	})
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1

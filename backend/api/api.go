@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"freelane/backend/llm"
@@ -30,8 +31,16 @@ type Options struct {
 
 // Server serves the API.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o       Options
+	mux     *http.ServeMux
+	maxBody atomic.Int64
+}
+
+// SetMaxBody changes the request body limit for the next requests.
+func (s *Server) SetMaxBody(n int64) {
+	if n > 0 {
+		s.maxBody.Store(n)
+	}
 }
 
 // New returns a Server; mount its Handler on an http.Server.
@@ -43,6 +52,7 @@ func New(o Options) *Server {
 		o.MaxBody = 16 << 20
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
+	s.maxBody.Store(o.MaxBody)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.routed(llm.Chat))
 	s.mux.HandleFunc("POST /v1/completions", s.routed(llm.Completions))
 	s.mux.HandleFunc("POST /v1/embeddings", s.routed(llm.Embeddings))
@@ -99,12 +109,13 @@ func WriteError(w http.ResponseWriter, status int, typ, code, msg, param string)
 
 func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r, s.o.MaxBody)
+		limit := s.maxBody.Load()
+		body, err := readBody(w, r, limit)
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
 				WriteError(w, http.StatusBadRequest, "invalid_request_error", "request_too_large",
-					fmt.Sprintf("request body is larger than the %d MiB limit (max_body_mb in the config)", s.o.MaxBody>>20), "")
+					fmt.Sprintf("request body is larger than the %d MiB limit (max_body_mb in the config)", limit>>20), "")
 				return
 			}
 			WriteError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "could not read the request body: "+err.Error(), "")

@@ -195,6 +195,16 @@ func New(s Settings, clock Clock, pub Publisher) *Set {
 	return &Set{s: s.withDefaults(), clock: clock, pub: pub, backends: map[string]*backend{}, keys: map[string]*keyState{}}
 }
 
+// Configure replaces the settings; state already recorded is kept.
+func (b *Set) Configure(s Settings) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.s = s.withDefaults()
+	for _, st := range b.backends {
+		st.level = min(st.level, len(b.s.OpenTimes)-1)
+	}
+}
+
 func (b *Set) get(provider, name string) *backend {
 	st := b.backends[name]
 	if st == nil {

@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,21 +22,31 @@ import (
 	"freelane/backend/api"
 	"freelane/backend/breaker"
 	"freelane/backend/config"
+	"freelane/backend/control"
 	"freelane/backend/events"
 	"freelane/backend/probe"
 	"freelane/backend/provider/openai"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/vault"
 )
 
 // Options configure a Gateway.
 type Options struct {
-	Config  *config.Config
+	// Config, when set, is the --config file: it seeds the stored
+	// configuration at start. Without it the stored configuration (what the
+	// dashboard last saved) is used.
+	Config     *config.Config
+	ConfigPath string
+	// Listen overrides the configured listen address.
+	Listen  string
 	DataDir string
 	Logger  *slog.Logger
 	Version string
 	Assets  fs.FS         // the dashboard; nil for none
 	Clock   breaker.Clock // nil for the wall clock
+	// Keychain lets the key vault keep its master key in the OS keychain.
+	Keychain bool
 	// ManualProbes leaves probing to the caller (tests call
 	// Prober().Tick after moving the clock) instead of a loop.
 	ManualProbes bool
@@ -50,13 +62,17 @@ type Gateway struct {
 	gate    *breaker.Set
 	bus     *events.Bus
 	api     *api.Server
-	clients []*openai.Client
+	control *control.Control
 	srv     *http.Server
 	ln      net.Listener
-
-	targets []probe.Target
 	prober  *probe.Prober
 	clock   breaker.Clock
+
+	// mu guards what apply replaces on every configuration change.
+	mu      sync.Mutex
+	cfg     *config.Config
+	clients map[string]*openai.Client
+	targets []probe.Target
 
 	bgStop  context.CancelFunc // stops the background loops below
 	bg      sync.WaitGroup     // prober and state saver
@@ -70,46 +86,45 @@ type Gateway struct {
 
 // New opens the database in the data directory and builds every part.
 // Nothing listens until Start.
-func New(ctx context.Context, o Options) (*Gateway, error) {
-	if o.Config == nil {
-		o.Config = config.Default()
-	}
+func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	g := &Gateway{o: o, log: o.Logger}
+	if o.Clock == nil {
+		o.Clock = breaker.SystemClock{}
+	}
+	g = &Gateway{o: o, log: o.Logger, clock: o.Clock}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
 	}
 	g.db = db
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
 	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger})
-
-	cfg := o.Config
 	g.bus = events.NewBus(o.Logger)
-	g.gate = breaker.New(breaker.Settings{
-		Failures:          cfg.Breaker.Failures,
-		HealthThreshold:   cfg.Breaker.HealthThreshold,
-		OpenTimes:         cfg.Breaker.OpenTimes(),
-		RateLimitCooldown: cfg.Breaker.RateLimitCooldown,
-	}, o.Clock, g.bus)
-	table := g.buildTable(cfg)
-	g.router = router.New(table, g.gate, g.reqLog, o.Logger)
-	if o.Clock == nil {
-		o.Clock = breaker.SystemClock{}
+	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)
+	g.router = router.New(router.Build(router.Spec{}), g.gate, g.reqLog, o.Logger)
+	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
+	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version})
+
+	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain})
+	if err != nil {
+		return nil, fmt.Errorf("opening the key vault: %w", err)
 	}
-	g.clock = o.Clock
-	g.prober = probe.New(probe.Settings{Interval: cfg.Probes.Interval, OpenInterval: cfg.Probes.OpenInterval, Daily: cfg.Probes.Daily},
-		func() []probe.Target { return g.targets }, standings{g.gate}, o.Clock, g.bus, o.Logger)
+	// Control applies the configuration once while opening, which builds
+	// the routing table, the clients and the probe targets.
+	g.control, err = control.Open(ctx, control.Options{
+		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
 	g.restoreState(ctx)
 
-	g.api = api.New(api.Options{
-		Router:  g.router,
-		MaxBody: int64(cfg.MaxBodyMB) << 20,
-		Assets:  o.Assets,
-		Logger:  o.Logger,
-		Version: o.Version,
-	})
 	g.srv = &http.Server{
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -118,9 +133,14 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	return g, nil
 }
 
-// buildTable turns the configuration into a routing table with one client
-// per provider.
-func (g *Gateway) buildTable(cfg *config.Config) *router.Table {
+// apply installs a configuration: new clients, routing table, probe
+// targets and settings, all taking effect with the next request. Requests
+// in flight finish on what they started with.
+func (g *Gateway) apply(cfg *config.Config) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clients := map[string]*openai.Client{}
+	var targets []probe.Target
 	var spec router.Spec
 	for _, p := range cfg.Providers {
 		ps := router.ProviderSpec{
@@ -137,11 +157,11 @@ func (g *Gateway) buildTable(cfg *config.Config) *router.Table {
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 				StreamUsage: p.WantsStreamUsage(), Logger: g.log,
 			})
-			g.clients = append(g.clients, c)
+			clients[p.Name] = c
 			ps.Up = c
 			if p.Probed() && !cfg.Probes.Disabled {
 				for _, m := range p.Models {
-					g.targets = append(g.targets, probe.Target{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID,
+					targets = append(targets, probe.Target{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID,
 						Remote: !loopbackURL(p.BaseURL), Up: c})
 				}
 			}
@@ -151,8 +171,31 @@ func (g *Gateway) buildTable(cfg *config.Config) *router.Table {
 	for _, c := range cfg.Chains {
 		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: c.Backends})
 	}
-	return router.Build(spec)
+	g.gate.Configure(breaker.Settings{
+		Failures:          cfg.Breaker.Failures,
+		HealthThreshold:   cfg.Breaker.HealthThreshold,
+		OpenTimes:         cfg.Breaker.OpenTimes(),
+		RateLimitCooldown: cfg.Breaker.RateLimitCooldown,
+	})
+	g.prober.Configure(probe.Settings{Interval: cfg.Probes.Interval, OpenInterval: cfg.Probes.OpenInterval, Daily: cfg.Probes.Daily})
+	g.api.SetMaxBody(int64(cfg.MaxBodyMB) << 20)
+	g.router.Swap(router.Build(spec))
+	old := g.clients
+	g.cfg, g.clients, g.targets = cfg, clients, targets
+	for _, c := range old {
+		c.CloseIdle()
+	}
+	return nil
 }
+
+func (g *Gateway) probeTargets() []probe.Target {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.targets
+}
+
+// Control returns the control plane (the dashboard's configuration).
+func (g *Gateway) Control() *control.Control { return g.control }
 
 // loopbackURL reports whether a base URL points at this machine.
 func loopbackURL(raw string) bool {
@@ -193,14 +236,18 @@ func (g *Gateway) DB() *store.DB { return g.db }
 
 // Start listens on the configured address and serves in the background.
 func (g *Gateway) Start() error {
-	ln, err := net.Listen("tcp", g.o.Config.Listen)
+	g.mu.Lock()
+	cfg := g.cfg
+	g.mu.Unlock()
+	listen := cmp.Or(g.o.Listen, cfg.Listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", g.o.Config.Listen, err)
+		return fmt.Errorf("listening on %s: %w", listen, err)
 	}
 	g.ln = ln
 	// The Host guard needs the real port, which differs from the configured
 	// one when that is 0.
-	hosts := api.NewHostGuard(ln.Addr().String(), append(g.o.Config.AllowedHosts, hostOf(g.o.Config.Listen)))
+	hosts := api.NewHostGuard(ln.Addr().String(), append(slices.Clone(cfg.AllowedHosts), hostOf(listen)))
 	g.srv.Handler = hosts.Wrap(g.api.Handler())
 	logCtx, logStop := context.WithCancel(context.Background())
 	g.logStop = logStop
@@ -251,7 +298,7 @@ func hostOf(addr string) string {
 // Addr is the address the server listens on (useful with port 0).
 func (g *Gateway) Addr() string {
 	if g.ln == nil {
-		return g.o.Config.Listen
+		return g.o.Listen
 	}
 	return g.ln.Addr().String()
 }

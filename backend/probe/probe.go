@@ -129,6 +129,13 @@ func (p *Prober) Run(ctx context.Context) {
 	}
 }
 
+// Configure replaces the schedules.
+func (p *Prober) Configure(s Settings) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.s = s.withDefaults()
+}
+
 // LastDaily is when the last daily catalog round ran, so it can be saved
 // and a restart does not push the round back by a day.
 func (p *Prober) LastDaily() time.Time {
@@ -254,8 +261,11 @@ func spread(name string, interval time.Duration) time.Duration {
 }
 
 func (p *Prober) run(ctx context.Context, jobs []job) []result {
+	p.mu.Lock()
+	s := p.s
+	p.mu.Unlock()
 	out := make([]result, len(jobs))
-	sem := make(chan struct{}, p.s.Parallel)
+	sem := make(chan struct{}, s.Parallel)
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Add(1)
@@ -263,7 +273,7 @@ func (p *Prober) run(ctx context.Context, jobs []job) []result {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = result{job: j, err: p.one(ctx, j.t)}
+			out[i] = result{job: j, err: p.one(ctx, j.t, s.Timeout)}
 		}()
 	}
 	wg.Wait()
@@ -272,8 +282,8 @@ func (p *Prober) run(ctx context.Context, jobs []job) []result {
 
 // one sends one probe. Any real answer counts as alive, even an empty one
 // (a reasoning model may spend five tokens thinking).
-func (p *Prober) one(ctx context.Context, t Target) *llm.Error {
-	ctx, cancel := context.WithTimeout(ctx, p.s.Timeout)
+func (p *Prober) one(ctx context.Context, t Target, timeout time.Duration) *llm.Error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err := t.Up.Complete(ctx, p.req, t.Model)
 	if err == nil {
