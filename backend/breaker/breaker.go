@@ -154,6 +154,7 @@ type backend struct {
 	closedAt  time.Time // when it last recovered (zero: never tripped)
 	levelAt   time.Time // when level last changed or a stretch was counted
 	trial     bool      // half-open trial in flight
+	trialTok  uint64    // ticket of the request holding the trial slot
 
 	coolUntil time.Time
 	coolWhy   string
@@ -185,6 +186,7 @@ type Set struct {
 	mu       sync.Mutex
 	backends map[string]*backend
 	keys     map[string]*keyState
+	tickets  uint64
 }
 
 // New returns an empty Set. pub may be nil.
@@ -228,9 +230,10 @@ func (b *Set) tick(st *backend, now time.Time) {
 	if st.state == Open && !now.Before(st.openUntil) {
 		b.setState(st, HalfOpen, now, "open time over: one trial request allowed")
 	}
-	if st.state == Closed && st.level > 0 && now.Sub(st.levelAt) >= b.s.HealthyStretch {
+	for st.state == Closed && st.level > 0 && now.Sub(st.levelAt) >= b.s.HealthyStretch {
+		// One step down per healthy stretch, however long nobody looked.
 		st.level--
-		st.levelAt = now
+		st.levelAt = st.levelAt.Add(b.s.HealthyStretch)
 	}
 	if st.retired && now.Sub(st.retiredAt) >= b.s.RetireFallback {
 		st.retired = false
@@ -290,19 +293,23 @@ func (b *Set) Available(provider, name string) error {
 }
 
 // Acquire is Available for a call about to be made: a half-open backend
-// admits exactly one such call until it is reported.
-func (b *Set) Acquire(provider, name string) error {
+// admits exactly one such call until it is reported. The ticket goes back
+// with Report, so only the trial's own outcome can close or reopen the
+// breaker; a call that started before the backend went half-open reports
+// with a ticket that holds no slot.
+func (b *Set) Acquire(provider, name string) (uint64, error) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.backends[name]
 	if err := b.availability(st, provider, now); err != nil {
-		return err
+		return 0, err
 	}
+	b.tickets++
 	if st != nil && st.state == HalfOpen {
-		st.trial = true
+		st.trial, st.trialTok = true, b.tickets
 	}
-	return nil
+	return b.tickets, nil
 }
 
 // Report records the outcome of one call acquired with Acquire: e is nil for
@@ -311,30 +318,39 @@ func (b *Set) Acquire(provider, name string) error {
 // backend that has become too slow. Cancelled calls, the caller's own errors
 // and prompts too long for the model only release a half-open trial slot:
 // they say nothing about the backend.
-func (b *Set) Report(provider, name string, e *llm.Error, firstByte time.Duration) {
+func (b *Set) Report(provider, name string, ticket uint64, e *llm.Error, firstByte time.Duration) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.get(provider, name)
 	b.tick(st, now)
-	wasTrial := st.state == HalfOpen
-	st.trial = false
+	wasTrial := st.state == HalfOpen && st.trial && st.trialTok == ticket && ticket != 0
+	if wasTrial {
+		st.trial = false
+	}
 	if e != nil && (e.Class == llm.Cancelled || e.Class == llm.Caller || e.Class == llm.TooLong) {
 		// Not the backend's doing: only the trial slot is given back.
 		return
 	}
-
+	// While half-open only the trial decides the state. Other calls (begun
+	// before the breaker opened, or made when every backend was
+	// unavailable) still count for health, cooldowns, keys and retirement.
+	bystander := st.state == HalfOpen && !wasTrial
 	if e == nil {
 		score := 1.0
 		if b.slow(st, firstByte) {
 			score = 0.6
 		}
 		b.remember(st, firstByte)
+		if bystander {
+			b.score(st, score, now)
+			return
+		}
 		st.failures = 0
 		if wasTrial {
 			// A recovered backend starts from a cautious score (seed 003):
 			// good enough to serve, quick to trip again if it relapses.
-			st.health = 0.7
+			b.setHealth(st, 0.7, now)
 			b.setState(st, Closed, now, "trial request succeeded")
 			return
 		}
@@ -370,6 +386,9 @@ func (b *Set) Report(provider, name string, e *llm.Error, firstByte time.Duratio
 		b.retire(st, now, e.Message)
 	case llm.Transient, llm.Soft:
 		b.score(st, penalty(e), now)
+		if bystander {
+			return
+		}
 		st.failures++
 		switch {
 		case wasTrial:
@@ -395,11 +414,15 @@ func penalty(e *llm.Error) float64 {
 	return 0 // timeouts, 5xx, connection failures
 }
 
-// score folds one outcome into the health EWMA and announces crossings of
-// the threshold.
+// score folds one outcome into the health EWMA.
 func (b *Set) score(st *backend, v float64, now time.Time) {
+	b.setHealth(st, b.s.Alpha*v+(1-b.s.Alpha)*st.health, now)
+}
+
+// setHealth sets the score and announces crossings of the threshold.
+func (b *Set) setHealth(st *backend, h float64, now time.Time) {
 	before := st.health
-	st.health = b.s.Alpha*v + (1-b.s.Alpha)*st.health
+	st.health = h
 	th := b.s.HealthThreshold
 	if (before >= th) != (st.health >= th) {
 		lvl, word := events.Info, "recovered above"
@@ -422,6 +445,8 @@ func (b *Set) trip(st *backend, now time.Time, why string, fresh bool) {
 	st.openUntil = now.Add(b.s.OpenTimes[st.level])
 	st.openWhy = why
 	st.failures = 0
+	// Probe results before the trip say nothing about the backend now.
+	st.probeOKs, st.probeFails = 0, 0
 	b.setState(st, Open, now, why)
 }
 
@@ -461,6 +486,10 @@ func (b *Set) remember(st *backend, d time.Duration) {
 // ProbeSuccesses successes, and a passing probe ends a retirement. e is nil
 // for a pass.
 func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
+	if e != nil && (e.Class == llm.RateLimited || e.Class == llm.Cancelled) {
+		// Busy is not down, and a probe cut short proved nothing.
+		return
+	}
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -476,7 +505,7 @@ func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
 			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: "a probe passed"})
 		}
 		if st.state != Closed && st.probeOKs >= b.s.ProbeSuccesses {
-			st.health = 0.7
+			b.setHealth(st, 0.7, now)
 			b.setState(st, Closed, now, fmt.Sprintf("%d probes passed", st.probeOKs))
 		}
 		return

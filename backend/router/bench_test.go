@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"freelane/backend/llm"
 	"freelane/backend/router"
@@ -15,8 +16,9 @@ import (
 
 type nopGate struct{}
 
-func (nopGate) Allow(provider, backend string) error          { return nil }
-func (nopGate) Report(provider, backend string, e *llm.Error) {}
+func (nopGate) Available(provider, backend string) error                 { return nil }
+func (nopGate) Acquire(provider, backend string) (uint64, error)         { return 1, nil }
+func (nopGate) Report(string, string, uint64, *llm.Error, time.Duration) {}
 
 type nopRecorder struct{}
 

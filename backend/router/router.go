@@ -25,11 +25,13 @@ type Gate interface {
 	// Available tells, without side effects, whether a backend could be
 	// called now.
 	Available(provider, backend string) error
-	// Acquire is asked right before a call; a half-open backend admits one.
-	Acquire(provider, backend string) error
+	// Acquire is asked right before a call; a half-open backend admits
+	// one. The ticket goes back with Report.
+	Acquire(provider, backend string) (ticket uint64, err error)
 	// Report gives the outcome of every call made (e nil for success), with
-	// the time to the first byte of content.
-	Report(provider, backend string, e *llm.Error, firstByte time.Duration)
+	// the time to the first byte of content. Calls made without Acquire
+	// (every backend unavailable) report ticket 0.
+	Report(provider, backend string, ticket uint64, e *llm.Error, firstByte time.Duration)
 }
 
 // Recorder receives the trace of every finished request. It must not block.
@@ -186,10 +188,12 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 			final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			break
 		}
+		var ticket uint64
 		if usable > 0 {
 			// Another request may have taken a half-open backend's single
 			// trial since the scan above.
-			if err := r.gate.Acquire(b.Provider, b.Name); err != nil {
+			var err error
+			if ticket, err = r.gate.Acquire(b.Provider, b.Name); err != nil {
 				tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(err), Skipped: true, Reason: err.Error()})
 				continue
 			}
@@ -216,7 +220,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		if !req.Stream {
 			firstByte = a.Latency
 		}
-		r.gate.Report(b.Provider, b.Name, le, firstByte)
+		r.gate.Report(b.Provider, b.Name, ticket, le, firstByte)
 		tr.Attempts = append(tr.Attempts, a.Attempt)
 		if le == nil || committed {
 			tr.Backend, tr.TTFT, tr.Committed = b.Name, a.TTFT, committed

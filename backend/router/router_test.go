@@ -10,9 +10,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"freelane/backend/breaker"
+	"freelane/backend/events"
+	"freelane/backend/internal/clocktest"
 	"freelane/backend/llm"
 	"freelane/backend/router"
 )
@@ -24,6 +28,8 @@ type step struct {
 	// cancel makes the client go away just before this step; with err nil
 	// the step then fails the way a provider does (ClassifyTransport).
 	cancel bool
+	// pause delays the step, so a stream's TTFT and total latency differ.
+	pause time.Duration
 }
 
 func held(data string) step    { return step{ev: llm.Event{Kind: llm.Held, Data: []byte(data)}} }
@@ -42,11 +48,17 @@ func httpErr(c llm.Class, status int) *llm.Error {
 // fakeUp is an in-memory Upstream answering from a script.
 type fakeUp struct {
 	t      *testing.T
+	name   string
 	script []step
 	// openErr is returned by Stream or Complete itself.
 	openErr error
-	resp    *llm.Response
-	cancel  context.CancelFunc // the client's cancel, for cancel steps
+	// answer, when set, decides what Complete returns instead of openErr
+	// (nil: the response).
+	answer func() error
+	// note, when set, hears "call <name>" as each call starts.
+	note   func(string)
+	resp   *llm.Response
+	cancel context.CancelFunc // the client's cancel, for cancel steps
 
 	mu     sync.Mutex
 	calls  int
@@ -62,6 +74,15 @@ func (u *fakeUp) Complete(ctx context.Context, req *llm.Request, model string) (
 	u.calls++
 	u.models = append(u.models, model)
 	u.mu.Unlock()
+	if u.note != nil {
+		u.note("call " + u.name)
+	}
+	if u.answer != nil {
+		if err := u.answer(); err != nil {
+			return nil, err
+		}
+		return u.resp, nil
+	}
 	if u.openErr != nil {
 		return nil, u.openErr
 	}
@@ -73,6 +94,9 @@ func (u *fakeUp) Stream(ctx context.Context, req *llm.Request, model string) (ll
 	u.calls++
 	u.models = append(u.models, model)
 	u.mu.Unlock()
+	if u.note != nil {
+		u.note("call " + u.name)
+	}
 	if u.openErr != nil {
 		return nil, u.openErr
 	}
@@ -96,6 +120,9 @@ func (s *fakeStream) Next() (llm.Event, error) {
 	}
 	st := s.steps[s.i]
 	s.i++
+	if st.pause > 0 {
+		time.Sleep(st.pause)
+	}
 	if st.cancel {
 		s.up.cancel()
 		if st.err == nil {
@@ -174,27 +201,131 @@ func (s *recSink) Done() error {
 	return nil
 }
 
-// recGate is a Gate that records every report; deny makes Allow refuse.
+// recGate is a Gate that records every question and report in order; deny
+// makes Available refuse, refuse makes Acquire refuse. Granted Acquires get
+// tickets 101, 102, ... With inner set it passes everything on to that Gate
+// (a real breaker) and still records.
 type recGate struct {
-	mu      sync.Mutex
-	deny    map[string]error
-	reports []string
+	inner router.Gate
+
+	mu        sync.Mutex
+	deny      map[string]error
+	refuse    map[string]error
+	log       []string // "available a/m", "acquire a/m", "call a", "report a/m=ok"
+	logTicket []uint64 // per log line: the ticket granted or reported (0 otherwise)
+	reports   []string // "a/m=ok"
+	tickets   []uint64 // the ticket of each report
+	firstByte []time.Duration
+	issued    uint64
 }
 
-func (g *recGate) Allow(provider, backend string) error {
+var _ router.Gate = (*recGate)(nil)
+
+// The real breaker is what the router is built for.
+var _ router.Gate = (*breaker.Set)(nil)
+
+func (g *recGate) note(s string) { g.noteTicket(s, 0) }
+
+func (g *recGate) noteTicket(s string, ticket uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.log = append(g.log, s)
+	g.logTicket = append(g.logTicket, ticket)
+}
+
+func (g *recGate) Available(provider, backend string) error {
+	g.note("available " + backend)
+	if g.inner != nil {
+		return g.inner.Available(provider, backend)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.deny[backend]
 }
 
-func (g *recGate) Report(provider, backend string, e *llm.Error) {
+func (g *recGate) Acquire(provider, backend string) (uint64, error) {
+	ticket, err := g.acquire(provider, backend)
+	g.noteTicket("acquire "+backend, ticket)
+	return ticket, err
+}
+
+func (g *recGate) acquire(provider, backend string) (uint64, error) {
+	if g.inner != nil {
+		return g.inner.Acquire(provider, backend)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if err := g.refuse[backend]; err != nil {
+		return 0, err
+	}
+	if err := g.deny[backend]; err != nil {
+		return 0, err
+	}
+	g.issued++
+	return 100 + g.issued, nil
+}
+
+func (g *recGate) Report(provider, backend string, ticket uint64, e *llm.Error, firstByte time.Duration) {
 	c := llm.OK
 	if e != nil {
 		c = e.Class
 	}
+	g.noteTicket("report "+backend+"="+string(c), ticket)
+	g.mu.Lock()
 	g.reports = append(g.reports, backend+"="+string(c))
+	g.tickets = append(g.tickets, ticket)
+	g.firstByte = append(g.firstByte, firstByte)
+	g.mu.Unlock()
+	if g.inner != nil {
+		g.inner.Report(provider, backend, ticket, e, firstByte)
+	}
+}
+
+// checkAcquired checks the gate's log: every call is made right after the
+// backend was acquired, every granted Acquire is followed by its call, and
+// each report carries the ticket its Acquire got. With everything
+// unavailable the router calls without acquiring and reports ticket 0.
+func (g *recGate) checkAcquired(t *testing.T, allUnavailable bool) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	granted := map[string]uint64{} // backend -> ticket of its last granted Acquire
+	for i, l := range g.log {
+		if name, ok := strings.CutPrefix(l, "acquire "); ok && g.logTicket[i] != 0 {
+			granted[name] = g.logTicket[i]
+		}
+		if rep, ok := strings.CutPrefix(l, "report "); ok {
+			name, _, _ := strings.Cut(rep, "=")
+			want := granted[name]
+			if allUnavailable {
+				want = 0
+			}
+			if g.logTicket[i] != want || (!allUnavailable && want == 0) {
+				t.Errorf("log %q: %q reported ticket %d, want %d, the ticket of its Acquire", g.log, l, g.logTicket[i], want)
+			}
+			delete(granted, name)
+		}
+		if name, ok := strings.CutPrefix(l, "call "); ok {
+			prev := ""
+			if i > 0 {
+				prev = g.log[i-1]
+			}
+			if allUnavailable {
+				if strings.HasPrefix(prev, "acquire ") {
+					t.Errorf("log %q: acquired although every backend was unavailable", g.log)
+				}
+				continue
+			}
+			if prev != "acquire "+name+"/m" {
+				t.Errorf("log %q: %q not right after acquiring it", g.log, l)
+			}
+		}
+		if name, ok := strings.CutPrefix(l, "acquire "); ok && g.refuse[name] == nil && g.deny[name] == nil {
+			if i+1 >= len(g.log) || g.log[i+1] != "call "+strings.TrimSuffix(name, "/m") {
+				t.Errorf("log %q: %q granted but not called", g.log, l)
+			}
+		}
+	}
 }
 
 type recRecorder struct {
@@ -233,12 +364,17 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, contexts ...int) *harness {
-	h := &harness{ups: map[string]*fakeUp{}, gate: &recGate{deny: map[string]error{}}, rec: &recRecorder{}}
+	return newHarnessGate(t, nil, contexts...)
+}
+
+// newHarnessGate is newHarness with a real Gate behind the recording one.
+func newHarnessGate(t *testing.T, inner router.Gate, contexts ...int) *harness {
+	h := &harness{ups: map[string]*fakeUp{}, gate: &recGate{inner: inner, deny: map[string]error{}, refuse: map[string]error{}}, rec: &recRecorder{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	t.Cleanup(h.cancel)
 	var spec router.Spec
 	for i, p := range []string{"a", "b", "c"} {
-		up := &fakeUp{t: t, cancel: h.cancel, resp: &llm.Response{Status: 200, Body: []byte(`{"from":"` + p + `"}`), Usage: llm.Usage{TotalTokens: 7}}}
+		up := &fakeUp{t: t, name: p, note: h.gate.note, cancel: h.cancel, resp: &llm.Response{Status: 200, Body: []byte(`{"from":"` + p + `"}`), Usage: llm.Usage{TotalTokens: 7}}}
 		h.ups[p] = up
 		ctxLen := 0
 		if i < len(contexts) {
@@ -256,7 +392,9 @@ func newHarness(t *testing.T, contexts ...int) *harness {
 func (h *harness) calls() string {
 	var parts []string
 	for _, p := range []string{"a", "b", "c"} {
+		h.ups[p].mu.Lock()
 		parts = append(parts, fmt.Sprintf("%s:%d", p, h.ups[p].calls))
+		h.ups[p].mu.Unlock()
 	}
 	return strings.Join(parts, " ")
 }
@@ -411,7 +549,7 @@ func TestStreamCommitRule(t *testing.T) {
 		},
 		{
 			name: "commit lists skipped and failed attempts before the serving one",
-			deny: map[string]error{"a/m": &breaker.Unavailable{Reason: breaker.Open, Detail: "2 failures in a row"}},
+			deny: map[string]error{"a/m": &breaker.Unavailable{Reason: breaker.ReasonOpen, Detail: "2 failures in a row"}},
 			scripts: map[string][]step{
 				"b": {held(`b-role`), fails(httpErr(llm.RateLimited, 429))},
 				"c": {held(`c-role`), content(`c-hi`), done()},
@@ -426,7 +564,9 @@ func TestStreamCommitRule(t *testing.T) {
 			name:    "caller error is returned at once",
 			openErr: map[string]error{"a": &llm.Error{Class: llm.Caller, Status: 400, Message: "HTTP 400: bad tools", Body: []byte(`{"error":{"message":"bad tools"}}`)}},
 			ops:     nil,
-			reports: nil,
+			// Reported so a half-open trial slot is given back; the
+			// breaker does not count it (see TestBreakerIgnoresCallerAndCancel).
+			reports: []string{"a/m=caller"},
 			calls:   "a:1 b:0 c:0",
 			status:  400,
 			class:   llm.Caller,
@@ -453,9 +593,9 @@ func TestStreamCommitRule(t *testing.T) {
 			class:   llm.Transient,
 		},
 		{
-			name:    "client goes away before content: no report, no failover",
+			name:    "client goes away before content: reported as cancelled, no failover",
 			scripts: map[string][]step{"a": {held(`a-role`), {cancel: true}}},
-			reports: nil,
+			reports: []string{"a/m=cancelled"},
 			calls:   "a:1 b:0 c:0",
 			status:  499,
 			class:   llm.Cancelled,
@@ -463,16 +603,16 @@ func TestStreamCommitRule(t *testing.T) {
 		{
 			name:    "client goes away before content, upstream error unclassified",
 			scripts: map[string][]step{"a": {held(`a-role`), {cancel: true, err: context.Canceled}}},
-			reports: nil,
+			reports: []string{"a/m=cancelled"},
 			calls:   "a:1 b:0 c:0",
 			status:  499,
 			class:   llm.Cancelled,
 		},
 		{
-			name:      "client goes away after content: no error event, no done, no report",
+			name:      "client goes away after content: no error event, no done, reported as cancelled",
 			scripts:   map[string][]step{"a": {content(`a-hi`), {cancel: true}}},
 			ops:       []string{"commit a/m", "send a-hi"},
-			reports:   nil,
+			reports:   []string{"a/m=cancelled"},
 			committed: "a/m=ok",
 			calls:     "a:1 b:0 c:0",
 			class:     llm.Cancelled,
@@ -481,17 +621,17 @@ func TestStreamCommitRule(t *testing.T) {
 			name:      "client goes away after content, upstream error unclassified",
 			scripts:   map[string][]step{"a": {content(`a-hi`), {cancel: true, err: errors.New("read tcp: use of closed network connection")}}},
 			ops:       []string{"commit a/m", "send a-hi"},
-			reports:   nil,
+			reports:   []string{"a/m=cancelled"},
 			committed: "a/m=ok",
 			calls:     "a:1 b:0 c:0",
 			class:     llm.Cancelled,
 		},
 		{
-			name:      "writing to the client fails: no report against the backend",
+			name:      "writing to the client fails: reported as cancelled, not against the backend",
 			failSend:  2,
 			scripts:   map[string][]step{"a": {content(`a-hi`), content(`a-more`), content(`a-never`), done()}},
 			ops:       []string{"commit a/m", "send a-hi"},
-			reports:   nil,
+			reports:   []string{"a/m=cancelled"},
 			committed: "a/m=ok",
 			calls:     "a:1 b:0 c:0",
 			class:     llm.Cancelled,
@@ -522,6 +662,7 @@ func TestStreamCommitRule(t *testing.T) {
 			if !slices.Equal(h.gate.reports, tc.reports) {
 				t.Errorf("gate reports = %q, want %q", h.gate.reports, tc.reports)
 			}
+			h.gate.checkAcquired(t, false)
 			if got := h.calls(); got != tc.calls {
 				t.Errorf("upstream calls = %s, want %s", got, tc.calls)
 			}
@@ -615,7 +756,7 @@ func completeReq(t *testing.T, model string) *llm.Request {
 }
 
 func TestComplete(t *testing.T) {
-	limited := &breaker.Unavailable{Reason: breaker.CoolingOff, Detail: "HTTP 429"}
+	limited := &breaker.Unavailable{Reason: breaker.ReasonCooling, Until: time.Date(2025, 3, 14, 12, 1, 0, 0, time.UTC), Detail: "HTTP 429"}
 	tests := []struct {
 		name     string
 		contexts []int
@@ -648,24 +789,26 @@ func TestComplete(t *testing.T) {
 			contexts: []int{8192, 8192, 32768},
 			openErr:  map[string]error{"a": httpErr(llm.TooLong, 400)},
 			backend:  "c/m", header: "a/m=400; b/m=skip(too_long); c/m=ok",
-			reports: []string{"c/m=ok"},
+			reports: []string{"a/m=too_long", "c/m=ok"},
 		},
 		{
 			name:     "too long with no larger context left",
 			contexts: []int{32768, 8192, 32768},
 			openErr:  map[string]error{"a": httpErr(llm.TooLong, 400)},
 			header:   "a/m=400; b/m=skip(too_long); c/m=skip(too_long)",
+			reports:  []string{"a/m=too_long"},
 			status:   502, code: "all_backends_failed", msg: `all 3 backends for "main" failed`,
 		},
 		{
 			name:    "caller error stops at once with the upstream body",
 			openErr: map[string]error{"a": &llm.Error{Class: llm.Caller, Status: 422, Message: "HTTP 422: bad", Body: []byte(`{"detail":"bad"}`)}},
 			header:  "a/m=422",
+			reports: []string{"a/m=caller"},
 			status:  422, code: "upstream_rejected_request", msg: "a/m rejected the request: HTTP 422: bad",
 		},
 		{
 			name:    "skips unavailable backends",
-			deny:    map[string]error{"a/m": limited, "b/m": &breaker.Unavailable{Reason: breaker.Retired}},
+			deny:    map[string]error{"a/m": limited, "b/m": &breaker.Unavailable{Reason: breaker.ReasonRetired}},
 			backend: "c/m", header: "a/m=skip(cooling); b/m=skip(retired); c/m=ok",
 			reports: []string{"c/m=ok"},
 		},
@@ -721,6 +864,7 @@ func TestComplete(t *testing.T) {
 			if !slices.Equal(h.gate.reports, tc.reports) {
 				t.Errorf("reports = %q, want %q", h.gate.reports, tc.reports)
 			}
+			h.gate.checkAcquired(t, len(tc.deny) == 3)
 			tr := h.rec.last(t)
 			if got := router.AttemptsHeader(tr.Attempts); got != tc.header {
 				t.Errorf("attempts = %q, want %q", got, tc.header)
@@ -798,7 +942,7 @@ func TestAttemptsHeader(t *testing.T) {
 		}, "a/m=skip(open); b/m=skip(cooling); c/m=skip(key_disabled); d/m=skip(retired); e/m=skip(too_long)"},
 		{"the example of the doc comment", []llm.Attempt{
 			{Backend: "groq/llama", Class: llm.RateLimited, Status: 429},
-			{Backend: "cerebras/qwen", Class: llm.Transient, Skipped: true, Reason: (&breaker.Unavailable{Reason: breaker.Open}).Error()},
+			{Backend: "cerebras/qwen", Class: llm.Transient, Skipped: true, Reason: (&breaker.Unavailable{Reason: breaker.ReasonOpen}).Error()},
 			{Backend: "local/qwen", Class: llm.OK},
 		}, "groq/llama=429; cerebras/qwen=skip(open); local/qwen=ok"},
 		{"model ids with slashes", []llm.Attempt{{Backend: "openrouter/meta-llama/llama-3.3-70b:free", Class: llm.Gone, Status: 404}}, "openrouter/meta-llama/llama-3.3-70b:free=404"},
@@ -809,5 +953,410 @@ func TestAttemptsHeader(t *testing.T) {
 				t.Errorf("AttemptsHeader = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestAcquireRightBeforeCall(t *testing.T) {
+	t.Run("served by the first backend: the others are never acquired", func(t *testing.T) {
+		h := newHarness(t)
+		if _, f := h.r.Complete(h.ctx, completeReq(t, "main")); f != nil {
+			t.Fatal(f)
+		}
+		want := []string{"available a/m", "available b/m", "available c/m", "acquire a/m", "call a", "report a/m=ok"}
+		if !slices.Equal(h.gate.log, want) {
+			t.Fatalf("gate log:\n got %q\nwant %q", h.gate.log, want)
+		}
+		if !slices.Equal(h.gate.tickets, []uint64{101}) {
+			t.Fatalf("report tickets = %v, want [101], the ticket Acquire gave", h.gate.tickets)
+		}
+	})
+
+	t.Run("acquire refused at call time: skipped, the next one is tried", func(t *testing.T) {
+		h := newHarness(t)
+		h.ups["a"].openErr = httpErr(llm.Transient, 503)
+		// b looked available in the scan, but by the time the router gets to
+		// it another request took its half-open trial.
+		taken := &breaker.Unavailable{Reason: breaker.ReasonHalfOpen, Detail: "its trial request is in flight"}
+		h.gate.refuse["b/m"] = taken
+		res, f := h.r.Complete(h.ctx, completeReq(t, "main"))
+		if f != nil {
+			t.Fatal(f)
+		}
+		want := []string{
+			"available a/m", "available b/m", "available c/m",
+			"acquire a/m", "call a", "report a/m=transient",
+			"acquire b/m",
+			"acquire c/m", "call c", "report c/m=ok",
+		}
+		if !slices.Equal(h.gate.log, want) {
+			t.Fatalf("gate log:\n got %q\nwant %q", h.gate.log, want)
+		}
+		if h.calls() != "a:1 b:0 c:1" || res.Backend.Name != "c/m" {
+			t.Fatalf("calls %s, served by %s", h.calls(), res.Backend.Name)
+		}
+		tr := h.rec.last(t)
+		if got := router.AttemptsHeader(tr.Attempts); got != "a/m=503; b/m=skip(half_open); c/m=ok" {
+			t.Fatalf("attempts = %q", got)
+		}
+		if b := tr.Attempts[1]; !b.Skipped || b.Class != llm.Transient || b.Reason != taken.Error() {
+			t.Fatalf("skipped attempt = %+v", b)
+		}
+		// Each report carries its own call's ticket; b's refusal got none.
+		if !slices.Equal(h.gate.tickets, []uint64{101, 102}) {
+			t.Fatalf("report tickets = %v, want [101 102] (a's, then c's)", h.gate.tickets)
+		}
+		h.gate.checkAcquired(t, false)
+		// Non-stream: Report gets the whole latency of each call.
+		if len(h.gate.firstByte) != 2 {
+			t.Fatalf("firstByte = %v", h.gate.firstByte)
+		}
+		for i, ai := range []int{0, 2} {
+			if got, want := h.gate.firstByte[i], tr.Attempts[ai].Latency; got != want || got <= 0 {
+				t.Errorf("report %d firstByte = %v, want the attempt's latency %v", i, got, want)
+			}
+		}
+	})
+
+	t.Run("stream: Report gets the time to first content", func(t *testing.T) {
+		h := newHarness(t)
+		h.ups["a"].script = []step{held(`a-role`), fails(httpErr(llm.Transient, 503))}
+		h.ups["b"].script = []step{
+			{ev: llm.Event{Kind: llm.Content, Data: []byte(`b-hi`)}, pause: 2 * time.Millisecond},
+			{ev: llm.Event{Kind: llm.Done}, pause: 5 * time.Millisecond},
+		}
+		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+			t.Fatal(f)
+		}
+		tr := h.rec.last(t)
+		if len(h.gate.firstByte) != 2 || len(tr.Attempts) != 2 {
+			t.Fatalf("firstByte %v attempts %+v", h.gate.firstByte, tr.Attempts)
+		}
+		// No content from a: nothing to time.
+		if h.gate.firstByte[0] != 0 {
+			t.Errorf("failed attempt firstByte = %v, want 0", h.gate.firstByte[0])
+		}
+		b := tr.Attempts[1]
+		if got := h.gate.firstByte[1]; got != b.TTFT || got < 2*time.Millisecond || got >= b.Latency {
+			t.Errorf("stream firstByte = %v, want the TTFT %v (not the latency %v)", got, b.TTFT, b.Latency)
+		}
+		h.gate.checkAcquired(t, false)
+	})
+}
+
+// evRec records breaker events.
+type evRec struct {
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+func (p *evRec) Publish(e events.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.evs = append(p.evs, e)
+}
+
+func (p *evRec) of(k events.Kind, backend string) []events.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []events.Event
+	for _, e := range p.evs {
+		if e.Kind == k && (backend == "" || e.Backend == backend) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+var t0 = time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC)
+
+// withBreaker is a harness whose gate is a real breaker on a manual clock.
+func withBreaker(t *testing.T, s breaker.Settings) (*harness, *breaker.Set, *clocktest.Clock, *evRec) {
+	clock := clocktest.New(t0)
+	pub := &evRec{}
+	set := breaker.New(s, clock, pub)
+	return newHarnessGate(t, set), set, clock, pub
+}
+
+func (h *harness) complete(t *testing.T) (*router.Result, *router.Failure) {
+	t.Helper()
+	return h.r.Complete(h.ctx, completeReq(t, "main"))
+}
+
+func (h *harness) upCalls(p string) int {
+	h.ups[p].mu.Lock()
+	defer h.ups[p].mu.Unlock()
+	return h.ups[p].calls
+}
+
+// The issue's scenario: the primary answers 503 for 60 s while a request
+// arrives every 4 s.
+func TestOutageThroughTheRouter(t *testing.T) {
+	h, set, clock, pub := withBreaker(t, breaker.Settings{})
+	end := t0.Add(60 * time.Second)
+	trials, outageCalls := 0, 0
+	h.ups["a"].answer = func() error {
+		if clock.Now().Before(end) {
+			outageCalls++
+			if set.Status("a", "a/m").State == breaker.HalfOpen {
+				trials++
+			}
+			return httpErr(llm.Transient, 503)
+		}
+		return nil
+	}
+	var back time.Time
+	for clock.Now().Before(end.Add(60 * time.Second)) {
+		res, f := h.complete(t)
+		if f != nil {
+			t.Fatalf("at +%v the client got %d: %s", clock.Now().Sub(t0), f.Status, f.Message)
+		}
+		switch {
+		case res.Backend.Name == "a/m" && back.IsZero():
+			back = clock.Now()
+		case back.IsZero() && res.Backend.Name != "b/m":
+			t.Fatalf("at +%v served by %s, want the next backend b/m", clock.Now().Sub(t0), res.Backend.Name)
+		case !back.IsZero() && res.Backend.Name != "a/m":
+			t.Fatalf("at +%v served by %s after the primary came back", clock.Now().Sub(t0), res.Backend.Name)
+		}
+		clock.Advance(4 * time.Second)
+	}
+	periods := 0
+	for _, e := range pub.of(events.StateChange, "a/m") {
+		if e.To == string(breaker.Open) {
+			periods++
+		}
+	}
+	// Two failures trip it; after that the primary only sees trials, at
+	// most one per open period.
+	if periods == 0 || trials > periods || outageCalls != 2+trials {
+		t.Errorf("primary got %d calls during the outage, %d of them trials, in %d open periods", outageCalls, trials, periods)
+	}
+	if back.IsZero() || back.Sub(end) > 30*time.Second {
+		t.Errorf("primary served again at +%v, want within 30s of the end of the outage at +60s", back.Sub(t0))
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+		t.Errorf("primary %s at the end", st.State)
+	}
+}
+
+func TestRetryAfterThroughTheRouter(t *testing.T) {
+	h, set, clock, pub := withBreaker(t, breaker.Settings{})
+	first := true
+	h.ups["a"].answer = func() error {
+		if first {
+			first = false
+			return &llm.Error{Class: llm.RateLimited, Status: 429, Message: "HTTP 429: slow down", RetryAfter: 120 * time.Second}
+		}
+		return nil
+	}
+	for clock.Now().Before(t0.Add(120 * time.Second)) {
+		res, f := h.complete(t)
+		if f != nil || res.Backend.Name != "b/m" {
+			t.Fatalf("at +%v: %+v %+v, want served by b/m", clock.Now().Sub(t0), res, f)
+		}
+		if n := h.upCalls("a"); n != 1 {
+			t.Fatalf("at +%v the rate-limited backend was called %d times", clock.Now().Sub(t0), n)
+		}
+		clock.Advance(10 * time.Second)
+	}
+	if res, f := h.complete(t); f != nil || res.Backend.Name != "a/m" {
+		t.Fatalf("after 120s: %+v %+v, want a/m again", res, f)
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.Closed || st.Failures != 0 {
+		t.Fatalf("a 429 counted as a breaker failure: %+v", st)
+	}
+	if ev := pub.of(events.StateChange, ""); len(ev) != 0 {
+		t.Fatalf("state changes: %+v", ev)
+	}
+}
+
+func TestCredentialThroughTheRouter(t *testing.T) {
+	h, _, clock, pub := withBreaker(t, breaker.Settings{})
+	first := true
+	h.ups["a"].answer = func() error {
+		if first {
+			first = false
+			return httpErr(llm.Credential, 401)
+		}
+		return nil
+	}
+	res, f := h.complete(t)
+	if f != nil || res.Backend.Name != "b/m" {
+		t.Fatalf("%+v %+v, want served by b/m", res, f)
+	}
+	ev := pub.of(events.KeyDisabled, "")
+	if len(ev) != 1 || ev[0].Level != events.Alert || ev[0].Provider != "a" {
+		t.Fatalf("key events = %+v, want one alert", ev)
+	}
+	clock.Advance(time.Hour - time.Second)
+	res, _ = h.complete(t)
+	if res.Backend.Name != "b/m" || h.upCalls("a") != 1 || !strings.Contains(router.AttemptsHeader(res.Attempts), "a/m=skip(key_disabled)") {
+		t.Fatalf("within the hour: %s, %d calls to a", router.AttemptsHeader(res.Attempts), h.upCalls("a"))
+	}
+	clock.Advance(time.Second)
+	if res, f := h.complete(t); f != nil || res.Backend.Name != "a/m" {
+		t.Fatalf("after the hour: %+v %+v, want a/m", res, f)
+	}
+}
+
+func TestHalfOpenConcurrentThroughTheRouter(t *testing.T) {
+	h, set, clock, _ := withBreaker(t, breaker.Settings{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var n atomic.Int32
+	h.ups["a"].answer = func() error {
+		switch n.Add(1) {
+		case 1, 2:
+			return httpErr(llm.Transient, 503)
+		case 3:
+			close(entered)
+			<-release
+		}
+		return nil
+	}
+	for range 2 {
+		if _, f := h.complete(t); f != nil {
+			t.Fatal(f)
+		}
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.Open {
+		t.Fatalf("a/m %s after two 503s", st.State)
+	}
+	clock.Advance(30 * time.Second)
+
+	var first *router.Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first, _ = h.r.Complete(h.ctx, completeReq(t, "main"))
+	}()
+	<-entered // the trial is in flight
+	res, f := h.complete(t)
+	if f != nil || res.Backend.Name != "b/m" || router.AttemptsHeader(res.Attempts) != "a/m=skip(half_open); b/m=ok" {
+		t.Fatalf("second request: %s %+v", router.AttemptsHeader(res.Attempts), f)
+	}
+	close(release)
+	<-done
+	if first == nil || first.Backend.Name != "a/m" {
+		t.Fatalf("the trial request was not served by a/m: %+v", first)
+	}
+	if calls := h.upCalls("a"); calls != 3 {
+		t.Fatalf("a/m got %d calls, want 2 failures and exactly one trial", calls)
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+		t.Fatalf("a/m %s after a successful trial", st.State)
+	}
+}
+
+// When every backend is unavailable the router calls them anyway, without
+// Acquire, and reports ticket 0. A half-open backend whose trial is in flight
+// answering such a call must not close: only the trial decides, and the
+// trial's slot stays taken until it ends.
+func TestUnacquiredCallDoesNotDecideTheTrial(t *testing.T) {
+	h, set, clock, pub := withBreaker(t, breaker.Settings{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var n atomic.Int32
+	h.ups["a"].answer = func() error {
+		switch n.Add(1) {
+		case 1, 2:
+			return httpErr(llm.Transient, 503)
+		case 3:
+			close(entered)
+			<-release
+		}
+		return nil
+	}
+	// b and c lose their keys: from now on only a can serve.
+	h.ups["b"].openErr = httpErr(llm.Credential, 401)
+	h.ups["c"].openErr = httpErr(llm.Credential, 401)
+	for range 2 {
+		if _, f := h.complete(t); f == nil {
+			t.Fatal("served, want every backend to fail")
+		}
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.Open {
+		t.Fatalf("a/m %s after two 503s", st.State)
+	}
+	clock.Advance(30 * time.Second)
+
+	var first *router.Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first, _ = h.r.Complete(h.ctx, completeReq(t, "main"))
+	}()
+	<-entered // the trial is in flight
+	res, f := h.complete(t)
+	if f != nil || res.Backend.Name != "a/m" || router.AttemptsHeader(res.Attempts) != "a/m=ok" {
+		t.Fatalf("with every backend unavailable: %+v %+v, want a/m tried anyway", res, f)
+	}
+	h.gate.mu.Lock()
+	last := h.gate.tickets[len(h.gate.tickets)-1]
+	h.gate.mu.Unlock()
+	if last != 0 {
+		t.Fatalf("the call made without Acquire reported ticket %d, want 0", last)
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.HalfOpen {
+		t.Fatalf("a/m %s after a success outside its trial, want still half_open", st.State)
+	}
+	if err := set.Available("a", "a/m"); err == nil {
+		t.Fatal("a/m available again while its trial is still in flight")
+	}
+	if ev := pub.of(events.StateChange, "a/m"); ev[len(ev)-1].To != string(breaker.HalfOpen) {
+		t.Fatalf("state events = %+v, want the last to be half_open", ev)
+	}
+
+	close(release)
+	<-done
+	if first == nil || first.Backend.Name != "a/m" {
+		t.Fatalf("the trial request was not served by a/m: %+v", first)
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+		t.Fatalf("a/m %s after its trial succeeded, want closed", st.State)
+	}
+}
+
+// Cancelled requests and the caller's own errors reach the breaker only to
+// free a trial slot: they never count against the backend.
+func TestBreakerIgnoresCallerAndCancel(t *testing.T) {
+	h, set, clock, _ := withBreaker(t, breaker.Settings{})
+	h.ups["a"].openErr = httpErr(llm.Transient, 503)
+	if _, f := h.complete(t); f != nil {
+		t.Fatal(f)
+	}
+	before := set.Status("a", "a/m")
+	if before.Failures != 1 {
+		t.Fatalf("Status = %+v", before)
+	}
+	h.ups["a"].openErr = &llm.Error{Class: llm.Caller, Status: 400, Message: "HTTP 400: bad tools"}
+	if _, f := h.complete(t); f == nil || f.Class != llm.Caller {
+		t.Fatalf("Failure = %+v, want the caller error", f)
+	}
+	h2 := newHarnessGate(t, set)
+	h2.ups["a"].script = []step{held(`a-role`), {cancel: true}}
+	if f := h2.r.Stream(h2.ctx, streamReq(t, "main", false), h2.sink); f == nil || f.Class != llm.Cancelled {
+		t.Fatalf("Failure = %+v, want cancelled", f)
+	}
+	if after := set.Status("a", "a/m"); after != before {
+		t.Fatalf("breaker state moved:\n%+v\n%+v", before, after)
+	}
+
+	// Half-open: a caller error in the trial frees the slot for the next request.
+	h.ups["a"].openErr = httpErr(llm.Transient, 503)
+	if _, f := h.complete(t); f != nil {
+		t.Fatal(f)
+	}
+	clock.Advance(30 * time.Second)
+	h.ups["a"].openErr = &llm.Error{Class: llm.Caller, Status: 400, Message: "HTTP 400: bad tools"}
+	h.complete(t)
+	if st := set.Status("a", "a/m"); st.State != breaker.HalfOpen {
+		t.Fatalf("a/m %s after a caller error in its trial, want still half_open", st.State)
+	}
+	h.ups["a"].openErr = nil
+	calls := h.upCalls("a")
+	if res, f := h.complete(t); f != nil || res.Backend.Name != "a/m" || h.upCalls("a") != calls+1 {
+		t.Fatalf("after the freed trial: %+v %+v", res, f)
+	}
+	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+		t.Fatalf("a/m %s, want closed", st.State)
 	}
 }

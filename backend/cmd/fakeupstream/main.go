@@ -1,0 +1,34 @@
+// Command fakeupstream runs the scriptable fake OpenAI-compatible upstream
+// as a process, for browser and desktop tests that drive the real FreeLane
+// binary. It prints its base URL on the first line of stdout and serves
+// until it gets SIGINT or SIGTERM.
+//
+// Models whose name starts with "fail-" answer 503, "slow-" wait a second
+// before answering, anything else answers normally.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"freelane/backend/internal/fakeupstream"
+)
+
+func main() {
+	up := fakeupstream.Start()
+	defer up.Close()
+	up.SetRecording(false)
+	for _, m := range []string{"fail-a", "fail-b", "fail-c"} {
+		up.Set(m, fakeupstream.Behavior{Status: 503})
+	}
+	for _, m := range []string{"slow-a", "slow-b"} {
+		up.Set(m, fakeupstream.Behavior{HeaderDelay: time.Second})
+	}
+	fmt.Println(up.URL)
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	<-c
+}
