@@ -24,6 +24,8 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/control"
 	"freelane/backend/events"
+	"freelane/backend/hub"
+	"freelane/backend/metrics"
 	"freelane/backend/probe"
 	"freelane/backend/provider/openai"
 	"freelane/backend/router"
@@ -67,6 +69,13 @@ type Gateway struct {
 	ln      net.Listener
 	prober  *probe.Prober
 	clock   breaker.Clock
+	metrics *metrics.Registry
+	feed    *feed
+	hub     *hub.Hub
+	// dashEvents feeds events to the dashboard's updates; lastUpdate is
+	// only touched by the hub's update callback.
+	dashEvents *events.Subscription
+	lastUpdate time.Time
 
 	// mu guards what apply replaces on every configuration change.
 	mu      sync.Mutex
@@ -107,7 +116,9 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger})
 	g.bus = events.NewBus(o.Logger)
 	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)
-	g.router = router.New(router.Build(router.Spec{}), g.gate, g.reqLog, o.Logger)
+	g.metrics = metrics.New(o.Clock)
+	g.feed = newFeed(g.reqLog, g.metrics, o.Clock)
+	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Logger)
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version})
 
@@ -124,6 +135,17 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.restoreState(ctx)
+
+	g.dashEvents = g.bus.Subscribe(1024)
+	g.hub = hub.New(hub.Options{
+		Snapshot: func() any { return g.snapshot() },
+		Update:   g.update,
+		Logger:   o.Logger,
+		// The admin routes check Origin before the hub sees the request.
+		CheckOrigin: func(*http.Request) bool { return true },
+	})
+	g.control.OnChange(g.hub.Invalidate)
+	g.api.MountAdmin(adminView{g})
 
 	g.srv = &http.Server{
 		ReadHeaderTimeout: 10 * time.Second,
@@ -260,7 +282,11 @@ func (g *Gateway) Start() error {
 	}()
 	bg, bgStop := context.WithCancel(context.Background())
 	g.bgStop = bgStop
-	g.bg.Add(2)
+	g.bg.Add(3)
+	go func() {
+		defer g.bg.Done()
+		g.hub.Run(bg)
+	}()
 	go func() {
 		defer g.bg.Done()
 		if !g.o.ManualProbes {

@@ -200,10 +200,16 @@ func TestProbesMarkDownAndRestore(t *testing.T) {
 			e.g.Prober().Tick(context.Background())
 		}
 	}
-	tick(10 * time.Minute) // two probe rounds
-	st := e.g.Breakers().Status("b", "b/mb")
-	if st.State != breaker.Open || st.LastProbeOK {
-		t.Fatalf("two failed probes did not mark b down: %+v", st)
+	// Two probe rounds (5 min apart) must mark b down.
+	var st breaker.Status
+	for i := 0; i < 600; i++ {
+		tick(time.Second)
+		if st = e.g.Breakers().Status("b", "b/mb"); st.State == breaker.Open {
+			break
+		}
+	}
+	if st.State != breaker.Open || st.LastProbeOK || !strings.Contains(st.OpenWhy, "2 probes failed") {
+		t.Fatalf("two failed probes did not mark b down within 10 min: %+v", st)
 	}
 	// No user request was needed to find out.
 	if r := e.post("/v1/chat/completions", chat("main", false)); r.attempts() != "b/mb=skip(open); c/mc=ok" {

@@ -1,0 +1,333 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"freelane/backend/control"
+	"freelane/backend/llm"
+	"freelane/backend/store"
+)
+
+// ChainView is a chain as the dashboard shows it.
+type ChainView struct {
+	Name     string   `json:"name"`
+	Backends []string `json:"backends"`
+	Strategy string   `json:"strategy"`
+	// Generated is true for the auto chain FreeLane builds itself.
+	Generated bool `json:"generated"`
+}
+
+// TestResult is the answer of "test this provider now".
+type TestResult struct {
+	OK        bool    `json:"ok"`
+	Backend   string  `json:"backend"`
+	LatencyMS float64 `json:"latency_ms"`
+	Answer    string  `json:"answer"`
+	Error     string  `json:"error"`
+}
+
+// Admin is what the admin API needs from the rest of FreeLane; the gateway
+// provides it.
+type Admin interface {
+	// State is the full snapshot the dashboard starts from.
+	State() any
+	Chains() []ChainView
+	Control() *control.Control
+	TestProvider(ctx context.Context, provider, model string) TestResult
+	RecentRequests(ctx context.Context, q store.RequestQuery) ([]llm.Trace, error)
+	// WebSocket serves /api/ws.
+	WebSocket() http.Handler
+	// Metrics writes Prometheus text.
+	Metrics(w io.Writer)
+}
+
+// maxAdminBody bounds admin request bodies; they are small forms.
+const maxAdminBody = 1 << 20
+
+// MountAdmin adds /api, /api/ws and /metrics to the server.
+func (s *Server) MountAdmin(a Admin) {
+	h := &adminHandlers{a: a}
+	route := func(pattern string, f http.HandlerFunc) { s.mux.Handle(pattern, sameOrigin(f)) }
+	route("GET /api/state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.State()) })
+	route("GET /api/providers", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Control().Providers())
+	})
+	route("POST /api/providers", h.addProvider)
+	route("PUT /api/providers/{name}", h.updateProvider)
+	route("PATCH /api/providers/{name}", h.patchProvider)
+	route("DELETE /api/providers/{name}", h.deleteProvider)
+	route("POST /api/providers/{name}/test", h.testProvider)
+	route("PUT /api/providers/{name}/key", h.setKey)
+	route("DELETE /api/providers/{name}/key", h.deleteKey)
+	route("GET /api/chains", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Chains()) })
+	route("POST /api/chains", h.createChain)
+	route("PUT /api/chains/{name}", h.updateChain)
+	route("DELETE /api/chains/{name}", h.deleteChain)
+	route("GET /api/settings", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Control().Settings())
+	})
+	route("PUT /api/settings", h.setSettings)
+	route("GET /api/requests", h.requests)
+	s.mux.Handle("GET /api/ws", sameOrigin(a.WebSocket().ServeHTTP))
+	route("/api/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint", r.Method+" "+r.URL.Path+" is not an admin endpoint", "")
+	})
+	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		a.Metrics(w)
+	})
+}
+
+// sameOrigin refuses cross-origin requests to the admin API: only the
+// dashboard's own page (served from this origin, in a browser or the
+// desktop window) may change settings or read keys' state. Requests without
+// an Origin come from tools such as curl, which a web page cannot forge.
+func sameOrigin(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host != r.Host {
+				WriteError(w, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
+					"the admin API only answers the FreeLane dashboard itself (Origin "+quoteHost(o)+" is another site)", "")
+				return
+			}
+		}
+		next(w, r)
+	})
+}
+
+type adminHandlers struct{ a Admin }
+
+// decode reads a JSON body into v, refusing unknown fields so a typo in a
+// form field is reported instead of silently ignored.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not what this endpoint expects: "+err.Error(), "")
+		return false
+	}
+	return true
+}
+
+// fail writes an error from the control plane: the user's mistakes with
+// their field, anything else as a server error.
+func fail(w http.ResponseWriter, err error) {
+	var ce *control.Error
+	if errors.As(err, &ce) {
+		WriteError(w, ce.Status, errorTypeFor(ce.Status), "invalid_value", ce.Message, ce.Param)
+		return
+	}
+	WriteError(w, http.StatusInternalServerError, "server_error", "internal", "the change could not be saved: "+err.Error(), "")
+}
+
+func errorTypeFor(status int) string {
+	if status >= 500 {
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+func (h *adminHandlers) addProvider(w http.ResponseWriter, r *http.Request) {
+	var in control.ProviderInput
+	if !decode(w, r, &in) {
+		return
+	}
+	v, err := h.a.Control().AddProvider(r.Context(), in)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (h *adminHandlers) updateProvider(w http.ResponseWriter, r *http.Request) {
+	var in control.ProviderInput
+	if !decode(w, r, &in) {
+		return
+	}
+	v, err := h.a.Control().UpdateProvider(r.Context(), r.PathValue("name"), in)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *adminHandlers) patchProvider(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Disabled *bool `json:"disabled"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.Disabled == nil {
+		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "send {\"disabled\": true} or {\"disabled\": false}", "disabled")
+		return
+	}
+	v, err := h.a.Control().SetDisabled(r.Context(), r.PathValue("name"), *in.Disabled)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *adminHandlers) deleteProvider(w http.ResponseWriter, r *http.Request) {
+	if err := h.a.Control().DeleteProvider(r.Context(), r.PathValue("name")); err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *adminHandlers) testProvider(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Model string `json:"model"`
+	}
+	if r.ContentLength != 0 && !decode(w, r, &in) {
+		return
+	}
+	name := r.PathValue("name")
+	if _, err := h.a.Control().Provider(name); err != nil {
+		fail(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 60*time.Second)
+	defer cancel()
+	writeJSON(w, http.StatusOK, h.a.TestProvider(ctx, name, in.Model))
+}
+
+func (h *adminHandlers) setKey(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Key string `json:"key"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.Key == "" {
+		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "paste the key; to remove it, use DELETE", "key")
+		return
+	}
+	v, err := h.a.Control().SetKey(r.Context(), r.PathValue("name"), &in.Key)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *adminHandlers) deleteKey(w http.ResponseWriter, r *http.Request) {
+	v, err := h.a.Control().SetKey(r.Context(), r.PathValue("name"), nil)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *adminHandlers) chain(name string) (ChainView, bool) {
+	for _, c := range h.a.Chains() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return ChainView{}, false
+}
+
+func (h *adminHandlers) createChain(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name     string   `json:"name"`
+		Backends []string `json:"backends"`
+		Strategy *string  `json:"strategy"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if err := h.a.Control().CreateChain(r.Context(), in.Name, in.Backends, in.Strategy); err != nil {
+		fail(w, err)
+		return
+	}
+	c, _ := h.chain(in.Name)
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func (h *adminHandlers) updateChain(w http.ResponseWriter, r *http.Request) {
+	var in control.ChainInput
+	if !decode(w, r, &in) {
+		return
+	}
+	name := r.PathValue("name")
+	current, ok := h.chain(name)
+	if !ok {
+		fail(w, &control.Error{Status: http.StatusNotFound, Param: "name", Message: fmt.Sprintf("there is no chain %q", name)})
+		return
+	}
+	if err := h.a.Control().UpdateChain(r.Context(), name, in, current.Backends); err != nil {
+		fail(w, err)
+		return
+	}
+	if in.Name != nil {
+		name = *in.Name
+	}
+	c, _ := h.chain(name)
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *adminHandlers) deleteChain(w http.ResponseWriter, r *http.Request) {
+	if err := h.a.Control().DeleteChain(r.Context(), r.PathValue("name")); err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *adminHandlers) setSettings(w http.ResponseWriter, r *http.Request) {
+	var in control.Settings
+	if !decode(w, r, &in) {
+		return
+	}
+	if err := h.a.Control().SetSettings(r.Context(), in); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.a.Control().Settings())
+}
+
+func (h *adminHandlers) requests(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rq := store.RequestQuery{Chain: q.Get("chain"), Backend: q.Get("backend"), Class: llm.Class(q.Get("class"))}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "limit must be a positive number", "limit")
+			return
+		}
+		rq.Limit = n
+	}
+	if v := q.Get("before"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "before must be an RFC 3339 time", "before")
+			return
+		}
+		rq.Before = t
+	}
+	traces, err := h.a.RecentRequests(r.Context(), rq)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if traces == nil {
+		traces = []llm.Trace{}
+	}
+	writeJSON(w, http.StatusOK, traces)
+}

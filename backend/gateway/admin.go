@@ -1,0 +1,297 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"freelane/backend/api"
+	"freelane/backend/breaker"
+	"freelane/backend/config"
+	"freelane/backend/control"
+	"freelane/backend/events"
+	"freelane/backend/llm"
+	"freelane/backend/metrics"
+	"freelane/backend/store"
+)
+
+// BackendView is one backend as the dashboard shows it.
+type BackendView struct {
+	Name     string                    `json:"name"`
+	Provider string                    `json:"provider"`
+	Model    string                    `json:"model"`
+	Tier     string                    `json:"tier"`
+	Status   string                    `json:"status"`
+	State    breaker.State             `json:"state"`
+	Health   float64                   `json:"health"`
+	Reason   string                    `json:"reason"`
+	Until    *time.Time                `json:"until"`
+	Windows  map[string]metrics.Window `json:"windows"`
+	Probe    ProbeView                 `json:"probe"`
+}
+
+// ProbeView is a backend's last probe.
+type ProbeView struct {
+	Last    *time.Time `json:"last"`
+	OK      bool       `json:"ok"`
+	Message string     `json:"message"`
+}
+
+// Totals are the headline numbers.
+type Totals struct {
+	RequestsToday int     `json:"requests_today"`
+	RPS1m         float64 `json:"rps_1m"`
+}
+
+// Snapshot is everything the dashboard starts from.
+type Snapshot struct {
+	Version     string                 `json:"version"`
+	Endpoint    string                 `json:"endpoint"`
+	SeededFrom  string                 `json:"seeded_from"`
+	Paused      bool                   `json:"paused"`
+	Backends    []BackendView          `json:"backends"`
+	Providers   []control.ProviderView `json:"providers"`
+	Chains      []api.ChainView        `json:"chains"`
+	MissingKeys []string               `json:"missing_keys"`
+	Requests    []llm.Trace            `json:"requests"`
+	Events      []events.Event         `json:"events"`
+	Totals      Totals                 `json:"totals"`
+}
+
+// Update is what changed since the last message to the dashboard.
+type Update struct {
+	Type     string         `json:"type"`
+	Time     time.Time      `json:"time"`
+	Backends []BackendView  `json:"backends"`
+	Requests []llm.Trace    `json:"requests"`
+	Events   []events.Event `json:"events"`
+	Totals   Totals         `json:"totals"`
+}
+
+// adminView implements api.Admin over the gateway.
+type adminView struct{ g *Gateway }
+
+func (a adminView) Control() *control.Control { return a.g.control }
+
+func (a adminView) WebSocket() http.Handler { return a.g.hub }
+
+func (a adminView) Metrics(w io.Writer) {
+	if err := a.g.metrics.WritePrometheus(w); err != nil {
+		a.g.log.Warn("writing metrics", "err", err)
+	}
+}
+
+func (a adminView) RecentRequests(ctx context.Context, q store.RequestQuery) ([]llm.Trace, error) {
+	return a.g.db.RecentRequests(ctx, q)
+}
+
+func (a adminView) State() any { return a.g.snapshot() }
+
+func (a adminView) Chains() []api.ChainView { return a.g.chains() }
+
+// TestProvider sends one probe to a provider's model and reports what came
+// back, for the dashboard's "Test" button.
+func (a adminView) TestProvider(ctx context.Context, provider, model string) api.TestResult {
+	g := a.g
+	g.mu.Lock()
+	c := g.clients[provider]
+	p, _ := g.cfg.Provider(provider)
+	g.mu.Unlock()
+	res := api.TestResult{}
+	if p == nil {
+		res.Error = fmt.Sprintf("there is no provider %q", provider)
+		return res
+	}
+	if model == "" && len(p.Models) > 0 {
+		model = p.Models[0].ID
+	}
+	res.Backend = provider + "/" + model
+	switch {
+	case p.Disabled:
+		res.Error = "the provider is disabled; enable it first"
+		return res
+	case c == nil:
+		res.Error = "the provider has no API key: " + keyHint(*p)
+		return res
+	}
+	t0 := time.Now()
+	resp, err := c.Complete(ctx, testRequest, model)
+	res.LatencyMS = float64(time.Since(t0).Microseconds()) / 1000
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.OK, res.Answer = true, answerText(resp.Body)
+	return res
+}
+
+var testRequest = func() *llm.Request {
+	r, err := llm.ParseRequest(llm.Chat, []byte(`{"model":"test","messages":[{"role":"user","content":"Reply with the word OK."}],"max_tokens":5}`))
+	if err != nil {
+		panic(err)
+	}
+	return r
+}()
+
+func answerText(body []byte) string {
+	var a struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(body, &a) != nil || len(a.Choices) == 0 {
+		return ""
+	}
+	return a.Choices[0].Message.Content
+}
+
+// chains lists the chains: user chains as declared (with backends that
+// currently lack a key), then the generated auto chain if there is one.
+func (g *Gateway) chains() []api.ChainView {
+	t := g.router.Table()
+	doc := g.control.Config()
+	var out []api.ChainView
+	for _, name := range t.Chains() {
+		v := api.ChainView{Name: name, Strategy: "ordered", Backends: []string{}}
+		if i := slices.IndexFunc(doc.Chains, func(c config.Chain) bool { return c.Name == name }); i >= 0 {
+			v.Backends = append(v.Backends, doc.Chains[i].Backends...)
+		} else {
+			v.Generated = true
+			for _, b := range t.Chain(name) {
+				v.Backends = append(v.Backends, b.Name)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// backendViews lists every configured backend, routable ones first in
+// default-chain order, with its live state and metrics.
+func (g *Gateway) backendViews() []BackendView {
+	g.mu.Lock()
+	cfg := g.cfg
+	g.mu.Unlock()
+	now := g.clock.Now()
+	threshold := cfg.Breaker.HealthThreshold
+	var out []BackendView
+	seen := map[string]bool{}
+	add := func(p config.Provider, m config.Model) {
+		name := p.Name + "/" + m.ID
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		v := BackendView{Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name), Health: 1, State: breaker.Closed}
+		switch {
+		case p.Disabled:
+			v.Status, v.Reason = "disabled", "the provider is disabled"
+		case !p.Keyless && p.APIKey == "":
+			v.Status, v.Reason = "no_key", keyHint(p)
+		default:
+			st := g.gate.Status(p.Name, name)
+			v.State, v.Health = st.State, st.Health
+			if !st.LastProbe.IsZero() {
+				last := st.LastProbe
+				v.Probe = ProbeView{Last: &last, OK: st.LastProbeOK, Message: st.LastProbeMsg}
+			}
+			until := func(t time.Time) *time.Time { return &t }
+			switch {
+			case !st.KeyOffUntil.IsZero():
+				v.Status, v.Reason, v.Until = "key_disabled", st.KeyOffWhy, until(st.KeyOffUntil)
+			case st.Retired:
+				v.Status, v.Reason = "retired", st.RetiredWhy
+			case st.State == breaker.Open:
+				v.Status, v.Reason, v.Until = "open", st.OpenWhy, until(st.OpenUntil)
+			case st.State == breaker.HalfOpen:
+				v.Status, v.Reason = "half_open", "waiting for a trial request"
+			case st.CoolUntil.After(now):
+				v.Status, v.Reason, v.Until = "cooling", st.CoolWhy, until(st.CoolUntil)
+			case st.Health < threshold:
+				v.Status, v.Reason = "degraded", fmt.Sprintf("health %.2f is below %.2f", st.Health, threshold)
+			default:
+				v.Status = "serving"
+			}
+		}
+		out = append(out, v)
+	}
+	byName := map[string]config.Provider{}
+	for _, p := range cfg.Providers {
+		byName[p.Name] = p
+	}
+	for _, b := range g.router.Table().Backends() {
+		p := byName[b.Provider]
+		for _, m := range p.Models {
+			if m.ID == b.Model {
+				add(p, m)
+			}
+		}
+	}
+	for _, p := range cfg.Providers {
+		for _, m := range p.Models {
+			add(p, m)
+		}
+	}
+	return out
+}
+
+func (g *Gateway) totals() Totals {
+	var rps float64
+	for _, name := range g.metrics.Backends() {
+		rps += g.metrics.Window(name, time.Minute).RPS
+	}
+	return Totals{RequestsToday: g.feed.Today(), RPS1m: rps}
+}
+
+func (g *Gateway) snapshot() Snapshot {
+	return Snapshot{
+		Version:     g.o.Version,
+		Endpoint:    "http://" + g.Addr() + "/v1",
+		SeededFrom:  g.control.SeededFrom(),
+		Backends:    g.backendViews(),
+		Providers:   g.control.Providers(),
+		Chains:      g.chains(),
+		MissingKeys: g.router.Table().MissingKeys(),
+		Requests:    g.feed.Recent(),
+		Events:      g.bus.Recent(),
+		Totals:      g.totals(),
+	}
+}
+
+// update builds the dashboard's periodic message. It is sent when requests
+// finished or events happened, and at least every two seconds so rolling
+// numbers visibly decay when traffic stops.
+func (g *Gateway) update(since time.Time) any {
+	reqs := g.feed.Take()
+	var evs []events.Event
+drain:
+	for {
+		select {
+		case e, ok := <-g.dashEvents.C():
+			if !ok {
+				break drain
+			}
+			evs = append(evs, e)
+		default:
+			break drain
+		}
+	}
+	now := g.clock.Now()
+	if len(reqs) == 0 && len(evs) == 0 && time.Since(g.lastUpdate) < 2*time.Second {
+		return nil
+	}
+	g.lastUpdate = time.Now()
+	if reqs == nil {
+		reqs = []llm.Trace{}
+	}
+	if evs == nil {
+		evs = []events.Event{}
+	}
+	return Update{Type: "update", Time: now, Backends: g.backendViews(), Requests: reqs, Events: evs, Totals: g.totals()}
+}

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"freelane/backend/llm"
+	"freelane/backend/metrics"
+)
+
+// recentKeep is how many finished requests the dashboard's snapshot holds.
+const recentKeep = 100
+
+// pendingMax bounds requests queued between two dashboard updates; past it
+// the oldest are dropped from the live tail (they stay in the request log).
+const pendingMax = 500
+
+// feed receives every finished request: it writes the request log, feeds
+// the metrics and keeps the live tail for the dashboard. Record runs on the
+// request path, so it only appends to memory.
+type feed struct {
+	log     interface{ Record(llm.Trace) }
+	metrics *metrics.Registry
+	clock   interface{ Now() time.Time }
+
+	mu      sync.Mutex
+	recent  []llm.Trace // ring, newest at (next-1)
+	next    int
+	pending []llm.Trace
+	day     string
+	today   int
+}
+
+func newFeed(log interface{ Record(llm.Trace) }, m *metrics.Registry, clock interface{ Now() time.Time }) *feed {
+	return &feed{log: log, metrics: m, clock: clock, recent: make([]llm.Trace, 0, recentKeep)}
+}
+
+// Record implements router.Recorder.
+func (f *feed) Record(t llm.Trace) {
+	f.log.Record(t)
+	for i, a := range t.Attempts {
+		if a.Skipped {
+			continue
+		}
+		f.metrics.Observe(a.Backend, metrics.Outcome{
+			OK:       a.Class == llm.OK,
+			Failover: a.Class != llm.OK && i < len(t.Attempts)-1,
+			Latency:  a.Latency,
+			TTFT:     a.TTFT,
+		})
+	}
+	day := f.clock.Now().Local().Format(time.DateOnly)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if day != f.day {
+		f.day, f.today = day, 0
+	}
+	f.today++
+	if len(f.recent) < recentKeep {
+		f.recent = append(f.recent, t)
+	} else {
+		f.recent[f.next] = t
+	}
+	f.next = (f.next + 1) % recentKeep
+	if len(f.pending) >= pendingMax {
+		f.pending = f.pending[1:]
+	}
+	f.pending = append(f.pending, t)
+}
+
+// Recent returns the last requests, newest first.
+func (f *feed) Recent() []llm.Trace {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]llm.Trace, 0, len(f.recent))
+	for i := 1; i <= len(f.recent); i++ {
+		out = append(out, f.recent[(f.next-i+len(f.recent))%len(f.recent)])
+	}
+	return out
+}
+
+// Take returns the requests finished since the last Take, oldest first.
+func (f *feed) Take() []llm.Trace {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.pending
+	f.pending = nil
+	return out
+}
+
+// Today is how many requests finished today (local time).
+func (f *feed) Today() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.day != f.clock.Now().Local().Format(time.DateOnly) {
+		return 0
+	}
+	return f.today
+}
