@@ -8,15 +8,23 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 CONFIG  ?= backend/config/example.yaml
 ARGS    ?=
 
-.PHONY: all deps build run serve test test-go vet bench bench-go bench-load clean
+.PHONY: all deps deps-test frontend build run serve test test-go test-frontend test-browser vet bench bench-go bench-load clean
 
 all: build
 
 deps:
 	@bash .ci/deps
 
-build: deps
+deps-test:
+	@bash .ci/deps test
+
+# The dashboard, built into frontend/dist, which the binary embeds.
+frontend: deps
+	cd frontend && npm run build
+
+build: frontend
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./app
+	go build -o build/bin/fakeupstream ./backend/cmd/fakeupstream
 
 # run starts FreeLane with the example config (or CONFIG=your.yaml).
 run: build
@@ -25,14 +33,22 @@ run: build
 serve: run
 
 vet:
-	@unformatted=$$(gofmt -l app backend frontend); \
+	@unformatted=$$(gofmt -l app backend frontend/embed.go); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 
-test: deps vet test-go
+test: deps-test vet test-go test-frontend test-browser
 
 test-go:
 	go test -race -count=1 -timeout 15m ./...
+
+test-frontend:
+	cd frontend && npm run check && npm test
+
+# test-browser drives the real binary's dashboard in Chromium; screenshots
+# of every screen land in build/screenshots/.
+test-browser: build
+	cd frontend && node e2e/run.mjs
 
 bench: bench-go bench-load
 
@@ -46,4 +62,4 @@ bench-load:
 	go run ./backend/cmd/loadbench -c 32 -d 5s
 
 clean:
-	rm -rf build/bin
+	rm -rf build/bin build/screenshots

@@ -1,0 +1,182 @@
+// Browser tests of the dashboard: the real freelane binary in front of the
+// fake upstream, driven in Debian's Chromium through playwright-core.
+// Usage: node e2e/run.mjs (from frontend/, after `make build`).
+// Screenshots of every screen go to build/screenshots/ at the repository root.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { chromium } from 'playwright-core';
+
+const root = resolve(import.meta.dirname, '..', '..');
+const bin = join(root, 'build', 'bin');
+const shots = join(root, 'build', 'screenshots');
+mkdirSync(shots, { recursive: true });
+
+const children = [];
+function start(cmd, args, env = {}) {
+  const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(p);
+  p.stderr.on('data', (d) => { if (process.env.E2E_VERBOSE) process.stderr.write(d); });
+  return p;
+}
+function cleanup() {
+  for (const c of children) c.kill('SIGTERM');
+}
+process.on('exit', cleanup);
+
+function freePort() {
+  return new Promise((res) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => res(port)); });
+  });
+}
+
+async function waitFor(fn, what, ms = 15000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try { if (await fn()) return; } catch (e) { last = e; }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+// The fake upstream prints its base URL first.
+const up = start(join(bin, 'fakeupstream'), []);
+const upURL = await new Promise((res) => createInterface({ input: up.stdout }).once('line', res));
+
+const port = await freePort();
+const base = `http://127.0.0.1:${port}`;
+const dir = mkdtempSync(join(tmpdir(), 'freelane-e2e-'));
+const cfg = join(dir, 'freelane.yaml');
+writeFileSync(cfg, `
+listen: 127.0.0.1:${port}
+providers:
+  - {name: alpha, tier: free, base_url: "${upURL}", api_key: sk-alpha-test-0001, models: [{id: m-alpha, params_b: 70, context: 131072}]}
+  - {name: beta, tier: free, base_url: "${upURL}", api_key: sk-beta-test-0002, models: [{id: m-beta, params_b: 8, context: 8192}]}
+  - {name: gamma, tier: free, base_url: "${upURL}", api_key: "\${GAMMA_KEY_NOT_SET}", models: [{id: m-gamma, params_b: 4}]}
+  - {name: flaky, tier: free, base_url: "${upURL}", api_key: sk-flaky-0003, models: [{id: fail-a, params_b: 1}]}
+chains:
+  - {name: main, backends: [alpha/m-alpha, beta/m-beta]}
+probes: {disabled: true}
+`);
+start(join(bin, 'freelane'), ['serve', '--config', cfg, '--data-dir', dir], { FREELANE_KEYCHAIN: 'off', LANG: 'C.UTF-8' });
+await waitFor(async () => (await fetch(`${base}/healthz`)).ok, 'freelane to start');
+
+async function chat(model) {
+  const r = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await r.text();
+  return { status: r.status, backend: r.headers.get('x-freelane-backend'), attempts: r.headers.get('x-freelane-attempts') };
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run'],
+});
+const page = await browser.newPage({ viewport: { width: 1024, height: 700 } });
+const pageErrors = [];
+page.on('pageerror', (e) => pageErrors.push(e.message));
+
+let passed = 0, failed = 0;
+async function test(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}\n     ${e.stack || e}`);
+    await page.screenshot({ path: join(shots, `failed-${name.replace(/\W+/g, '-')}.png`) }).catch(() => {});
+  }
+}
+function assert(cond, msg) { if (!cond) throw new Error(msg); }
+
+async function go(hash) {
+  await page.goto(`${base}/#/${hash}`);
+  await page.waitForLoadState('networkidle').catch(() => {});
+}
+
+await test('overview lists every backend with its status and updates live', async () => {
+  await go('overview');
+  await page.getByTestId('backend-row-alpha/m-alpha').waitFor();
+  const gamma = await page.getByTestId('backend-row-gamma/m-gamma').innerText();
+  assert(/no key/i.test(gamma), `gamma row does not say "no key": ${gamma}`);
+  const before = await page.getByTestId('backend-row-alpha/m-alpha').innerText();
+  for (let i = 0; i < 5; i++) assert((await chat('alpha/m-alpha')).status === 200, 'chat failed');
+  await waitFor(async () => (await page.getByTestId('backend-row-alpha/m-alpha').innerText()) !== before,
+    'the alpha row to change after requests, without a reload');
+  // A failing backend shows it after two failures.
+  await chat('flaky/fail-a'); await chat('flaky/fail-a');
+  await waitFor(async () => /open/i.test(await page.getByTestId('backend-row-flaky/fail-a').innerText()), 'flaky to show open');
+  await page.screenshot({ path: join(shots, 'overview.png'), fullPage: true });
+});
+
+await test('dragging a backend reorders the chain and the next request follows it', async () => {
+  assert((await chat('main')).backend === 'alpha/m-alpha', 'alpha should serve first');
+  await go('chains');
+  const list = page.getByTestId('chain-main');
+  await list.waitFor();
+  const items = list.locator('[data-testid^="chain-item-"]');
+  await waitFor(async () => (await items.count()) === 2, 'two backends in main');
+  const from = await items.nth(1).boundingBox();
+  const to = await items.nth(0).boundingBox();
+  const saved = page.waitForResponse((r) => r.url().endsWith('/api/chains/main') && r.request().method() === 'PUT');
+  await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+  await page.mouse.down();
+  for (let i = 1; i <= 12; i++) {
+    await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2 - ((from.y - to.y + 10) * i) / 12);
+    await page.waitForTimeout(30);
+  }
+  await page.mouse.up();
+  const resp = await saved;
+  assert(resp.ok(), `PUT failed: ${resp.status()}`);
+  const r = await chat('main');
+  assert(r.backend === 'beta/m-beta', `the next request went to ${r.backend} (${r.attempts})`);
+  await page.reload();
+  await waitFor(async () => (await page.getByTestId('chain-main').innerText()).indexOf('beta') <
+    (await page.getByTestId('chain-main').innerText()).indexOf('alpha'), 'the new order after a reload');
+  await page.screenshot({ path: join(shots, 'chains.png'), fullPage: true });
+});
+
+await test('adding a key in the form makes a keyless provider serve', async () => {
+  assert((await chat('gamma/m-gamma')).status === 503, 'gamma should lack a key');
+  await go('providers');
+  const row = page.getByTestId('provider-gamma');
+  await row.waitFor();
+  await row.getByTestId('key-input').fill('sk-gamma-from-browser-7777');
+  await row.getByTestId('key-save').click();
+  await waitFor(async () => /7777/.test(await row.innerText()), 'the masked key to show');
+  assert(!(await page.content()).includes('sk-gamma-from-browser-7777'), 'the page shows the whole key');
+  const r = await chat('gamma/m-gamma');
+  assert(r.status === 200, `gamma still fails: ${r.status}`);
+  await page.screenshot({ path: join(shots, 'providers.png'), fullPage: true });
+});
+
+await test('requests screen shows each route', async () => {
+  await chat('main');
+  await go('requests');
+  await waitFor(async () => /served by/i.test(await page.locator('body').innerText()), 'a route line');
+  await page.screenshot({ path: join(shots, 'requests.png'), fullPage: true });
+});
+
+await test('connect screen shows the endpoint', async () => {
+  await go('connect');
+  await waitFor(async () => (await page.locator('body').innerText()).includes(`${base}/v1`), 'the endpoint URL');
+  await page.screenshot({ path: join(shots, 'connect.png'), fullPage: true });
+});
+
+await test('no page errors (LANG=C safe, no Intl failures)', async () => {
+  assert(pageErrors.length === 0, `page errors: ${pageErrors.join('; ')}`);
+});
+
+await browser.close();
+cleanup();
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
