@@ -3,6 +3,7 @@ module freelane
 go 1.26.8
 
 require (
+	github.com/gorilla/websocket v1.5.3
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/zalando/go-keyring v0.2.8
