@@ -270,3 +270,59 @@ func TestPrometheusMetrics(t *testing.T) {
 		t.Errorf("metrics: %d %s", r.status, r.body)
 	}
 }
+
+// TestWebSocketUnderLoad sends 50 requests per second for 3 seconds and
+// checks the dashboard stays at no more than 4 messages per second while
+// every request reaches it; it logs what was pushed.
+func TestWebSocketUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	e := newEnv(t, nil)
+	url := "ws" + strings.TrimPrefix(e.base, "http") + "/api/ws"
+	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _, _ = c.ReadMessage() // snapshot
+	const rps, seconds = 50, 3
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second / rps)
+		defer tick.Stop()
+		for i := 0; i < rps*seconds; i++ {
+			<-tick.C
+			resp, err := http.Post(e.base+"/v1/chat/completions", "application/json", strings.NewReader(chat("main", i%2 == 0)))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}()
+	start := time.Now()
+	msgs, bytes, requests := 0, 0, 0
+	for requests < rps*seconds && time.Since(start) < 10*time.Second {
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			break
+		}
+		var m struct{ Requests []json.RawMessage }
+		_ = json.Unmarshal(data, &m)
+		msgs++
+		bytes += len(data)
+		requests += len(m.Requests)
+	}
+	<-done
+	elapsed := time.Since(start).Seconds()
+	t.Logf("under %d req/s: %d messages in %.1f s (%.1f/s), %.1f KiB/s, %d of %d requests pushed",
+		rps, msgs, elapsed, float64(msgs)/elapsed, float64(bytes)/1024/elapsed, requests, rps*seconds)
+	if requests != rps*seconds {
+		t.Errorf("%d of %d requests reached the dashboard", requests, rps*seconds)
+	}
+	if rate := float64(msgs) / elapsed; rate > 4.5 {
+		t.Errorf("%.1f messages per second, want at most 4", rate)
+	}
+}
