@@ -125,15 +125,21 @@ await test('dragging a backend reorders the chain and the next request follows i
   await list.waitFor();
   const items = list.locator('[data-testid^="chain-item-"]');
   await waitFor(async () => (await items.count()) === 2, 'two backends in main');
+  await list.scrollIntoViewIfNeeded();
+  await page.waitForTimeout(200);
   const from = await items.nth(1).boundingBox();
   const to = await items.nth(0).boundingBox();
-  const saved = page.waitForResponse((r) => r.url().endsWith('/api/chains/main') && r.request().method() === 'PUT');
-  await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+  const saved = page.waitForResponse((r) => r.url().endsWith('/api/chains/main') && r.request().method() === 'PUT', { timeout: 10000 });
+  // svelte-dnd-action follows mouse events: press, move in small steps
+  // (the first ones start the drag), release over the first item's top half.
+  const x = from.x + 24, y0 = from.y + from.height / 2, y1 = to.y + 2;
+  await page.mouse.move(x, y0);
   await page.mouse.down();
-  for (let i = 1; i <= 12; i++) {
-    await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2 - ((from.y - to.y + 10) * i) / 12);
-    await page.waitForTimeout(30);
+  for (let i = 1; i <= 15; i++) {
+    await page.mouse.move(x, y0 - ((y0 - y1) * i) / 15);
+    await page.waitForTimeout(40);
   }
+  await page.waitForTimeout(200);
   await page.mouse.up();
   const resp = await saved;
   assert(resp.ok(), `PUT failed: ${resp.status()}`);
@@ -150,9 +156,10 @@ await test('adding a key in the form makes a keyless provider serve', async () =
   await go('providers');
   const row = page.getByTestId('provider-gamma');
   await row.waitFor();
-  await row.getByTestId('key-input').fill('sk-gamma-from-browser-7777');
-  await row.getByTestId('key-save').click();
-  await waitFor(async () => /7777/.test(await row.innerText()), 'the masked key to show');
+  await row.getByRole('button', { name: 'Paste key' }).click();
+  await row.getByLabel('New key for gamma').fill('sk-gamma-from-browser-7777');
+  await row.getByRole('button', { name: 'Save key' }).click();
+  await waitFor(async () => /7777/.test(await page.getByTestId('masked-gamma').innerText()), 'the masked key to show');
   assert(!(await page.content()).includes('sk-gamma-from-browser-7777'), 'the page shows the whole key');
   const r = await chat('gamma/m-gamma');
   assert(r.status === 200, `gamma still fails: ${r.status}`);

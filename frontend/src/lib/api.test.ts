@@ -1,0 +1,47 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeFetch } from "../test/fixtures";
+import { api, ApiError, errorFromBody } from "./api";
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe("api", () => {
+  it("turns an error body into its message and field", () => {
+    const e = errorFromBody(400, JSON.stringify({ error: { message: "base_url must start with http", type: "invalid_request_error", code: "invalid", param: "base_url" } }));
+    expect(e).toBeInstanceOf(ApiError);
+    expect(e.message).toBe("base_url must start with http");
+    expect(e.param).toBe("base_url");
+    expect(e.status).toBe(400);
+  });
+
+  it("falls back to the text of a body that is not the error shape", () => {
+    expect(errorFromBody(502, "Bad Gateway\n").message).toBe("Bad Gateway");
+    expect(errorFromBody(500, "").message).toBe("FreeLane answered HTTP 500.");
+  });
+
+  it("uses relative URLs, encodes names and sends JSON", async () => {
+    const f = fakeFetch(() => ({ body: { name: "a b", backends: [], strategy: "ordered", generated: false } }));
+    vi.stubGlobal("fetch", f.fn);
+    await api.setChainBackends("a b", ["x/y"]);
+    expect(f.calls).toEqual([{ method: "PUT", url: "/api/chains/a%20b", body: { backends: ["x/y"] } }]);
+  });
+
+  it("throws the server's message", async () => {
+    const f = fakeFetch(() => ({ status: 404, body: { error: { message: "no chain named x", param: null } } }));
+    vi.stubGlobal("fetch", f.fn);
+    await expect(api.deleteChain("x")).rejects.toThrow("no chain named x");
+  });
+
+  it("explains a server that cannot be reached", async () => {
+    vi.stubGlobal("fetch", async () => {
+      throw new TypeError("Failed to fetch");
+    });
+    await expect(api.state()).rejects.toThrow(/Cannot reach FreeLane/);
+  });
+
+  it("builds request-log queries from the filters that are set", async () => {
+    const f = fakeFetch(() => ({ body: [] }));
+    vi.stubGlobal("fetch", f.fn);
+    await api.requests({ limit: 100, chain: "coding", backend: "", class: "ok" });
+    expect(f.calls[0].url).toBe("/api/requests?limit=100&chain=coding&class=ok");
+  });
+});

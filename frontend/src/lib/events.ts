@@ -1,0 +1,25 @@
+import { fmtUntil } from "./format";
+import type { FreeLaneEvent } from "./types";
+
+const KIND_WORDS: Record<string, string> = {
+  state: "breaker",
+  cooldown: "rate limited",
+  retired: "retired",
+  restored: "back in service",
+  key_disabled: "key rejected",
+  health: "health",
+  probe: "probe",
+  offline: "machine offline",
+  online: "machine online",
+};
+
+/** One line describing an event: "groq/llama — breaker closed → open (2 failures in a row)". */
+export function describeEvent(e: FreeLaneEvent, now: number): string {
+  const subject = e.backend || e.provider || "FreeLane";
+  let text = `${subject} — ${KIND_WORDS[e.kind] ?? e.kind.replace(/_/g, " ")}`;
+  if (e.from && e.to) text += ` ${e.from.replace(/_/g, "-")} → ${e.to.replace(/_/g, "-")}`;
+  if (e.reason) text += ` (${e.reason})`;
+  const until = fmtUntil(e.until, now);
+  if (until && until !== "now") text += `, ${until}`;
+  return text;
+}

@@ -1,0 +1,38 @@
+// Hash routing: #/overview, #/chains, #/providers, #/requests, #/connect.
+// Hash URLs need no server support, so a reload or a bookmark of any screen
+// works with the single embedded index.html.
+
+export const SCREENS = [
+  { id: "overview", label: "Overview" },
+  { id: "chains", label: "Chains" },
+  { id: "providers", label: "Providers & keys" },
+  { id: "requests", label: "Requests" },
+  { id: "connect", label: "Connect" },
+] as const;
+
+export type ScreenId = (typeof SCREENS)[number]["id"];
+
+export function parseHash(hash: string): ScreenId {
+  const id = hash.replace(/^#\/?/, "").split(/[/?]/)[0];
+  return (SCREENS.find((s) => s.id === id)?.id ?? "overview") as ScreenId;
+}
+
+class Nav {
+  screen = $state<ScreenId>(typeof location === "undefined" ? "overview" : parseHash(location.hash));
+
+  constructor() {
+    if (typeof window !== "undefined") {
+      window.addEventListener("hashchange", () => (this.screen = parseHash(location.hash)));
+    }
+  }
+
+  go(id: ScreenId): void {
+    this.screen = id;
+    if (typeof location !== "undefined" && parseHash(location.hash) !== id) location.hash = `#/${id}`;
+  }
+}
+
+export const nav = new Nav();
+
+/** Settings the user picks that several screens share. */
+export const ui = $state({ window: "1m" as "1m" | "5m" | "1h", chartBackend: "" });

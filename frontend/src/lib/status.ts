@@ -1,0 +1,39 @@
+import type { BackendStatus } from "./types";
+
+/** The colour family of a status light; the text always carries the meaning too. */
+export type Tone = "ok" | "warn" | "bad" | "off";
+
+export interface StatusInfo {
+  label: string;
+  tone: Tone;
+  /** One sentence for the tooltip: what the status means for requests. */
+  hint: string;
+}
+
+const STATUS: Record<BackendStatus, StatusInfo> = {
+  serving: { label: "Serving", tone: "ok", hint: "Takes requests normally." },
+  degraded: { label: "Degraded", tone: "warn", hint: "Serving, but recent failures or slow answers lowered its health." },
+  half_open: { label: "Half-open", tone: "warn", hint: "Recovering: one trial request decides whether it serves again." },
+  open: { label: "Open", tone: "bad", hint: "Tripped after failures; requests skip it until it is tried again." },
+  cooling: { label: "Cooling down", tone: "warn", hint: "Rate limited; requests skip it until the limit resets." },
+  retired: { label: "Retired", tone: "off", hint: "The model is gone or failed the daily probe." },
+  key_disabled: { label: "Key disabled", tone: "bad", hint: "The provider rejected the key; paste a new one under Providers & keys." },
+  no_key: { label: "No key", tone: "off", hint: "Needs a key before it can serve; add one under Providers & keys." },
+  disabled: { label: "Disabled", tone: "off", hint: "Its provider is disabled." },
+};
+
+/** Maps a backend status to the light's label, colour and hint. */
+export function statusInfo(status: string): StatusInfo {
+  return (
+    STATUS[status as BackendStatus] ?? {
+      label: status ? status.replace(/_/g, " ") : "Unknown",
+      tone: "off",
+      hint: "",
+    }
+  );
+}
+
+/** Statuses in which a backend takes requests. */
+export function isServing(status: string): boolean {
+  return status === "serving" || status === "degraded" || status === "half_open";
+}

@@ -1,0 +1,91 @@
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { live } from "../lib/live.svelte";
+import { fakeFetch, provider, snapshot } from "../test/fixtures";
+import Providers from "./Providers.svelte";
+
+beforeEach(() => {
+  live.applySnapshot(
+    snapshot({
+      providers: [
+        provider("groq", { key: { set: false, masked: "", source: "none", env: ["GROQ_API_KEY"] } }),
+        provider("cerebras", { key: { set: true, masked: "csk-...9f3e", source: "dashboard", env: [] } }),
+        provider("ollama", { keyless: true, tier: "local", key: { set: false, masked: "", source: "keyless", env: [] } }),
+      ],
+    }),
+  );
+});
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
+
+describe("Providers", () => {
+  it("lists providers with the key masked and where it comes from", () => {
+    render(Providers);
+    expect(screen.getByTestId("masked-cerebras").textContent).toBe("csk-...9f3e");
+    expect(screen.getByTestId("key-cerebras").textContent).toContain("added in the dashboard");
+    expect(screen.getByTestId("key-groq").textContent).toContain("set GROQ_API_KEY or paste one");
+    expect(screen.getByTestId("key-ollama").textContent).toContain("needs no key");
+    expect(within(screen.getByTestId("key-ollama")).queryByRole("button")).toBeNull();
+    // The form stays closed while providers exist.
+    expect(screen.queryByTestId("provider-form")).toBeNull();
+  });
+
+  it("pastes a key and shows the server's refusal next to it", async () => {
+    const f = fakeFetch(() => ({ status: 400, body: { error: { message: "the key is empty or has spaces", param: "key" } } }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    const card = screen.getByTestId("provider-groq");
+    await fireEvent.click(within(card).getByRole("button", { name: "Paste key" }));
+    await fireEvent.input(within(card).getByLabelText("New key for groq"), { target: { value: "gsk test" } });
+    await fireEvent.click(within(card).getByRole("button", { name: "Save key" }));
+    expect((await within(card).findByTestId("key-error-groq")).textContent).toBe("the key is empty or has spaces");
+    expect(f.calls[0]).toEqual({ method: "PUT", url: "/api/providers/groq/key", body: { key: "gsk test" } });
+  });
+
+  it("shows the probe's answer or error from Test", async () => {
+    let ok = true;
+    const f = fakeFetch(() => ({
+      body: ok
+        ? { ok: true, backend: "cerebras/m1", latency_ms: 212, answer: "OK", error: "" }
+        : { ok: false, backend: "cerebras/m1", latency_ms: 0, answer: "", error: "HTTP 401: invalid api key" },
+    }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    const card = screen.getByTestId("provider-cerebras");
+    await fireEvent.click(within(card).getByRole("button", { name: "Test" }));
+    await waitFor(() => expect(within(card).getByTestId("test-result-cerebras").textContent).toContain("OK from cerebras/m1 in 212 ms"));
+    expect(f.calls[0]).toMatchObject({ method: "POST", url: "/api/providers/cerebras/test" });
+
+    ok = false;
+    await fireEvent.click(within(card).getByRole("button", { name: "Test" }));
+    await waitFor(() => expect(within(card).getByTestId("test-result-cerebras").textContent).toContain("HTTP 401: invalid api key"));
+  });
+
+  it("disables and deletes only after confirming", async () => {
+    const state = live.snapshot!;
+    const f = fakeFetch((method, url) =>
+      url === "/api/state" ? { body: state } : method === "DELETE" ? { status: 204 } : { body: provider("groq", { disabled: true }) },
+    );
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    const card = screen.getByTestId("provider-groq");
+    await fireEvent.click(within(card).getByRole("button", { name: "Disable" }));
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PATCH", url: "/api/providers/groq", body: { disabled: true } }));
+
+    f.calls.length = 0;
+    await fireEvent.click(within(card).getByRole("button", { name: "Delete…" }));
+    expect(card.textContent).toContain("remove it from every chain?");
+    expect(f.calls.filter((c) => c.method === "DELETE")).toEqual([]);
+    await fireEvent.click(within(card).getByRole("button", { name: "Delete" }));
+    await waitFor(() => expect(f.calls[0]).toMatchObject({ method: "DELETE", url: "/api/providers/groq" }));
+  });
+
+  it("opens the form with an empty state when there is no provider", () => {
+    live.applySnapshot(snapshot({ providers: [], backends: [], chains: [] }));
+    render(Providers);
+    expect(screen.getByRole("heading", { name: "Add your first key" })).toBeTruthy();
+    expect(screen.getByTestId("provider-form")).toBeTruthy();
+  });
+});

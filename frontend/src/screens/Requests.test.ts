@@ -1,0 +1,60 @@
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/svelte";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { live } from "../lib/live.svelte";
+import { fakeFetch, snapshot, trace } from "../test/fixtures";
+import Requests from "./Requests.svelte";
+
+const failover = trace("r2", {
+  start: "2025-03-01T12:00:05Z",
+  chain: "coding",
+  model: "coding",
+  backend: "C",
+  attempts: [
+    { backend: "A", class: "rate_limited", status: 429, latency_ns: 1 },
+    { backend: "B", class: "transient", skipped: true, reason: "open until 12:00:30 (x)", latency_ns: 0 },
+    { backend: "C", class: "ok", status: 200, latency_ns: 1 },
+  ],
+});
+
+beforeEach(() => live.applySnapshot(snapshot({ requests: [failover, trace("r1")] })));
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
+
+describe("Requests", () => {
+  it("shows each request's route, merges the log and the live tail, and filters", async () => {
+    const older = trace("r0", { start: "2025-03-01T11:00:00Z", class: "rate_limited", status: 429, backend: undefined, attempts: [{ backend: "groq/llama", class: "rate_limited", status: 429, latency_ns: 1 }] });
+    const f = fakeFetch(() => ({ body: [older] }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Requests);
+
+    expect(screen.getByTestId("route-r2").textContent?.trim()).toBe("A: 429 → B: open → served by C in 412 ms");
+    await waitFor(() => expect(screen.getByTestId("request-row-r0")).toBeTruthy());
+    expect(f.calls[0].url).toBe("/api/requests?limit=100");
+    const ids = () => screen.getAllByTestId(/^request-row-/).map((r) => r.dataset.testid);
+    expect(ids()).toEqual(["request-row-r2", "request-row-r1", "request-row-r0"]);
+
+    // A new request over the websocket goes on top.
+    live.applyUpdate({ type: "update", time: "", backends: [], events: [], totals: { requests_today: 0, rps_1m: 0 }, requests: [trace("r3", { start: "2025-03-01T12:01:00Z" })] });
+    await waitFor(() => expect(ids()[0]).toBe("request-row-r3"));
+
+    await fireEvent.change(screen.getByTestId("filter-chain"), { target: { value: "coding" } });
+    await waitFor(() => expect(ids()).toEqual(["request-row-r2"]));
+    expect(f.calls.at(-1)!.url).toBe("/api/requests?limit=100&chain=coding");
+
+    await fireEvent.change(screen.getByTestId("filter-chain"), { target: { value: "" } });
+    await fireEvent.change(screen.getByTestId("filter-outcome"), { target: { value: "rate_limited" } });
+    await waitFor(() => expect(ids()).toEqual(["request-row-r0"]));
+
+    await fireEvent.change(screen.getByTestId("filter-outcome"), { target: { value: "" } });
+    await fireEvent.change(screen.getByTestId("filter-backend"), { target: { value: "groq/llama" } });
+    await waitFor(() => expect(ids()).toEqual(["request-row-r0"]));
+  });
+
+  it("says where the request log could not be loaded", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ status: 500, body: { error: { message: "database is locked" } } })).fn);
+    render(Requests);
+    expect((await screen.findByRole("alert")).textContent).toContain("database is locked");
+  });
+});

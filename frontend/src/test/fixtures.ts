@@ -1,0 +1,112 @@
+// Hand-made API data for the unit tests, shaped exactly like the contract.
+import type { BackendView, MetricWindow, ProviderView, Snapshot, Trace } from "../lib/types";
+
+export function metricWindow(over: Partial<MetricWindow> = {}): MetricWindow {
+  return {
+    requests: 120,
+    rps: 2,
+    success_rate: 0.975,
+    failures: 3,
+    failovers: 2,
+    latency_ms: { p50: 412, p95: 980, p99: 1530 },
+    ttft_ms: { p50: 180, p95: 420, p99: 700 },
+    ...over,
+  };
+}
+
+export function backend(name: string, over: Partial<BackendView> = {}): BackendView {
+  const [provider, ...rest] = name.split("/");
+  return {
+    name,
+    provider,
+    model: rest.join("/"),
+    tier: "free",
+    status: "serving",
+    state: "closed",
+    health: 1,
+    reason: "",
+    until: null,
+    windows: { "1m": metricWindow(), "5m": metricWindow({ rps: 1.5 }), "1h": metricWindow({ rps: 1 }) },
+    probe: { last: null, ok: true, message: "" },
+    ...over,
+  };
+}
+
+export function provider(name: string, over: Partial<ProviderView> = {}): ProviderView {
+  return {
+    name,
+    kind: "openai",
+    tier: "free",
+    default: false,
+    base_url: `https://${name}.example/v1`,
+    keyless: false,
+    disabled: false,
+    probe: true,
+    headers: {},
+    key: { set: true, masked: "sk-...a1b2", source: "dashboard", env: [] },
+    models: [{ id: "m1", params_b: 70, context: 131072, max_output: 0 }],
+    timeouts: { connect: "10s", header: "30s", first_token: "20s", idle: "30s" },
+    ...over,
+  };
+}
+
+export function trace(id: string, over: Partial<Trace> = {}): Trace {
+  return {
+    id,
+    start: "2025-03-01T12:00:00Z",
+    endpoint: "chat",
+    model: "auto",
+    chain: "auto",
+    backend: "cerebras/qwen",
+    stream: true,
+    status: 200,
+    class: "ok",
+    latency_ns: 412_000_000,
+    usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
+    attempts: [{ backend: "cerebras/qwen", class: "ok", status: 200, latency_ns: 400_000_000 }],
+    ...over,
+  };
+}
+
+export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
+  return {
+    version: "v0.4.0",
+    endpoint: "http://127.0.0.1:7788/v1",
+    seeded_from: "",
+    paused: false,
+    backends: [
+      backend("groq/llama", { status: "cooling", reason: "HTTP 429", until: "2999-01-01T00:00:00Z" }),
+      backend("cerebras/qwen"),
+      backend("ollama/qwen-coder", { tier: "local", status: "open", state: "open" }),
+    ],
+    providers: [provider("groq"), provider("cerebras"), provider("ollama", { keyless: true, key: { set: false, masked: "", source: "keyless", env: [] } })],
+    chains: [
+      { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "ordered", generated: true },
+      { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "ordered", generated: false },
+    ],
+    missing_keys: [],
+    requests: [trace("r1")],
+    events: [
+      { time: "2025-03-01T12:00:00Z", kind: "cooldown", level: "warn", backend: "groq/llama", reason: "HTTP 429" },
+      { time: "2025-03-01T12:00:01Z", kind: "restored", level: "info", backend: "cerebras/qwen" },
+    ],
+    totals: { requests_today: 1234, rps_1m: 4.5 },
+    ...over,
+  };
+}
+
+/** A fetch stand-in that records calls and answers from a handler. */
+export function fakeFetch(handler: (method: string, url: string, body: unknown) => { status?: number; body?: unknown }) {
+  const calls: { method: string; url: string; body: unknown }[] = [];
+  const fn = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = String(input);
+    const method = (init?.method ?? "GET").toUpperCase();
+    const body = init?.body ? JSON.parse(String(init.body)) : undefined;
+    calls.push({ method, url, body });
+    const res = handler(method, url, body);
+    const status = res.status ?? 200;
+    const text = res.body === undefined ? "" : typeof res.body === "string" ? res.body : JSON.stringify(res.body);
+    return new Response(status === 204 ? null : text, { status, headers: { "Content-Type": "application/json" } });
+  };
+  return { fn, calls };
+}
