@@ -27,7 +27,7 @@ type feed struct {
 	recent  []llm.Trace // ring, newest at (next-1)
 	next    int
 	pending []llm.Trace
-	day     string
+	day     int
 	today   int
 }
 
@@ -49,7 +49,7 @@ func (f *feed) Record(t llm.Trace) {
 			TTFT:     a.TTFT,
 		})
 	}
-	day := f.clock.Now().Local().Format(time.DateOnly)
+	day := dayKey(f.clock.Now())
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if day != f.day {
@@ -92,8 +92,15 @@ func (f *feed) Take() []llm.Trace {
 func (f *feed) Today() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.day != f.clock.Now().Local().Format(time.DateOnly) {
+	if f.day != dayKey(f.clock.Now()) {
 		return 0
 	}
 	return f.today
+}
+
+// dayKey identifies the local calendar day without formatting a string on
+// the request path.
+func dayKey(t time.Time) int {
+	t = t.Local()
+	return t.Year()*1000 + t.YearDay()
 }
