@@ -137,7 +137,7 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 		}
 		res, f := s.o.Router.Complete(r.Context(), req)
 		if f != nil {
-			s.fail(w, f, "")
+			s.fail(w, f)
 			return
 		}
 		h := w.Header()
@@ -175,7 +175,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // fail writes a routing failure. Caller errors carry the upstream's own body,
 // which is passed on when it already is an OpenAI-shaped error.
-func (s *Server) fail(w http.ResponseWriter, f *router.Failure, id string) {
+func (s *Server) fail(w http.ResponseWriter, f *router.Failure) {
 	if f.Class == llm.Cancelled {
 		// Nobody is listening; the status only matters for logs.
 		w.WriteHeader(f.Status)

@@ -69,6 +69,6 @@ func (s *sseSink) Done() error {
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *llm.Request) {
 	sink := &sseSink{w: w, rc: http.NewResponseController(w)}
 	if f := s.o.Router.Stream(r.Context(), req, sink); f != nil {
-		s.fail(w, f, "")
+		s.fail(w, f)
 	}
 }
