@@ -79,9 +79,6 @@ func New(o Options) *Server {
 // Handler returns the root handler. Put a HostGuard in front of it.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Mux exposes the mux so other packages can add routes (/api, /metrics).
-func (s *Server) Mux() *http.ServeMux { return s.mux }
-
 type errorBody struct {
 	Error errorDetail `json:"error"`
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -260,7 +261,7 @@ func (c *Control) update(ctx context.Context, scope string, fn func(doc *config.
 	if err != nil {
 		return err
 	}
-	oldKeys := maps(c.keys)
+	oldKeys := maps.Clone(c.keys)
 	if err := fn(next); err != nil {
 		c.keys = oldKeys
 		return err
@@ -289,14 +290,6 @@ func (c *Control) update(ctx context.Context, scope string, fn func(doc *config.
 		f()
 	}
 	return nil
-}
-
-func maps(m map[string]sealedKey) map[string]sealedKey {
-	out := make(map[string]sealedKey, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // validationError turns the config validator's first problem into an Error

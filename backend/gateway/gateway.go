@@ -241,9 +241,6 @@ func keyHint(p config.Provider) string {
 	return fmt.Sprintf("add a key for %s in the dashboard or api_key in the config", p.Name)
 }
 
-// Router returns the router, for tests and the desktop shell.
-func (g *Gateway) Router() *router.Router { return g.router }
-
 // Prober returns the prober.
 func (g *Gateway) Prober() *probe.Prober { return g.prober }
 
@@ -252,9 +249,6 @@ func (g *Gateway) Breakers() *breaker.Set { return g.gate }
 
 // Events returns the event bus.
 func (g *Gateway) Events() *events.Bus { return g.bus }
-
-// DB returns the database.
-func (g *Gateway) DB() *store.DB { return g.db }
 
 // Start listens on the configured address and serves in the background.
 func (g *Gateway) Start() error {

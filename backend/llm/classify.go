@@ -32,7 +32,7 @@ const maxRetryAfter = 24 * time.Hour
 // It is the one place where status codes, error bodies and rate-limit headers
 // are interpreted; providers of every protocol call it.
 func ClassifyResponse(status int, h http.Header, body []byte, now time.Time) *Error {
-	msg := errorMessage(body)
+	msg := ErrorMessage(body)
 	lower := strings.ToLower(msg + " " + errorCode(body))
 	e := &Error{Status: status, Body: body}
 	switch {
@@ -266,9 +266,10 @@ type errorObject struct {
 	Type    string `json:"type"`
 }
 
-// errorMessage extracts a human message from an upstream error body of any
-// common shape; for a non-JSON body it returns its first line.
-func errorMessage(body []byte) string {
+// ErrorMessage extracts a human message from an upstream error body of any
+// common shape ({"error":{"message"}}, {"error":"..."}, {"message"},
+// {"detail"}); for a non-JSON body it returns its first line.
+func ErrorMessage(body []byte) string {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return ""

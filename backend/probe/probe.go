@@ -97,7 +97,6 @@ type Prober struct {
 	offline    bool
 	lastCanary time.Time
 	canaryN    int
-	count      int // probes sent, for tests and the dashboard
 }
 
 // New returns a Prober. targets is called on every pass so it follows
@@ -149,13 +148,6 @@ func (p *Prober) SetLastDaily(t time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lastDaily = t
-}
-
-// Count is how many probes have been sent.
-func (p *Prober) Count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.count
 }
 
 // Offline reports whether probing is paused because nothing remote answers.
@@ -222,7 +214,6 @@ func (p *Prober) due(now time.Time) []job {
 	for _, j := range jobs {
 		p.last[j.t.Name] = now
 	}
-	p.count += len(jobs)
 	return jobs
 }
 
@@ -247,7 +238,6 @@ func (p *Prober) canary(now time.Time, targets []Target, daily bool) []job {
 	}
 	p.lastCanary = now
 	p.canaryN++
-	p.count++
 	return []job{{t: remote[p.canaryN%len(remote)]}}
 }
 

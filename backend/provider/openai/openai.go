@@ -206,7 +206,7 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 		usage = *a.Usage
 	}
 	if present(a.Error) {
-		msg := errorText(a.Error)
+		msg := llm.ErrorMessage(body)
 		if llm.QuotaText(msg) {
 			return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in a 200 answer): %s", llm.Truncate(msg, 120))
 		}
@@ -258,16 +258,6 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 
 func present(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
-}
-
-func errorText(raw json.RawMessage) string {
-	var obj struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
-		return obj.Message
-	}
-	return string(raw)
 }
 
 // idleReader cancels the attempt when no byte arrives for the idle timeout.
@@ -399,7 +389,7 @@ func (s *stream) Next() (llm.Event, error) {
 			continue
 		}
 		if present(c.Error) || string(ev.Name) == "error" {
-			msg := errorText(c.Error)
+			msg := llm.ErrorMessage(data)
 			if llm.QuotaText(msg) {
 				return llm.Event{}, &llm.Error{Class: llm.RateLimited, Status: http.StatusOK, Message: "quota exceeded mid-stream: " + llm.Truncate(msg, 120)}
 			}
