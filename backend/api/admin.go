@@ -47,6 +47,8 @@ type Admin interface {
 	WebSocket() http.Handler
 	// Metrics writes Prometheus text.
 	Metrics(w io.Writer)
+	// SetRoutingPaused pauses or resumes routing (the tray's Pause).
+	SetRoutingPaused(paused bool)
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -76,6 +78,23 @@ func (s *Server) MountAdmin(a Admin) {
 	})
 	route("PUT /api/settings", h.setSettings)
 	route("GET /api/requests", h.requests)
+	route("GET /api/routing", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, routingState{Paused: s.Paused()})
+	})
+	route("PUT /api/routing", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Paused *bool `json:"paused"`
+		}
+		if !decode(w, r, &in) {
+			return
+		}
+		if in.Paused == nil {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "missing_field", "paused is required (true or false)", "paused")
+			return
+		}
+		a.SetRoutingPaused(*in.Paused)
+		writeJSON(w, http.StatusOK, routingState{Paused: s.Paused()})
+	})
 	s.mux.Handle("GET /api/ws", sameOrigin(a.WebSocket().ServeHTTP))
 	route("/api/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint", r.Method+" "+r.URL.Path+" is not an admin endpoint", "")
@@ -105,6 +124,11 @@ func sameOrigin(next http.HandlerFunc) http.Handler {
 }
 
 type adminHandlers struct{ a Admin }
+
+// routingState is the body of /api/routing.
+type routingState struct {
+	Paused bool `json:"paused"`
+}
 
 // decode reads a JSON body into v, refusing unknown fields so a typo in a
 // form field is reported instead of silently ignored.

@@ -34,6 +34,30 @@ type Server struct {
 	o       Options
 	mux     *http.ServeMux
 	maxBody atomic.Int64
+	paused  atomic.Bool
+}
+
+// SetPaused pauses or resumes routing. While paused every /v1 request is
+// answered with 503 at once, so tools fail fast instead of hanging, and the
+// dashboard keeps working.
+func (s *Server) SetPaused(on bool) { s.paused.Store(on) }
+
+// Paused reports whether routing is paused.
+func (s *Server) Paused() bool { return s.paused.Load() }
+
+// PausedMessage is what clients read while routing is paused.
+const PausedMessage = "FreeLane is paused: routing was paused from the tray or the dashboard; choose Resume there to serve requests again"
+
+// unlessPaused answers 503 while routing is paused and otherwise calls h.
+func (s *Server) unlessPaused(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.paused.Load() {
+			w.Header().Set("Retry-After", "30")
+			WriteError(w, http.StatusServiceUnavailable, "service_unavailable", "freelane_paused", PausedMessage, "")
+			return
+		}
+		h(w, r)
+	}
 }
 
 // SetMaxBody changes the request body limit for the next requests.
@@ -53,11 +77,11 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.maxBody.Store(o.MaxBody)
-	s.mux.HandleFunc("POST /v1/chat/completions", s.routed(llm.Chat))
-	s.mux.HandleFunc("POST /v1/completions", s.routed(llm.Completions))
-	s.mux.HandleFunc("POST /v1/embeddings", s.routed(llm.Embeddings))
-	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("GET /v1/models/{model...}", s.model)
+	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(llm.Chat)))
+	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(llm.Completions)))
+	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(llm.Embeddings)))
+	s.mux.HandleFunc("GET /v1/models", s.unlessPaused(s.models))
+	s.mux.HandleFunc("GET /v1/models/{model...}", s.unlessPaused(s.model))
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",

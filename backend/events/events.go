@@ -26,6 +26,8 @@ const (
 	Probe       Kind = "probe"        // a probe result changed a backend's standing
 	Offline     Kind = "offline"      // every backend failed to connect: the machine is offline
 	Online      Kind = "online"
+	Paused      Kind = "routing_paused"  // the user paused routing: /v1 answers 503
+	Resumed     Kind = "routing_resumed" // routing resumed
 )
 
 // Level is how much a person should care.

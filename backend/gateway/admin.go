@@ -49,17 +49,22 @@ type Totals struct {
 
 // Snapshot is everything the dashboard starts from.
 type Snapshot struct {
-	Version     string                 `json:"version"`
-	Endpoint    string                 `json:"endpoint"`
-	SeededFrom  string                 `json:"seeded_from"`
-	Paused      bool                   `json:"paused"`
-	Backends    []BackendView          `json:"backends"`
-	Providers   []control.ProviderView `json:"providers"`
-	Chains      []api.ChainView        `json:"chains"`
-	MissingKeys []string               `json:"missing_keys"`
-	Requests    []llm.Trace            `json:"requests"`
-	Events      []events.Event         `json:"events"`
-	Totals      Totals                 `json:"totals"`
+	Version    string `json:"version"`
+	Endpoint   string `json:"endpoint"`
+	SeededFrom string `json:"seeded_from"`
+	// Paused is true while probes are paused because nothing remote
+	// answers (the machine is offline).
+	Paused bool `json:"paused"`
+	// RoutingPaused is true while the user has paused routing: /v1
+	// answers 503.
+	RoutingPaused bool                   `json:"routing_paused"`
+	Backends      []BackendView          `json:"backends"`
+	Providers     []control.ProviderView `json:"providers"`
+	Chains        []api.ChainView        `json:"chains"`
+	MissingKeys   []string               `json:"missing_keys"`
+	Requests      []llm.Trace            `json:"requests"`
+	Events        []events.Event         `json:"events"`
+	Totals        Totals                 `json:"totals"`
 }
 
 // Update is what changed since the last message to the dashboard.
@@ -70,6 +75,9 @@ type Update struct {
 	Requests []llm.Trace    `json:"requests"`
 	Events   []events.Event `json:"events"`
 	Totals   Totals         `json:"totals"`
+	// RoutingPaused is repeated in every update so a pause from the tray
+	// shows at once.
+	RoutingPaused bool `json:"routing_paused"`
 }
 
 // adminView implements api.Admin over the gateway.
@@ -92,6 +100,8 @@ func (a adminView) RecentRequests(ctx context.Context, q store.RequestQuery) ([]
 func (a adminView) State() any { return a.g.snapshot() }
 
 func (a adminView) Chains() []api.ChainView { return a.g.chains() }
+
+func (a adminView) SetRoutingPaused(paused bool) { a.g.SetRoutingPaused(paused) }
 
 // TestProvider sends one probe to a provider's model and reports what came
 // back, for the dashboard's "Test" button.
@@ -251,16 +261,18 @@ func (g *Gateway) totals() Totals {
 
 func (g *Gateway) snapshot() Snapshot {
 	return Snapshot{
-		Version:     g.o.Version,
-		Endpoint:    "http://" + g.Addr() + "/v1",
-		SeededFrom:  g.control.SeededFrom(),
-		Backends:    g.backendViews(),
-		Providers:   g.control.Providers(),
-		Chains:      g.chains(),
-		MissingKeys: g.router.Table().MissingKeys(),
-		Requests:    g.feed.Recent(),
-		Events:      g.bus.Recent(),
-		Totals:      g.totals(),
+		Version:       g.o.Version,
+		Endpoint:      "http://" + g.Addr() + "/v1",
+		SeededFrom:    g.control.SeededFrom(),
+		Paused:        g.prober.Offline(),
+		RoutingPaused: g.api.Paused(),
+		Backends:      g.backendViews(),
+		Providers:     g.control.Providers(),
+		Chains:        g.chains(),
+		MissingKeys:   g.router.Table().MissingKeys(),
+		Requests:      g.feed.Recent(),
+		Events:        g.bus.Recent(),
+		Totals:        g.totals(),
 	}
 }
 
@@ -293,5 +305,5 @@ drain:
 	if evs == nil {
 		evs = []events.Event{}
 	}
-	return Update{Type: "update", Time: now, Backends: g.backendViews(), Requests: reqs, Events: evs, Totals: g.totals()}
+	return Update{Type: "update", Time: now, Backends: g.backendViews(), Requests: reqs, Events: evs, Totals: g.totals(), RoutingPaused: g.api.Paused()}
 }

@@ -1,0 +1,54 @@
+package gateway_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRoutingPause covers the tray's Pause: /v1 answers 503 with a message
+// saying FreeLane is paused, the dashboard hears about it, and Resume
+// serves again.
+func TestRoutingPause(t *testing.T) {
+	e := newEnv(t, nil)
+	if r := e.post("/v1/chat/completions", chat("auto", false)); r.status != 200 {
+		t.Fatalf("before pause: %d %s", r.status, r.body)
+	}
+	e.g.SetRoutingPaused(true)
+	calls := len(e.up.Requests())
+	for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
+		r := e.post(path, chat("auto", false))
+		if r.status != 503 || !strings.Contains(string(r.body), `"code":"freelane_paused"`) || !strings.Contains(string(r.body), "FreeLane is paused") {
+			t.Errorf("%s while paused: %d %s", path, r.status, r.body)
+		}
+		if r.header.Get("Retry-After") == "" {
+			t.Errorf("%s: no Retry-After", path)
+		}
+	}
+	if r := e.do("GET", "/v1/models", "", nil); r.status != 503 {
+		t.Errorf("models while paused: %d", r.status)
+	}
+	if n := len(e.up.Requests()); n != calls {
+		t.Errorf("paused requests reached the upstream: %d calls", n-calls)
+	}
+	if !e.g.Snapshot().RoutingPaused {
+		t.Error("snapshot does not say routing is paused")
+	}
+	if r := e.do("GET", "/api/routing", "", nil); !strings.Contains(string(r.body), `"paused":true`) {
+		t.Errorf("GET /api/routing: %s", r.body)
+	}
+	evs := e.g.Events().Recent()
+	if len(evs) == 0 || evs[len(evs)-1].Kind != "routing_paused" {
+		t.Errorf("no routing_paused event: %+v", evs)
+	}
+
+	// Resume from the dashboard.
+	if r := e.do("PUT", "/api/routing", `{"paused":false}`, nil); r.status != 200 || !strings.Contains(string(r.body), `"paused":false`) {
+		t.Fatalf("resume: %d %s", r.status, r.body)
+	}
+	if r := e.post("/v1/chat/completions", chat("auto", false)); r.status != 200 {
+		t.Fatalf("after resume: %d %s", r.status, r.body)
+	}
+	if r := e.do("PUT", "/api/routing", `{}`, nil); r.status != 400 || r.param() != "paused" {
+		t.Errorf("missing field: %d %s", r.status, r.body)
+	}
+}
