@@ -6,12 +6,18 @@
 
 import type {
   ApiErrorBody,
+  BudgetInput,
+  BudgetView,
   ChainView,
+  Limits,
+  LimitsEntry,
+  Price,
   ProviderInput,
   ProviderView,
   Snapshot,
   TestResult,
   Trace,
+  UsageReport,
 } from "./types";
 
 export class ApiError extends Error {
@@ -101,4 +107,40 @@ export const api = {
     const qs = params.toString();
     return request<Trace[]>("GET", `/api/requests${qs ? "?" + qs : ""}`);
   },
+
+  /** Pauses or resumes routing: while paused /v1 answers 503. */
+  setRouting: (paused: boolean) => request<unknown>("PUT", "/api/routing", { paused }),
+
+  budgets: () => request<BudgetView[]>("GET", "/api/budgets"),
+  /** Replaces every budget with this list. */
+  setBudgets: (list: BudgetInput[]) => request<BudgetView[]>("PUT", "/api/budgets", list),
+
+  limits: () => request<LimitsEntry[]>("GET", "/api/limits"),
+  setProviderLimits: (provider: string, limits: Limits) =>
+    request<unknown>("PUT", `/api/limits/${seg(provider)}`, { limits }),
+  setModelLimits: (provider: string, model: string, body: { limits: Limits; price: Price | null; credit_expires: string }) =>
+    request<unknown>("PUT", `/api/limits/${seg(provider)}/${modelPath(model)}`, body),
+
+  usage: (q: { from: string; to: string; group_by: string }) =>
+    request<UsageReport>("GET", `/api/usage?${usageQuery(q)}`),
 };
+
+/** A model id as URL path segments: its slashes stay slashes ("{model...}" on the server). */
+export function modelPath(model: string): string {
+  return model.split("/").map(seg).join("/");
+}
+
+/** The query of /api/usage and /api/usage.csv, in a fixed order. */
+export function usageQuery(q: { from: string; to: string; group_by?: string }): string {
+  const p = new URLSearchParams();
+  if (q.group_by) p.set("group_by", q.group_by);
+  p.set("from", q.from);
+  p.set("to", q.to);
+  // URLSearchParams writes the comma of "day,backend" as %2C; keep it readable.
+  return p.toString().replace(/%2C/g, ",");
+}
+
+/** The relative URL of the ledger export. */
+export function usageCsvURL(from: string, to: string): string {
+  return `/api/usage.csv?${usageQuery({ from, to })}`;
+}

@@ -158,3 +158,91 @@ export function fmtContext(n: number): string {
   if (n >= 1024) return `${fmtNum(n / 1024, 0)}k`;
   return String(n);
 }
+
+/**
+ * A countdown to a moment, to the minute: "42 s", "12 min", "3 h 12 min",
+ * "2 days 4 h". Counts down (floors), so it never shows more time than is
+ * left. Empty for a missing or unreadable time; "0 s" once it has passed.
+ */
+export function fmtCountdown(t: string | null | undefined, now: number): string {
+  if (!t) return "";
+  const d = toDate(t);
+  if (!d) return "";
+  const s = Math.max(0, Math.floor((d.getTime() - now) / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+  const days = Math.floor(h / 24);
+  const word = days === 1 ? "day" : "days";
+  return h % 24 ? `${days} ${word} ${h % 24} h` : `${days} ${word}`;
+}
+
+/** "resets in 3 h 12 min"; "resets now" when the moment has passed; "" without a time. */
+export function fmtResetsIn(t: string | null | undefined, now: number): string {
+  const left = fmtCountdown(t, now);
+  if (!left) return "";
+  return left === "0 s" ? "resets now" : `resets in ${left}`;
+}
+
+/**
+ * Money in dollars: "$1.02", "$20.00", "$1,250.00"; amounts under a cent
+ * keep up to four decimals ("$0.0012") and tinier ones read "<$0.0001".
+ */
+export function fmtMoney(n: number): string {
+  if (!finite(n)) return DASH;
+  const sign = n < 0 ? "-" : "";
+  const a = Math.abs(n);
+  if (a === 0) return "$0.00";
+  if (a < 0.0001) return `${sign}<$0.0001`;
+  if (a < 0.01) return `${sign}$${a.toFixed(4).replace(/0+$/, "")}`;
+  const [int, frac] = a.toFixed(2).split(".");
+  return `${sign}$${fmtInt(Number(int))}.${frac}`;
+}
+
+/** A price per million tokens: "$0.15", "$0.075", "$3". */
+export function fmtPrice(n: number): string {
+  if (!finite(n)) return DASH;
+  return `$${fmtNum(n, 4)}`;
+}
+
+/** A count shortened for a bar label: 950 -> "950", 312400 -> "312k", 1250000 -> "1.25M". */
+export function fmtCompact(n: number): string {
+  if (!finite(n)) return DASH;
+  const a = Math.abs(n);
+  if (a < 1000) return fmtInt(n);
+  if (a < 10_000) return `${fmtNum(n / 1000, 1)}k`;
+  if (a < 1_000_000) return `${fmtNum(n / 1000, 0)}k`;
+  return `${fmtNum(n / 1_000_000, 2)}M`;
+}
+
+/** The local calendar date of a moment as "2026-11-30". */
+export function fmtDay(t: Date | string | number): string {
+  const d = toDate(t);
+  if (!d) return DASH;
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** A "2026-11-30" day as a short axis label "Nov 30"; other text comes back as is. */
+export function fmtDayShort(day: string): string {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(day);
+  if (!m) return day;
+  return `${MONTHS[Number(m[2]) - 1] ?? m[2]} ${Number(m[3])}`;
+}
+
+/**
+ * The last `n` local calendar days ending with the day of `now`, oldest
+ * first: lastDays(3, now) -> ["2026-11-28", "2026-11-29", "2026-11-30"].
+ */
+export function lastDays(n: number, now: number): string[] {
+  const end = new Date(now);
+  const out: string[] = [];
+  for (let i = n - 1; i >= 0; i--) {
+    // Noon, so a daylight-saving change never lands on the previous day.
+    out.push(fmtDay(new Date(end.getFullYear(), end.getMonth(), end.getDate() - i, 12)));
+  }
+  return out;
+}

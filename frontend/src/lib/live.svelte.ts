@@ -181,6 +181,10 @@ export class LiveStore {
       requests: s.requests ?? [],
       events: s.events ?? [],
       totals: s.totals ?? { requests_today: 0, rps_1m: 0 },
+      routing_paused: s.routing_paused ?? false,
+      quotas: s.quotas ?? [],
+      budgets: s.budgets ?? [],
+      spend: s.spend ?? { today: 0, month: 0 },
     };
     this.snapshot = snap;
     this.#sample(Date.now() / 1000, snap.backends);
@@ -211,7 +215,19 @@ export class LiveStore {
       requests = added.concat(cur.requests).slice(0, MAX_REQUESTS);
     }
     const events = u.events?.length ? cur.events.concat(u.events).slice(-MAX_EVENTS) : cur.events;
-    this.snapshot = { ...cur, backends, requests, events, totals: u.totals ?? cur.totals };
+    this.snapshot = {
+      ...cur,
+      backends,
+      requests,
+      events,
+      totals: u.totals ?? cur.totals,
+      // Quotas, budgets and spend come as full lists (they are small), so
+      // they replace what was there; an update without them changes nothing.
+      quotas: u.quotas ?? cur.quotas,
+      budgets: u.budgets ?? cur.budgets,
+      spend: u.spend ?? cur.spend,
+      routing_paused: typeof u.routing_paused === "boolean" ? u.routing_paused : cur.routing_paused,
+    };
     const t = Date.parse(u.time);
     this.#sample(Number.isNaN(t) ? Date.now() / 1000 : t / 1000, backends);
   }

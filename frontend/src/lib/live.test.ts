@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { backend, snapshot, trace } from "../test/fixtures";
+import { backend, budget, limitUse, quota, snapshot, trace } from "../test/fixtures";
 import { LiveStore, MAX_DELAY_MS, type SocketLike } from "./live.svelte";
 import type { UpdateMessage } from "./types";
 
@@ -67,6 +67,37 @@ describe("LiveStore messages", () => {
     // A request seen twice is kept once.
     s.applyUpdate(update({ requests: [trace("r3")] }));
     expect(s.snapshot!.requests.map((r) => r.id)).toEqual(["r3", "r2", "r1"]);
+  });
+
+  it("merges quotas, budgets, spend and the routing pause from snapshots and updates", () => {
+    const s = new LiveStore();
+    // A server without issue 6 sends none of them: the store fills defaults.
+    const old = snapshot();
+    for (const k of ["quotas", "budgets", "spend", "routing_paused"] as const) delete (old as Partial<typeof old>)[k];
+    s.applySnapshot(old);
+    expect(s.snapshot).toMatchObject({ quotas: [], budgets: [], spend: { today: 0, month: 0 }, routing_paused: false });
+
+    s.handleMessage(JSON.stringify({ type: "snapshot", data: snapshot() }));
+    expect(s.snapshot!.quotas.map((q) => q.backend)).toEqual(["groq/llama", "cerebras/qwen"]);
+    expect(s.snapshot!.spend).toEqual({ today: 0.42, month: 3.5 });
+
+    // Updates carry full lists: they replace.
+    const q = quota("groq/llama", { limits: [limitUse("rpd", 10, 10)], exhausted: true, reason: "groq: daily requests used" });
+    const b = budget("global", "day", { spent: 1.02, exceeded: true });
+    s.handleMessage(JSON.stringify(update({ quotas: [q], budgets: [b], spend: { today: 1.02, month: 4.1 }, routing_paused: true })));
+    expect(s.snapshot!.quotas).toEqual([q]);
+    expect(s.snapshot!.budgets).toEqual([b]);
+    expect(s.snapshot!.spend).toEqual({ today: 1.02, month: 4.1 });
+    expect(s.snapshot!.routing_paused).toBe(true);
+
+    // An update without them keeps what is there.
+    s.applyUpdate(update());
+    expect(s.snapshot!.quotas).toEqual([q]);
+    expect(s.snapshot!.spend.today).toBe(1.02);
+    expect(s.snapshot!.routing_paused).toBe(true);
+    s.applyUpdate(update({ routing_paused: false, quotas: [] }));
+    expect(s.snapshot!.routing_paused).toBe(false);
+    expect(s.snapshot!.quotas).toEqual([]);
   });
 
   it("ignores frames it cannot read", () => {

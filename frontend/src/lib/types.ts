@@ -59,6 +59,10 @@ export interface ModelSpec {
   params_b: number;
   context: number;
   max_output: number;
+  /** Issue 6: per-model limits, price and credit expiry (absent on older servers). */
+  limits?: Limits;
+  price?: Price | null;
+  credit_expires?: string | null;
 }
 
 export interface Timeouts {
@@ -81,6 +85,8 @@ export interface ProviderView {
   key: KeyInfo;
   models: ModelSpec[];
   timeouts: Timeouts;
+  /** Issue 6: the provider's own limits. */
+  limits?: Limits;
 }
 
 /**
@@ -118,6 +124,12 @@ export interface Attempt {
   ttft_ns?: number;
   reason?: string;
   skipped?: boolean;
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  /** Money, in the user's currency. */
+  cost?: number;
+  /** True when the tokens were estimated, not reported by the upstream. */
+  estimated?: boolean;
 }
 
 export interface Trace {
@@ -135,6 +147,8 @@ export interface Trace {
   ttft_ns?: number;
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   attempts: Attempt[];
+  /** Sum of the attempts' costs (issue 6; absent on older servers). */
+  cost?: number;
 }
 
 export interface FreeLaneEvent {
@@ -164,7 +178,10 @@ export interface Snapshot {
   version: string;
   endpoint: string;
   seeded_from: string;
+  /** Probes paused while the machine is offline. */
   paused: boolean;
+  /** Routing paused by the user: /v1 answers 503 until resumed. */
+  routing_paused: boolean;
   backends: BackendView[];
   providers: ProviderView[];
   chains: ChainView[];
@@ -172,6 +189,9 @@ export interface Snapshot {
   requests: Trace[];
   events: FreeLaneEvent[];
   totals: Totals;
+  quotas: QuotaView[];
+  budgets: BudgetView[];
+  spend: Spend;
 }
 
 export interface SnapshotMessage {
@@ -186,6 +206,11 @@ export interface UpdateMessage {
   requests: Trace[];
   events: FreeLaneEvent[];
   totals: Totals;
+  /** Always full lists when present. */
+  quotas?: QuotaView[];
+  budgets?: BudgetView[];
+  spend?: Spend;
+  routing_paused?: boolean;
 }
 
 export type LiveMessage = SnapshotMessage | UpdateMessage;
@@ -201,4 +226,106 @@ export interface TestResult {
 /** The error body every /api endpoint answers with on 4xx/5xx. */
 export interface ApiErrorBody {
   error: { message: string; type?: string; code?: string; param?: string | null };
+}
+
+// ---- Issue 6: quotas, usage ledger, budgets (notes/quota-contract.md) ----
+
+export type LimitKind = "rpm" | "rpd" | "tpm" | "tpd" | "concurrency";
+
+/** One limit of one backend and how much of it is used. */
+export interface LimitUse {
+  kind: LimitKind;
+  used: number;
+  limit: number;
+  /** used/limit, 0..1 and beyond; clamp when drawing. */
+  fraction: number;
+  /** When the window resets; null for concurrency. */
+  resets_at: string | null;
+  /** True when used/resets_at were learned from upstream headers or a 429 body. */
+  learned: boolean;
+}
+
+export interface QuotaView {
+  backend: string;
+  limits: LimitUse[];
+  exhausted: boolean;
+  reason: string;
+  price: Price;
+  credit_expires: string | null;
+}
+
+export type BudgetPeriod = "day" | "month";
+export type BudgetAction = "free-only" | "block";
+
+export interface BudgetView {
+  /** `${scope}|${period}` */
+  id: string;
+  scope: string;
+  period: BudgetPeriod;
+  limit: number;
+  action: BudgetAction;
+  spent: number;
+  reserved: number;
+  fraction: number;
+  resets_at: string;
+  exceeded: boolean;
+}
+
+/** What PUT /api/budgets takes, as a list that replaces all budgets. */
+export interface BudgetInput {
+  scope: string;
+  period: BudgetPeriod;
+  limit: number;
+  action: BudgetAction;
+}
+
+export interface Spend {
+  today: number;
+  month: number;
+}
+
+/** Money per million tokens. */
+export interface Price {
+  input: number;
+  output: number;
+}
+
+/** Limits as configured; absent or 0 means no limit. */
+export interface Limits {
+  rpm?: number;
+  rpd?: number;
+  tpm?: number;
+  tpd?: number;
+  concurrency?: number;
+  /** "daily HH:MM TZ", "rolling 24h", "weekly mon HH:MM TZ", "monthly D HH:MM TZ". */
+  reset?: string;
+}
+
+/** One row of GET /api/limits: a provider (model "") or one of its models. */
+export interface LimitsEntry {
+  provider: string;
+  model: string;
+  limits: Limits;
+  price: Price | null;
+  credit_expires: string;
+}
+
+export interface UsageRow {
+  /** A day "2026-11-30", a backend or a chain, depending on group_by. */
+  key: string;
+  /** Set with group_by=day,backend. */
+  backend?: string;
+  requests: number;
+  failures: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+  estimated_tokens: number;
+}
+
+export interface UsageReport {
+  from: string;
+  to: string;
+  group_by: string;
+  rows: UsageRow[];
 }

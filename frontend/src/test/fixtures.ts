@@ -1,5 +1,11 @@
 // Hand-made API data for the unit tests, shaped exactly like the contract.
-import type { BackendView, MetricWindow, ProviderView, Snapshot, Trace } from "../lib/types";
+import type { BackendView, BudgetView, LimitUse, MetricWindow, ProviderView, QuotaView, Snapshot, Trace, UsageRow } from "../lib/types";
+
+/** The clock the quota fixtures are written against: 2026-11-30 12:00 UTC. */
+export const NOW = Date.parse("2026-11-30T12:00:00Z");
+const at = (ms: number) => new Date(NOW + ms).toISOString();
+const MIN = 60_000;
+const HOUR = 60 * MIN;
 
 export function metricWindow(over: Partial<MetricWindow> = {}): MetricWindow {
   return {
@@ -91,8 +97,53 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
       { time: "2025-03-01T12:00:01Z", kind: "restored", level: "info", backend: "cerebras/qwen" },
     ],
     totals: { requests_today: 1234, rps_1m: 4.5 },
+    routing_paused: false,
+    quotas: [
+      quota("groq/llama", {
+        limits: [
+          limitUse("tpd", 312_400, 500_000, { resets_at: at(3 * HOUR + 12 * MIN) }),
+          limitUse("rpm", 3, 30, { resets_at: at(40_000) }),
+        ],
+      }),
+      quota("cerebras/qwen", {
+        limits: [limitUse("rpd", 850, 1000, { resets_at: at(5 * HOUR), learned: true })],
+        price: { input: 0.15, output: 0.6 },
+      }),
+    ],
+    budgets: [budget("global", "day", { limit: 1, spent: 0.42, reserved: 0.01 }), budget("global", "month", { limit: 20, spent: 3.5 })],
+    spend: { today: 0.42, month: 3.5 },
     ...over,
   };
+}
+
+export function limitUse(kind: LimitUse["kind"], used: number, limit: number, over: Partial<LimitUse> = {}): LimitUse {
+  return { kind, used, limit, fraction: limit > 0 ? used / limit : 0, resets_at: null, learned: false, ...over };
+}
+
+export function quota(backend: string, over: Partial<QuotaView> = {}): QuotaView {
+  return { backend, limits: [], exhausted: false, reason: "", price: { input: 0, output: 0 }, credit_expires: null, ...over };
+}
+
+export function budget(scope: string, period: BudgetView["period"], over: Partial<BudgetView> = {}): BudgetView {
+  const b: BudgetView = {
+    id: `${scope}|${period}`,
+    scope,
+    period,
+    limit: 1,
+    action: "free-only",
+    spent: 0,
+    reserved: 0,
+    fraction: 0,
+    resets_at: period === "day" ? "2026-12-01T00:00:00Z" : "2027-01-01T00:00:00Z",
+    exceeded: false,
+    ...over,
+  };
+  if (over.fraction === undefined) b.fraction = (b.spent + b.reserved) / b.limit;
+  return b;
+}
+
+export function usageRow(key: string, over: Partial<UsageRow> = {}): UsageRow {
+  return { key, requests: 10, failures: 1, prompt_tokens: 1000, completion_tokens: 500, cost: 0.01, estimated_tokens: 0, ...over };
 }
 
 /** A fetch stand-in that records calls and answers from a handler. */
