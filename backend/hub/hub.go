@@ -283,6 +283,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.live.Done()
+	// The desktop window's webview says so in its user agent; the log line
+	// tells a user (and the desktop smoke test) that the window is live.
+	kind := "browser"
+	if strings.Contains(r.UserAgent(), "wails.io") {
+		kind = "window"
+	}
+	h.log.Info("dashboard connected", "client", kind, "remote", c.remote)
 
 	writerDone := make(chan struct{})
 	go func() {
