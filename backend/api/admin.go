@@ -23,6 +23,8 @@ type ChainView struct {
 	Strategy string   `json:"strategy"`
 	// Generated is true for the auto chain FreeLane builds itself.
 	Generated bool `json:"generated"`
+	// Default is true for the chain the model name "auto" routes to.
+	Default bool `json:"default"`
 }
 
 // TestResult is the answer of "test this provider now".
@@ -73,6 +75,19 @@ func (s *Server) MountAdmin(a Admin) {
 	route("POST /api/chains", h.createChain)
 	route("PUT /api/chains/{name}", h.updateChain)
 	route("DELETE /api/chains/{name}", h.deleteChain)
+	route("PUT /api/default-chain", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Name string `json:"name"`
+		}
+		if !decode(w, r, &in) {
+			return
+		}
+		if err := a.Control().SetDefaultChain(r.Context(), in.Name); err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, a.Chains())
+	})
 	route("GET /api/settings", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, a.Control().Settings())
 	})

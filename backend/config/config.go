@@ -77,6 +77,10 @@ type Config struct {
 	Breaker Breaker `yaml:"breaker"`
 	// Probes configures active health probes.
 	Probes Probes `yaml:"probes"`
+	// DefaultChain, when set, is the chain the model name "auto" routes
+	// to; otherwise "auto" is the chain FreeLane builds from every backend
+	// (or a user chain named auto).
+	DefaultChain string `yaml:"default_chain"`
 }
 
 // Provider is one upstream server and the models it serves.

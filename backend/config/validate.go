@@ -361,6 +361,15 @@ func (v *validator) chains(c *Config) {
 		}
 	}
 
+	if c.DefaultChain != "" && c.DefaultChain != "auto" &&
+		!slices.ContainsFunc(c.Chains, func(ch Chain) bool { return ch.Name == c.DefaultChain }) {
+		var names []string
+		for _, ch := range c.Chains {
+			names = append(names, ch.Name)
+		}
+		v.errorf("default_chain", "names no chain: %q is not among the chains (%s); use one of them or auto", c.DefaultChain, strings.Join(append(names, "auto"), ", "))
+	}
+
 	seen := map[string]int{}
 	for i, ch := range c.Chains {
 		f := fmt.Sprintf("chains[%d]", i)

@@ -96,6 +96,7 @@ func TestValidationErrors(t *testing.T) {
 		{"invalid env name", doc("listen: ${1X}"), nil, "listen", 1, `invalid environment variable name "1X"`},
 
 		// Top-level settings.
+		{"default chain names no chain", withGroq("default_chain: nope"), nil, "default_chain", 9, `names no chain: "nope" is not among the chains`},
 		{"listen not host:port", doc("listen: 7788"), nil, "listen", 1, `must be host:port, e.g. "127.0.0.1:7788", got "7788"`},
 		{"listen bad port", doc("listen: localhost:http"), nil, "listen", 1, `port must be a number from 0 to 65535, got "http"`},
 		{"listen port out of range", doc("listen: localhost:70000"), nil, "listen", 1, "port must be a number from 0 to 65535"},

@@ -401,8 +401,35 @@ func (c *Control) DeleteChain(ctx context.Context, name string) error {
 			return userErr(http.StatusNotFound, "name", "there is no chain %q", name)
 		}
 		doc.Chains = slices.Delete(doc.Chains, i, i+1)
+		if doc.DefaultChain == name {
+			// auto goes back to FreeLane's own chain rather than
+			// pointing at nothing.
+			doc.DefaultChain = ""
+		}
 		return nil
 	})
+}
+
+// SetDefaultChain makes the model name "auto" route to the named chain;
+// "auto" or "" gives auto back to FreeLane's own chain of every backend.
+func (c *Control) SetDefaultChain(ctx context.Context, name string) error {
+	if name == "auto" {
+		name = ""
+	}
+	return c.update(ctx, "", func(doc *config.Config) error {
+		if name != "" && chainIndex(doc, name) < 0 {
+			return userErr(http.StatusNotFound, "name", "there is no chain %q", name)
+		}
+		doc.DefaultChain = name
+		return nil
+	})
+}
+
+// DefaultChain names the chain "auto" routes to, "" for FreeLane's own.
+func (c *Control) DefaultChain() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.doc.DefaultChain
 }
 
 // UserChain reports whether the document defines the chain (false for the

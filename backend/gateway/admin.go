@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/metrics"
+	"freelane/backend/router"
 	"freelane/backend/store"
 )
 
@@ -169,6 +171,7 @@ func (g *Gateway) chains() []api.ChainView {
 	var out []api.ChainView
 	for _, name := range t.Chains() {
 		v := api.ChainView{Name: name, Strategy: "ordered", Backends: []string{}}
+		v.Default = name == cmp.Or(t.DefaultOf(), router.DefaultChain)
 		if i := slices.IndexFunc(doc.Chains, func(c config.Chain) bool { return c.Name == name }); i >= 0 {
 			v.Backends = append(v.Backends, doc.Chains[i].Backends...)
 		} else {

@@ -193,6 +193,7 @@ func (g *Gateway) apply(cfg *config.Config) error {
 	for _, c := range cfg.Chains {
 		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: c.Backends})
 	}
+	spec.DefaultChain = cfg.DefaultChain
 	g.gate.Configure(breaker.Settings{
 		Failures:          cfg.Breaker.Failures,
 		HealthThreshold:   cfg.Breaker.HealthThreshold,

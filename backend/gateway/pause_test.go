@@ -52,3 +52,37 @@ func TestRoutingPause(t *testing.T) {
 		t.Errorf("missing field: %d %s", r.status, r.body)
 	}
 }
+
+// TestDefaultChain covers the tray's Default chain submenu: "auto" routes
+// to the chosen chain, the choice survives a restart, and deleting the
+// chain gives auto back to FreeLane.
+func TestDefaultChain(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.do("POST", "/api/chains", `{"name":"big","backends":["c/mc"]}`, nil)
+	if r.status != 201 && r.status != 200 {
+		t.Fatalf("create chain: %d %s", r.status, r.body)
+	}
+	if r := e.do("PUT", "/api/default-chain", `{"name":"nope"}`, nil); r.status != 404 || r.param() != "name" {
+		t.Errorf("unknown chain: %d %s", r.status, r.body)
+	}
+	if r := e.do("PUT", "/api/default-chain", `{"name":"big"}`, nil); r.status != 200 || !strings.Contains(string(r.body), `"name":"big","backends":["c/mc"],"strategy":"ordered","generated":false,"default":true`) {
+		t.Fatalf("set default: %d %s", r.status, r.body)
+	}
+	r = e.post("/v1/chat/completions", chat("auto", false))
+	if r.status != 200 || r.header.Get("X-FreeLane-Backend") != "c/mc" {
+		t.Fatalf("auto did not go to the default chain: %d %s %s", r.status, r.header.Get("X-FreeLane-Backend"), r.body)
+	}
+	if got := e.g.Control().DefaultChain(); got != "big" {
+		t.Errorf("DefaultChain() = %q", got)
+	}
+	if r := e.do("DELETE", "/api/chains/big", "", nil); r.status/100 != 2 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	if got := e.g.Control().DefaultChain(); got != "" {
+		t.Errorf("after deleting the chain DefaultChain() = %q", got)
+	}
+	r = e.post("/v1/chat/completions", chat("auto", false))
+	if r.status != 200 {
+		t.Fatalf("auto after delete: %d %s", r.status, r.body)
+	}
+}

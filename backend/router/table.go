@@ -56,6 +56,8 @@ type ChainSpec struct {
 type Spec struct {
 	Providers []ProviderSpec
 	Chains    []ChainSpec
+	// DefaultChain, when it names a user chain, is what "auto" routes to.
+	DefaultChain string
 }
 
 // Backend is one model of one provider (with that provider's key).
@@ -87,7 +89,14 @@ type Table struct {
 	// without a key to their hints.
 	keylessModels map[string]string
 	hints         []string // one per keyless provider, in config order
+	// defaultOf is the user chain "auto" stands for, "" when auto is
+	// generated or user-defined.
+	defaultOf string
 }
+
+// DefaultOf names the user chain the model "auto" routes to, or "" when
+// auto is FreeLane's own chain of every backend.
+func (t *Table) DefaultOf() string { return t.defaultOf }
 
 // Build makes a routing table. References in chains to unknown backends are
 // dropped (config validation reports them to the user first).
@@ -148,7 +157,12 @@ func Build(spec Spec) *Table {
 		t.addChain(c.Name, bs)
 	}
 	if _, ok := t.chains[DefaultChain]; !ok {
-		t.addChain(DefaultChain, t.order)
+		if bs, ok := t.chains[spec.DefaultChain]; ok {
+			t.addChain(DefaultChain, bs)
+			t.defaultOf = spec.DefaultChain
+		} else {
+			t.addChain(DefaultChain, t.order)
+		}
 	}
 	// The default chain leads every listing: it is what most tools ask for.
 	if i := slices.Index(t.chainNames, DefaultChain); i > 0 {
