@@ -11,6 +11,12 @@ const KIND_WORDS: Record<string, string> = {
   probe: "probe",
   offline: "machine offline",
   online: "machine online",
+  quota_warning: "quota nearly used",
+  quota_exhausted: "quota used up",
+  budget_warning: "budget nearly spent",
+  budget_exceeded: "budget spent",
+  routing_paused: "routing paused",
+  routing_resumed: "routing resumed",
 };
 
 /** One line describing an event: "groq/llama — breaker closed → open (2 failures in a row)". */

@@ -1,4 +1,5 @@
-// Hash routing: #/overview, #/chains, #/providers, #/requests, #/connect.
+// Hash routing: #/overview, #/chains, #/providers, #/budgets, #/usage,
+// #/requests, #/connect.
 // Hash URLs need no server support, so a reload or a bookmark of any screen
 // works with the single embedded index.html.
 
@@ -6,6 +7,8 @@ export const SCREENS = [
   { id: "overview", label: "Overview" },
   { id: "chains", label: "Chains" },
   { id: "providers", label: "Providers & keys" },
+  { id: "budgets", label: "Budgets & limits" },
+  { id: "usage", label: "Usage" },
   { id: "requests", label: "Requests" },
   { id: "connect", label: "Connect" },
 ] as const;
