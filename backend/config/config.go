@@ -58,6 +58,10 @@ const (
 	// DefaultRateLimitCooldown is how long a backend rests after a 429 that
 	// did not say when to retry.
 	DefaultRateLimitCooldown = 60 * time.Second
+
+	// DefaultRetentionDays is how long ledger rows are kept one by one
+	// before they are rolled up into daily totals.
+	DefaultRetentionDays = 30
 )
 
 // Config is the whole file after defaults are applied.
@@ -77,6 +81,10 @@ type Config struct {
 	Breaker Breaker `yaml:"breaker"`
 	// Probes configures active health probes.
 	Probes Probes `yaml:"probes"`
+	// Budgets cap spending in money per day or month.
+	Budgets []Budget `yaml:"budgets,omitempty"`
+	// Ledger configures the usage ledger.
+	Ledger Ledger `yaml:"ledger"`
 	// DefaultChain, when set, is the chain the model name "auto" routes
 	// to; otherwise "auto" is the chain FreeLane builds from every backend
 	// (or a user chain named auto).
@@ -120,6 +128,48 @@ type Provider struct {
 	// means the tier's default: on for free and local providers, off for
 	// own (paid) keys, since every probe spends quota. Use Probed.
 	Probe *bool `yaml:"probe"`
+	// Limits apply to all the provider's models together (one key, one
+	// allowance).
+	Limits *Limits `yaml:"limits,omitempty"`
+}
+
+// Limits are a provider's or a model's allowance. Zero means no limit.
+type Limits struct {
+	RPM         int `yaml:"rpm,omitempty"`
+	RPD         int `yaml:"rpd,omitempty"`
+	TPM         int `yaml:"tpm,omitempty"`
+	TPD         int `yaml:"tpd,omitempty"`
+	Concurrency int `yaml:"concurrency,omitempty"`
+	// Reset is when rpd and tpd start over: "daily HH:MM TZ" (the
+	// default, "daily 00:00 UTC"), "rolling 24h", "weekly mon HH:MM TZ" or
+	// "monthly D HH:MM TZ". rpm and tpm always cover the last 60 seconds.
+	Reset string `yaml:"reset,omitempty"`
+}
+
+// Price is money per million tokens; zero is free.
+type Price struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// Budget caps spending in one scope per local day or month.
+type Budget struct {
+	// Scope is "global", "chain:NAME" or "provider:NAME".
+	Scope string `yaml:"scope"`
+	// Period is "day" or "month".
+	Period string `yaml:"period"`
+	// Limit is the money that may be spent in a period; more than 0.
+	Limit float64 `yaml:"limit"`
+	// Action is what happens at the limit: "free-only" (paid backends are
+	// skipped) or "block" (requests nothing free can serve get HTTP 402).
+	Action string `yaml:"action"`
+}
+
+// Ledger configures the usage ledger.
+type Ledger struct {
+	// RetentionDays is how long single rows are kept before they are
+	// rolled up into daily totals [30].
+	RetentionDays int `yaml:"retention_days,omitempty"`
 }
 
 // Probed reports whether p's backends get active probes.
@@ -148,6 +198,23 @@ type Model struct {
 	Context int `yaml:"context"`
 	// MaxOutput is the largest completion in tokens; 0 means unknown.
 	MaxOutput int `yaml:"max_output"`
+	// Limits apply to this model alone, besides the provider's.
+	Limits *Limits `yaml:"limits,omitempty"`
+	// Price is what the model costs per million tokens; nil is free.
+	Price *Price `yaml:"price,omitempty"`
+	// CreditExpires is the last day (YYYY-MM-DD) of a prepaid credit for
+	// this model; until then the auto chain uses it ahead of the free pool.
+	CreditExpires string `yaml:"credit_expires,omitempty"`
+}
+
+// CreditDate parses CreditExpires; zero when unset or invalid (validation
+// reports invalid dates).
+func (m Model) CreditDate() time.Time {
+	t, err := time.Parse(time.DateOnly, m.CreditExpires)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // Timeouts are the time limits of one upstream request, phase by phase.
@@ -218,6 +285,7 @@ func Default() *Config {
 			HealthThreshold:   DefaultHealthThreshold,
 		},
 		Probes: Probes{Interval: DefaultProbeInterval, OpenInterval: DefaultProbeOpenInterval, Daily: DefaultProbeDaily},
+		Ledger: Ledger{RetentionDays: DefaultRetentionDays},
 	}
 }
 
@@ -272,6 +340,9 @@ func applyDefaults(c *Config) {
 	}
 	if c.Probes.Daily == 0 {
 		c.Probes.Daily = DefaultProbeDaily
+	}
+	if c.Ledger.RetentionDays == 0 {
+		c.Ledger.RetentionDays = DefaultRetentionDays
 	}
 	for i := range c.Providers {
 		p := &c.Providers[i]

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"freelane/backend/quota"
 )
 
 var (
@@ -110,6 +112,10 @@ func (v *validator) validate(c *Config) {
 	v.providers(c)
 	v.chains(c)
 	v.breaker(c)
+	v.budgets(c)
+	if c.Ledger.RetentionDays < 0 {
+		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", DefaultRetentionDays, c.Ledger.RetentionDays)
+	}
 	v.unsetEnv()
 }
 
@@ -176,6 +182,7 @@ func (v *validator) providers(c *Config) {
 		v.headers(p, f)
 		v.models(p, f)
 		v.timeouts(p, f)
+		v.limits(p.Limits, f+".limits")
 	}
 }
 
@@ -320,6 +327,20 @@ func (v *validator) models(p *Provider, f string) {
 		}
 		if m.MaxOutput < 0 {
 			v.errorf(mf+".max_output", "must be a number of tokens >= 0 (0 = unknown), got %d", m.MaxOutput)
+		}
+		v.limits(m.Limits, mf+".limits")
+		if m.Price != nil {
+			for _, pr := range []struct {
+				key string
+				val float64
+			}{{"input", m.Price.Input}, {"output", m.Price.Output}} {
+				if pr.val < 0 || math.IsNaN(pr.val) || math.IsInf(pr.val, 0) {
+					v.errorf(mf+".price."+pr.key, "must be money per million tokens >= 0 (0 = free), got %v", pr.val)
+				}
+			}
+		}
+		if m.CreditExpires != "" && m.CreditDate().IsZero() {
+			v.errorf(mf+".credit_expires", "must be a date written YYYY-MM-DD, e.g. 2026-12-31, got %q", m.CreditExpires)
 		}
 	}
 }
@@ -495,4 +516,77 @@ func (v *validator) unsetEnv() {
 			v.warnf(path, "environment variable %s is not set; using an empty value", name)
 		}
 	}
+}
+
+// limits checks a provider's or a model's limits at field f.
+func (v *validator) limits(l *Limits, f string) {
+	if l == nil {
+		return
+	}
+	for _, n := range []struct {
+		key  string
+		val  int
+		what string
+	}{
+		{"rpm", l.RPM, "requests per minute"}, {"rpd", l.RPD, "requests per reset period"},
+		{"tpm", l.TPM, "tokens per minute"}, {"tpd", l.TPD, "tokens per reset period"},
+		{"concurrency", l.Concurrency, "requests at once"},
+	} {
+		if n.val < 0 {
+			v.errorf(f+"."+n.key, "must be a number of %s >= 0 (0 or leaving it out = no limit), got %d", n.what, n.val)
+		}
+	}
+	if _, err := quota.ParseRule(l.Reset); err != nil {
+		v.errorf(f+".reset", "%s", err.Error())
+	}
+}
+
+// budgets checks the money budgets.
+func (v *validator) budgets(c *Config) {
+	seen := map[string]int{}
+	for i, b := range c.Budgets {
+		f := fmt.Sprintf("budgets[%d]", i)
+		scopeOK := true
+		switch name, isChain := strings.CutPrefix(b.Scope, "chain:"); {
+		case b.Scope == "global":
+		case isChain:
+			if name != "auto" && !slices.ContainsFunc(c.Chains, func(ch Chain) bool { return ch.Name == name }) {
+				scopeOK = false
+				v.errorf(f+".scope", "names no chain: %q is not among the chains (auto%s)", name, chainList(c))
+			}
+		case strings.HasPrefix(b.Scope, "provider:"):
+			if _, ok := c.Provider(strings.TrimPrefix(b.Scope, "provider:")); !ok {
+				scopeOK = false
+				v.errorf(f+".scope", "names no provider: %q; %s", strings.TrimPrefix(b.Scope, "provider:"), providerList(c))
+			}
+		default:
+			scopeOK = false
+			v.errorf(f+".scope", "must be \"global\", \"chain:NAME\" or \"provider:NAME\", got %q", b.Scope)
+		}
+		if b.Period != "day" && b.Period != "month" {
+			v.errorf(f+".period", "must be \"day\" or \"month\", got %q", b.Period)
+		}
+		if !(b.Limit > 0) || math.IsInf(b.Limit, 0) {
+			v.errorf(f+".limit", "must be an amount of money greater than 0, got %v", b.Limit)
+		}
+		if b.Action != "free-only" && b.Action != "block" {
+			v.errorf(f+".action", "must be \"free-only\" (paid backends are skipped, free and local still serve) or \"block\" (requests are refused with HTTP 402), got %q", b.Action)
+		}
+		if id := b.Scope + "|" + b.Period; scopeOK {
+			if first, dup := seen[id]; dup {
+				v.errorf(f+".scope", "budgets[%d] already sets the %s budget of %s; give each scope one budget per period", first, b.Period, b.Scope)
+			} else {
+				seen[id] = i
+			}
+		}
+	}
+}
+
+func chainList(c *Config) string {
+	var sb strings.Builder
+	for _, ch := range c.Chains {
+		sb.WriteString(", ")
+		sb.WriteString(ch.Name)
+	}
+	return sb.String()
 }

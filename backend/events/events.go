@@ -28,6 +28,11 @@ const (
 	Online      Kind = "online"
 	Paused      Kind = "routing_paused"  // the user paused routing: /v1 answers 503
 	Resumed     Kind = "routing_resumed" // routing resumed
+
+	QuotaWarning   Kind = "quota_warning"   // 80% of a backend's limit used in the current window
+	QuotaExhausted Kind = "quota_exhausted" // a limit is used up until its reset
+	BudgetWarning  Kind = "budget_warning"  // 80% of a budget spent
+	BudgetExceeded Kind = "budget_exceeded" // a budget is spent; its action applies
 )
 
 // Level is how much a person should care.

@@ -34,7 +34,7 @@ const maxRetryAfter = 24 * time.Hour
 func ClassifyResponse(status int, h http.Header, body []byte, now time.Time) *Error {
 	msg := ErrorMessage(body)
 	lower := strings.ToLower(msg + " " + errorCode(body))
-	e := &Error{Status: status, Body: body}
+	e := &Error{Status: status, Body: body, Header: h}
 	switch {
 	case status == http.StatusTooManyRequests:
 		e.Class = RateLimited

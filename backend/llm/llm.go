@@ -6,6 +6,7 @@ package llm
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -25,6 +26,9 @@ const (
 	TooLong     Class = "too_long"
 	Caller      Class = "caller"
 	Cancelled   Class = "cancelled"
+	// Quota marks a backend passed over because one of its configured or
+	// learned limits (or a money budget) is used up until a reset.
+	Quota Class = "quota"
 )
 
 // FailsOver reports whether a failure of this class moves the request to the
@@ -32,7 +36,7 @@ const (
 // requests stop.
 func (c Class) FailsOver() bool {
 	switch c {
-	case RateLimited, Transient, Soft, Credential, Gone, TooLong:
+	case RateLimited, Transient, Soft, Credential, Gone, TooLong, Quota:
 		return true
 	}
 	return false
@@ -70,6 +74,11 @@ type Error struct {
 	Body []byte
 	// Err is the underlying transport error, if any.
 	Err error
+	// Header is the upstream's response header of an HTTP error answer
+	// (nil for transport failures), kept so rate-limit headers can update
+	// what is known about the backend's quota. It is the response's own
+	// map, not a copy.
+	Header http.Header
 }
 
 func (e *Error) Error() string {
@@ -98,6 +107,13 @@ type Attempt struct {
 	// Skipped is set when the router passed the backend by without calling
 	// it (cooling down, retired, key disabled); Reason says why.
 	Skipped bool `json:"skipped,omitempty"`
+	// Tokens and cost of a call that was made: from the upstream's usage
+	// block, or estimated offline when it sent none (Estimated). Cost is in
+	// the user's currency, from the model's configured price.
+	PromptTokens     int     `json:"prompt_tokens,omitempty"`
+	CompletionTokens int     `json:"completion_tokens,omitempty"`
+	Cost             float64 `json:"cost,omitempty"`
+	Estimated        bool    `json:"estimated,omitempty"`
 }
 
 // Trace is everything worth remembering about one client request: where it
@@ -116,6 +132,7 @@ type Trace struct {
 	Latency   time.Duration `json:"latency_ns"`
 	TTFT      time.Duration `json:"ttft_ns,omitempty"`
 	Usage     Usage         `json:"usage"`
+	Cost      float64       `json:"cost"` // sum of the attempts' costs
 	Attempts  []Attempt     `json:"attempts"`
 	Committed bool          `json:"committed,omitempty"` // stream body started
 }

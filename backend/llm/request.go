@@ -32,6 +32,9 @@ type Request struct {
 	// HasStreamOptions is true when the client sent stream_options at all;
 	// FreeLane then leaves them alone.
 	HasStreamOptions bool
+	// MaxTokens is the client's max_tokens (or max_completion_tokens), 0
+	// when it set none; budgets use it to estimate what a call may cost.
+	MaxTokens int
 
 	body       []byte
 	modelStart int // offset of the model value (including its quotes)
@@ -122,6 +125,8 @@ func ParseRequest(ep Endpoint, body []byte) (*Request, error) {
 			default:
 				err = badRequest("stream_options", "stream_options must be an object")
 			}
+		case "max_tokens", "max_completion_tokens":
+			r.MaxTokens = max(r.MaxTokens, smallInt(v))
 		case requiredName:
 			required = v
 		}
@@ -244,6 +249,8 @@ func parseDecoder(ep Endpoint, body []byte) (*Request, error) {
 				r.HasStreamOptions = true
 				r.WantsUsage = so.IncludeUsage
 			}
+		case "max_tokens", "max_completion_tokens":
+			r.MaxTokens = max(r.MaxTokens, smallInt(raw))
 		case requiredName:
 			required = raw
 		}
@@ -346,6 +353,27 @@ func (r *Request) Body(model string, addUsage bool) []byte {
 	}
 	return append(out, r.body[pos:]...)
 }
+
+// smallInt reads a non-negative JSON integer without allocating; anything
+// else (null, a float, a string, a huge number) is 0, which means "not set"
+// to the callers. The upstream, not FreeLane, judges such values.
+func smallInt(v []byte) int {
+	if len(v) == 0 || len(v) > 9 {
+		return 0
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// Raw returns the client's body as sent. The caller must not modify it.
+// Token estimation reads the messages from it.
+func (r *Request) Raw() []byte { return r.body }
 
 // Size is the length of the client's body in bytes.
 func (r *Request) Size() int { return len(r.body) }

@@ -34,6 +34,44 @@ type Gate interface {
 	Report(provider, backend string, ticket uint64, e *llm.Error, firstByte time.Duration)
 }
 
+// Admission decides, before each call, whether quotas and budgets allow it,
+// and accounts for the call afterwards; the quota package provides it.
+// Unlike a Gate's refusals, its refusals are never overridden: a limit or
+// a budget is the user's rule, not a guess about the backend's health.
+type Admission interface {
+	// Available tells, without side effects, whether b could be admitted.
+	Available(chain string, b *Backend) error
+	// Admit takes what a call needs (a concurrency slot, the request
+	// counted, money reserved). A refusal's message is the skip reason;
+	// an error with a BudgetBlocked() bool method returning true makes the
+	// request fail with HTTP 402 when no other backend serves it.
+	Admit(req *llm.Request, chain string, b *Backend) (Hold, error)
+}
+
+// Hold is an admitted call. Exactly one of Settle and Release is called.
+type Hold interface {
+	// Settle accounts for the call and fills in the attempt's tokens and
+	// cost.
+	Settle(c Call)
+	// Release gives back what Admit took for a call that was not made.
+	Release()
+}
+
+// Call is what one attempt used, as far as the router saw it.
+type Call struct {
+	// Usage is the upstream's usage report, nil when it sent none.
+	Usage *llm.Usage
+	// Output is the answer body (or the stream's events) for estimating
+	// tokens when Usage is nil; it is only valid during Settle.
+	Output []byte
+	// Header is the upstream's response header, nil if none arrived.
+	Header http.Header
+	// Err is the attempt's failure, nil on success.
+	Err *llm.Error
+	// Attempt receives tokens and cost.
+	Attempt *llm.Attempt
+}
+
 // Recorder receives the trace of every finished request. It must not block.
 type Recorder interface {
 	Record(t llm.Trace)
@@ -46,6 +84,8 @@ type Router struct {
 	gate  Gate
 	rec   Recorder
 	log   *slog.Logger
+	// admit is set once before serving (SetAdmission); nil admits all.
+	admit Admission
 }
 
 // New returns a Router over the table. rec may be nil.
@@ -57,6 +97,9 @@ func New(t *Table, gate Gate, rec Recorder, log *slog.Logger) *Router {
 	r.table.Store(t)
 	return r
 }
+
+// SetAdmission installs quota and budget checks. Call it before serving.
+func (r *Router) SetAdmission(a Admission) { r.admit = a }
 
 // Table returns the current routing table.
 func (r *Router) Table() *Table { return r.table.Load() }
@@ -115,7 +158,10 @@ func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Fail
 			return err
 		}
 		res = &Result{Response: resp, Backend: b}
-		a.usage = &resp.Usage
+		a.header, a.output = resp.Header, resp.Body
+		if resp.Usage != (llm.Usage{}) {
+			a.usage = &resp.Usage
+		}
 		return nil
 	})
 	if f != nil {
@@ -144,6 +190,12 @@ type attempt struct {
 	late  *llm.Error
 	usage *llm.Usage
 	trace *llm.Trace
+	// header and output are the upstream's response header and answer
+	// (or stream events, when admission wants them), for Settle.
+	header http.Header
+	output []byte
+	// keepOutput asks streamOne to keep the stream's events.
+	keepOutput bool
 }
 
 type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
@@ -164,9 +216,20 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 
 	// Pass by unavailable backends, unless every one of them is: then try
 	// them in order anyway, since refusing outright helps nobody.
+	// A backend at a quota or shut out by a budget is passed by even then.
 	skip := make([]error, len(route.Backends))
+	var hard []bool
 	usable := 0
 	for i, b := range route.Backends {
+		if r.admit != nil {
+			if err := r.admit.Available(route.Chain, b); err != nil {
+				if hard == nil {
+					hard = make([]bool, len(route.Backends))
+				}
+				skip[i], hard[i] = err, true
+				continue
+			}
+		}
 		skip[i] = r.gate.Available(b.Provider, b.Name)
 		if skip[i] == nil {
 			usable++
@@ -174,8 +237,12 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	}
 	tooLong := -1 // context size of a backend that found the prompt too long
 	var final *llm.Error
+	var blocked error // a block budget that refused a backend
 	for i, b := range route.Backends {
-		if usable > 0 && skip[i] != nil {
+		if (usable > 0 || hard != nil && hard[i]) && skip[i] != nil {
+			if budgetBlocked(skip[i]) {
+				blocked = skip[i]
+			}
 			tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(skip[i]), Skipped: true, Reason: skip[i].Error()})
 			continue
 		}
@@ -188,17 +255,33 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 			final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			break
 		}
+		var hold Hold
+		if r.admit != nil {
+			// Another request may have used the last of a quota or a
+			// budget since the scan above.
+			var err error
+			if hold, err = r.admit.Admit(req, route.Chain, b); err != nil {
+				if budgetBlocked(err) {
+					blocked = err
+				}
+				tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(err), Skipped: true, Reason: err.Error()})
+				continue
+			}
+		}
 		var ticket uint64
 		if usable > 0 {
 			// Another request may have taken a half-open backend's single
 			// trial since the scan above.
 			var err error
 			if ticket, err = r.gate.Acquire(b.Provider, b.Name); err != nil {
+				if hold != nil {
+					hold.Release()
+				}
 				tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(err), Skipped: true, Reason: err.Error()})
 				continue
 			}
 		}
-		a := attempt{Attempt: llm.Attempt{Backend: b.Name}, trace: tr}
+		a := attempt{Attempt: llm.Attempt{Backend: b.Name}, trace: tr, keepOutput: hold != nil}
 		t0 := time.Now()
 		err := try(ctx, b, &a)
 		a.Latency = time.Since(t0)
@@ -221,11 +304,23 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 			firstByte = a.Latency
 		}
 		r.gate.Report(b.Provider, b.Name, ticket, le, firstByte)
+		if hold != nil {
+			h := a.header
+			if h == nil && le != nil {
+				h = le.Header
+			}
+			hold.Settle(Call{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
+			tr.Cost += a.Cost
+		}
 		tr.Attempts = append(tr.Attempts, a.Attempt)
 		if le == nil || committed {
 			tr.Backend, tr.TTFT, tr.Committed = b.Name, a.TTFT, committed
-			if a.usage != nil {
+			switch {
+			case a.usage != nil:
 				tr.Usage = *a.usage
+			case a.Estimated:
+				tr.Usage = llm.Usage{PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
+					TotalTokens: a.PromptTokens + a.CompletionTokens}
 			}
 			if le != nil {
 				tr.Class, tr.Error = le.Class, le.Message
@@ -246,8 +341,20 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		}
 	}
 	f := r.failure(route, tr, final)
+	if blocked != nil && f.Class != llm.Cancelled && f.Class != llm.Caller {
+		// Nothing served and a budget kept paid backends out: that is
+		// what the user must hear about, not the free backends' failures.
+		f = &Failure{Status: http.StatusPaymentRequired, Type: "insufficient_quota", Code: "budget_exceeded",
+			Message: strings.TrimPrefix(blocked.Error(), "budget: "), Attempts: tr.Attempts, Class: llm.Quota}
+	}
 	r.finish(tr, start, f)
 	return tr, f
+}
+
+// budgetBlocked reports whether err is a refusal by a block budget.
+func budgetBlocked(err error) bool {
+	var b interface{ BudgetBlocked() bool }
+	return errors.As(err, &b) && b.BudgetBlocked()
 }
 
 // classify returns an attempt's error as an *llm.Error. One the upstream
@@ -271,6 +378,10 @@ func skipClass(err error) llm.Class {
 	var rl interface{ RateLimited() bool }
 	if errors.As(err, &rl) && rl.RateLimited() {
 		return llm.RateLimited
+	}
+	var q interface{ Quota() bool }
+	if errors.As(err, &q) && q.Quota() {
+		return llm.Quota
 	}
 	return llm.Transient
 }
@@ -297,7 +408,8 @@ func (r *Router) failure(route Route, tr *llm.Trace, last *llm.Error) *Failure {
 	allLimited := len(tr.Attempts) > 0
 	var parts []string
 	for _, a := range tr.Attempts {
-		if a.Class != llm.RateLimited {
+		// A quota used up is a rate limit the user configured.
+		if a.Class != llm.RateLimited && a.Class != llm.Quota {
 			allLimited = false
 		}
 		parts = append(parts, a.Backend+": "+a.Reason)
@@ -379,8 +491,8 @@ func AttemptsHeader(as []llm.Attempt) string {
 }
 
 func skipWord(a llm.Attempt) string {
-	if a.Class == llm.TooLong {
-		return "too_long"
+	if a.Class == llm.TooLong || a.Class == llm.Quota {
+		return string(a.Class)
 	}
 	word, _, _ := strings.Cut(a.Reason, " ")
 	return word

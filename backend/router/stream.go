@@ -18,6 +18,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		return err
 	}
 	defer st.Close()
+	a.header = st.Header()
 
 	// Held events are copied: an event's Data is only valid until Next.
 	var held [][]byte
@@ -43,6 +44,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		}
 		// First content: commit. The header shows this attempt as the one
 		// serving.
+		a.keep(ev.Data)
 		a.TTFT = time.Since(t0)
 		a.Class = llm.OK
 		if ev.Usage != nil {
@@ -79,6 +81,9 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		if ev.Usage != nil {
 			a.usage = ev.Usage
 		}
+		if ev.Kind == llm.Content && a.usage == nil {
+			a.keep(ev.Data)
+		}
 		switch ev.Kind {
 		case llm.UsageOnly:
 			if !req.WantsUsage {
@@ -95,4 +100,19 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 			return errCommitted
 		}
 	}
+}
+
+// maxKeep bounds the stream events kept for token estimation; a longer
+// answer is estimated from its first part (see tokens.Count).
+const maxKeep = 1 << 20
+
+// keep saves a content event for estimating the answer's tokens in case the
+// upstream reports no usage. Events are joined with a newline, which
+// llm.AppendDeltaText skips.
+func (a *attempt) keep(data []byte) {
+	if !a.keepOutput || len(a.output)+len(data) > maxKeep {
+		return
+	}
+	a.output = append(a.output, data...)
+	a.output = append(a.output, '\n')
 }

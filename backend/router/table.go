@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"freelane/backend/llm"
 )
@@ -30,6 +31,10 @@ type ModelSpec struct {
 	ID      string
 	ParamsB float64
 	Context int
+	// CreditUntil is when a prepaid credit for this model runs out; until
+	// then the default chain puts it ahead of the free pool, so the credit
+	// is used before it expires (seed 002 section 4). Zero for none.
+	CreditUntil time.Time
 }
 
 // ProviderSpec is a provider as the router needs to know it.
@@ -56,6 +61,8 @@ type ChainSpec struct {
 type Spec struct {
 	Providers []ProviderSpec
 	Chains    []ChainSpec
+	// Now decides which credits are still running.
+	Now time.Time
 	// DefaultChain, when it names a user chain, is what "auto" routes to.
 	DefaultChain string
 }
@@ -89,6 +96,9 @@ type Table struct {
 	// without a key to their hints.
 	keylessModels map[string]string
 	hints         []string // one per keyless provider, in config order
+	// creditEnds is the earliest end of a credit that moved a backend up
+	// the default chain: the table should be rebuilt then.
+	creditEnds time.Time
 	// defaultOf is the user chain "auto" stands for, "" when auto is
 	// generated or user-defined.
 	defaultOf string
@@ -109,8 +119,9 @@ func Build(spec Spec) *Table {
 
 		keylessModels: map[string]string{},
 	}
-	var own, free, local []*Backend
+	var own, free, local, credit []*Backend
 	var ownDefault []*Backend
+	creditUntil := map[*Backend]time.Time{}
 	for _, p := range spec.Providers {
 		if p.Disabled {
 			continue
@@ -130,6 +141,12 @@ func Build(spec Spec) *Table {
 			switch {
 			case p.Tier == TierOwn && p.Default:
 				ownDefault = append(ownDefault, b)
+			case spec.Now.Before(m.CreditUntil):
+				credit = append(credit, b)
+				creditUntil[b] = m.CreditUntil
+				if t.creditEnds.IsZero() || m.CreditUntil.Before(t.creditEnds) {
+					t.creditEnds = m.CreditUntil
+				}
 			case p.Tier == TierOwn:
 				own = append(own, b)
 			case p.Tier == TierFree:
@@ -142,7 +159,9 @@ func Build(spec Spec) *Table {
 	// Free models go biggest first: the most capable free model is the best
 	// stand-in for a paid one (seed 000). Stable, so ties keep config order.
 	sort.SliceStable(free, func(i, j int) bool { return free[i].ParamsB > free[j].ParamsB })
-	t.order = slices.Concat(ownDefault, own, free, local)
+	// Credits that run out soonest go first: they are lost when unused.
+	sort.SliceStable(credit, func(i, j int) bool { return creditUntil[credit[i]].Before(creditUntil[credit[j]]) })
+	t.order = slices.Concat(ownDefault, own, credit, free, local)
 	for _, b := range t.order {
 		t.byModel[b.Model] = append(t.byModel[b.Model], b)
 	}
@@ -270,6 +289,10 @@ func (t *Table) Names() []string {
 	}
 	return names
 }
+
+// RebuildAt is when a credit that moved a backend up the default chain ends,
+// so the table must be built again; zero when no credit is running.
+func (t *Table) RebuildAt() time.Time { return t.creditEnds }
 
 // Chains returns the chain names in order.
 func (t *Table) Chains() []string { return slices.Clone(t.chainNames) }

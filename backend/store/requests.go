@@ -43,6 +43,11 @@ const insertRequestSQL = `INSERT INTO requests (
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
+const insertLedgerSQL = `INSERT INTO ledger (
+	time, request_id, chain, backend, outcome, status, latency_ms, ttft_ms,
+	prompt_tokens, completion_tokens, estimated, cost
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // storedAttempt is an attempt as kept in the attempts JSON column, with
 // durations in milliseconds like the other columns.
 type storedAttempt struct {
@@ -53,6 +58,10 @@ type storedAttempt struct {
 	TTFTMS    float64   `json:"ttft_ms,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
 	Skipped   bool      `json:"skipped,omitempty"`
+	Prompt    int       `json:"prompt_tokens,omitempty"`
+	Complete  int       `json:"completion_tokens,omitempty"`
+	Cost      float64   `json:"cost,omitempty"`
+	Estimated bool      `json:"estimated,omitempty"`
 }
 
 func encodeAttempts(as []llm.Attempt) (string, error) {
@@ -62,7 +71,8 @@ func encodeAttempts(as []llm.Attempt) (string, error) {
 	out := make([]storedAttempt, len(as))
 	for i, a := range as {
 		out[i] = storedAttempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
-			LatencyMS: durationMS(a.Latency), Reason: a.Reason, Skipped: a.Skipped}
+			LatencyMS: durationMS(a.Latency), Reason: a.Reason, Skipped: a.Skipped,
+			Prompt: a.PromptTokens, Complete: a.CompletionTokens, Cost: a.Cost, Estimated: a.Estimated}
 		if a.TTFT > 0 {
 			out[i].TTFTMS = durationMS(a.TTFT)
 		}
@@ -79,7 +89,8 @@ func decodeAttempts(s string) ([]llm.Attempt, error) {
 	out := make([]llm.Attempt, len(in))
 	for i, a := range in {
 		out[i] = llm.Attempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
-			Latency: msDuration(a.LatencyMS), TTFT: msDuration(a.TTFTMS), Reason: a.Reason, Skipped: a.Skipped}
+			Latency: msDuration(a.LatencyMS), TTFT: msDuration(a.TTFTMS), Reason: a.Reason, Skipped: a.Skipped,
+			PromptTokens: a.Prompt, CompletionTokens: a.Complete, Cost: a.Cost, Estimated: a.Estimated}
 	}
 	return out, nil
 }
@@ -103,6 +114,14 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace) (skipped int
 		return 0, fmt.Errorf("store: write requests: prepare: %w", err)
 	}
 	defer stmt.Close()
+	// The ledger statement is prepared on first use: most batches have
+	// ledger rows, but a batch of only refused requests has none.
+	var ledger *sql.Stmt
+	defer func() {
+		if ledger != nil {
+			ledger.Close()
+		}
+	}()
 
 	for i := range traces {
 		t := &traces[i]
@@ -135,6 +154,22 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace) (skipped int
 		}
 		if n == 0 {
 			skipped++ // duplicate ID
+			continue
+		}
+		for j := range t.Attempts {
+			a := &t.Attempts[j]
+			if a.Skipped {
+				continue
+			}
+			if ledger == nil {
+				if ledger, err = tx.PrepareContext(ctx, insertLedgerSQL); err != nil {
+					return 0, fmt.Errorf("store: write ledger: prepare: %w", err)
+				}
+			}
+			if _, err := ledger.ExecContext(ctx, start.UnixMilli(), id, t.Chain, a.Backend, string(a.Class), a.Status,
+				durationMS(a.Latency), nullDurationMS(a.TTFT), a.PromptTokens, a.CompletionTokens, a.Estimated, a.Cost); err != nil {
+				return 0, fmt.Errorf("store: write ledger row of %s: %w", id, err)
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -210,6 +245,9 @@ LIMIT ?`
 		t.TTFT = msDuration(ttft.Float64)
 		if t.Attempts, err = decodeAttempts(attempts); err != nil {
 			return nil, fmt.Errorf("store: request %s: attempts: %w", t.ID, err)
+		}
+		for _, a := range t.Attempts {
+			t.Cost += a.Cost
 		}
 		out = append(out, t)
 	}

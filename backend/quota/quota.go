@@ -1,0 +1,400 @@
+// Package quota keeps what each backend may still be asked and what the user
+// may still spend: request and token limits per minute and per day (or
+// week, month, rolling 24 hours) on providers and models, concurrency
+// limits, what upstream rate-limit headers say, and money budgets. The
+// router asks it before every call (Admit) and tells it what the call used
+// afterwards (Settle). Time comes from an injected clock, so tests move time
+// instead of sleeping.
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"freelane/backend/events"
+	"freelane/backend/llm"
+	"freelane/backend/tokens"
+)
+
+// Clock tells the time.
+type Clock interface{ Now() time.Time }
+
+// Publisher receives quota and budget events; events.Bus implements it.
+type Publisher interface{ Publish(events.Event) }
+
+// Limits are the configured limits of a provider or a model. Zero means
+// no limit.
+type Limits struct {
+	RPM, RPD, TPM, TPD, Concurrency int64
+	Reset                           Rule
+}
+
+func (l Limits) any() bool {
+	return l.RPM > 0 || l.RPD > 0 || l.TPM > 0 || l.TPD > 0 || l.Concurrency > 0
+}
+
+// Price is money per million tokens.
+type Price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+// Free reports whether calls at this price cost nothing.
+func (p Price) Free() bool { return p.Input <= 0 && p.Output <= 0 }
+
+// Backend is one backend's quota settings.
+type Backend struct {
+	Name     string // provider/model
+	Provider string
+	Limits   Limits
+	Price    Price
+	// CreditExpires is the last day of a prepaid credit, zero for none.
+	CreditExpires time.Time
+}
+
+// Settings are everything the Manager enforces.
+type Settings struct {
+	// Providers maps a provider name to limits shared by all its models.
+	Providers map[string]Limits
+	Backends  []Backend
+	Budgets   []Budget
+	// DefaultMaxTokens is the completion length assumed for a budget's
+	// reservation when a request sets no max_tokens [1024].
+	DefaultMaxTokens int
+}
+
+// Manager enforces limits and budgets. It is safe for concurrent use.
+type Manager struct {
+	clock Clock
+	pub   Publisher
+	loc   *time.Location // budget periods are local calendar days and months
+
+	mu       sync.Mutex
+	scopes   map[string]*scope // provider or backend name -> counters; kept across Configure
+	backends map[string]*Backend
+	budgets  []*budgetState // kept across Configure by id
+	spend    spendTotals
+	maxTok   int
+}
+
+// New returns a Manager with no limits. loc is the zone of budget periods
+// (nil: time.Local).
+func New(clock Clock, pub Publisher, loc *time.Location) *Manager {
+	if loc == nil {
+		loc = time.Local
+	}
+	return &Manager{clock: clock, pub: pub, loc: loc, scopes: map[string]*scope{}, backends: map[string]*Backend{}, maxTok: 1024}
+}
+
+// Configure installs new settings. Counters and spend carry over for the
+// providers, backends and budgets that remain.
+func (m *Manager) Configure(s Settings) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maxTok = s.DefaultMaxTokens
+	if m.maxTok <= 0 {
+		m.maxTok = 1024
+	}
+	backends := map[string]*Backend{}
+	for i := range s.Backends {
+		b := s.Backends[i]
+		backends[b.Name] = &b
+		m.scope(b.Name).lim = b.Limits
+	}
+	for name, l := range s.Providers {
+		m.scope(name).lim = l
+	}
+	// A provider or model whose limits were removed keeps its counters
+	// (learned limits still apply) but loses its configured limits.
+	for name, sc := range m.scopes {
+		if _, isProvider := s.Providers[name]; !isProvider && backends[name] == nil {
+			sc.lim = Limits{}
+		}
+	}
+	m.backends = backends
+	m.budgets = m.configureBudgets(s.Budgets)
+}
+
+func (m *Manager) scope(name string) *scope {
+	sc := m.scopes[name]
+	if sc == nil {
+		sc = newScope(name)
+		m.scopes[name] = sc
+	}
+	return sc
+}
+
+// skipError is a backend passed over at a limit or a budget.
+type skipError struct {
+	msg     string
+	blocked bool // a budget with action block: HTTP 402 if nothing serves
+}
+
+func (e *skipError) Error() string { return e.msg }
+
+// Quota marks the skip as class quota for the router.
+func (e *skipError) Quota() bool { return true }
+
+// BudgetBlocked tells the router that a block budget refused the call.
+func (e *skipError) BudgetBlocked() bool { return e.blocked }
+
+// Target names the backend a call goes to.
+type Target struct {
+	Provider string
+	Name     string // provider/model
+}
+
+// Call is what an attempt used, given to Settle.
+type Call struct {
+	// Usage is the upstream's usage block, nil when it sent none.
+	Usage *llm.Usage
+	// Output is the answer's body, or a stream's chunks, for estimating
+	// completion tokens when Usage is nil. It is only read during Settle.
+	Output []byte
+	// Header is the upstream's response header (of an error answer too).
+	Header http.Header
+	// Err is the attempt's failure, nil on success.
+	Err *llm.Error
+	// Attempt receives the tokens and cost.
+	Attempt *llm.Attempt
+}
+
+// Available reports, without counting anything, whether b is at a limit or
+// shut out by a budget.
+func (m *Manager) Available(chain string, b Target) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	if err := m.limitsLocked(b, now); err != nil {
+		return err
+	}
+	if bk := m.backends[b.Name]; bk != nil && !bk.Price.Free() {
+		if bs := m.exceededLocked(chain, b.Provider, 0, now); bs != nil {
+			return bs.skip(now)
+		}
+	}
+	return nil
+}
+
+// Hold is an admitted call: a concurrency slot, the request counted at
+// admission and any money reserved against budgets. It must be settled or
+// released exactly once.
+type Hold struct {
+	m        *Manager
+	req      *llm.Request
+	chain    string
+	b        Target
+	at       time.Time
+	reserved float64
+	prompt   int // prompt estimate made for the reservation, 0 if none
+	budgets  []*budgetState
+	done     bool
+}
+
+// Admit decides whether b may be called for req now. It counts the request
+// against the backend's and its provider's limits, takes a concurrency
+// slot and reserves the call's estimated cost against the budgets that
+// apply. The Hold must be settled or released.
+func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, error) {
+	h := &Hold{m: m, req: req, chain: chain, b: b}
+	m.mu.Lock()
+	bk := m.backends[b.Name]
+	paid := bk != nil && !bk.Price.Free() && len(m.budgets) > 0
+	m.mu.Unlock()
+	if paid {
+		// Estimated outside the lock: it tokenizes the prompt.
+		h.prompt = tokens.Prompt(req.Raw())
+	}
+	var evs []events.Event
+	m.mu.Lock()
+	now := m.clock.Now()
+	h.at = now
+	if err := m.limitsLocked(b, now); err != nil {
+		evs = m.exhaustedLocked(b, now)
+		m.mu.Unlock()
+		m.publish(evs)
+		return nil, err
+	}
+	if bk = m.backends[b.Name]; paid && bk != nil {
+		maxOut := req.MaxTokens
+		if maxOut <= 0 {
+			maxOut = m.maxTok
+		}
+		h.reserved = cost(bk.Price, h.prompt, maxOut)
+		if bs := m.exceededLocked(chain, b.Provider, h.reserved, now); bs != nil {
+			evs = bs.exceededEvent(now)
+			m.mu.Unlock()
+			m.publish(evs)
+			return nil, bs.skip(now)
+		}
+		for _, bs := range m.budgets {
+			if bs.applies(chain, b.Provider) {
+				bs.roll(now, m.loc)
+				bs.reserved += h.reserved
+				h.budgets = append(h.budgets, bs)
+			}
+		}
+	}
+	for _, sc := range m.scopesOf(b) {
+		sc.admit(now)
+		evs = sc.warn(now, evs)
+	}
+	m.mu.Unlock()
+	m.publish(evs)
+	return h, nil
+}
+
+func (m *Manager) scopesOf(b Target) [2]*scope {
+	return [2]*scope{m.scope(b.Provider), m.scope(b.Name)}
+}
+
+// limitsLocked returns a skip error when b or its provider is at a limit.
+func (m *Manager) limitsLocked(b Target, now time.Time) error {
+	for _, sc := range m.scopesOf(b) {
+		if msg := sc.full(now); msg != "" {
+			return &skipError{msg: msg}
+		}
+	}
+	return nil
+}
+
+func (m *Manager) exhaustedLocked(b Target, now time.Time) []events.Event {
+	var evs []events.Event
+	for _, sc := range m.scopesOf(b) {
+		evs = sc.exhaustedEvent(now, evs)
+	}
+	return evs
+}
+
+func (m *Manager) publish(evs []events.Event) {
+	if m.pub == nil {
+		return
+	}
+	for _, e := range evs {
+		m.pub.Publish(e)
+	}
+}
+
+// Release gives back what the hold took without counting a call: the
+// router admitted the backend but did not call it.
+func (h *Hold) Release() {
+	m := h.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.done = true
+	for _, sc := range m.scopesOf(h.b) {
+		sc.unadmit(h.at)
+	}
+	for _, bs := range h.budgets {
+		bs.reserved -= h.reserved
+	}
+}
+
+// Settle accounts for the call made under the hold: tokens from the
+// upstream's usage or, when it sent none, estimated from the request and
+// the output seen; the cost at the backend's price; and what the
+// upstream's rate-limit headers or 429 body say about its quota. It fills
+// in the attempt's tokens and cost.
+func (h *Hold) Settle(c Call) {
+	a := c.Attempt
+	prompt, completion, estimated := 0, 0, false
+	switch {
+	case c.Usage != nil && (c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0):
+		prompt, completion = c.Usage.PromptTokens, c.Usage.CompletionTokens
+	case c.Err == nil || len(c.Output) > 0:
+		// The call produced something but reported no usage.
+		estimated = true
+		prompt = h.prompt
+		if prompt == 0 {
+			prompt = tokens.Prompt(h.req.Raw())
+		}
+		if len(c.Output) > 0 {
+			completion = tokens.Count(llm.AppendDeltaText(nil, c.Output))
+		}
+	}
+	m := h.m
+	var price Price
+	m.mu.Lock()
+	if bk := m.backends[h.b.Name]; bk != nil {
+		price = bk.Price
+	}
+	m.mu.Unlock()
+	spent := cost(price, prompt, completion)
+	if a != nil {
+		a.PromptTokens, a.CompletionTokens, a.Estimated, a.Cost = prompt, completion, estimated, spent
+	}
+
+	var evs []events.Event
+	m.mu.Lock()
+	now := m.clock.Now()
+	if !h.done {
+		h.done = true
+		for _, sc := range m.scopesOf(h.b) {
+			sc.settle(now, int64(prompt+completion))
+			evs = sc.warn(now, evs)
+		}
+		for _, bs := range h.budgets {
+			bs.reserved -= h.reserved
+		}
+		evs = m.spendLocked(now, h.chain, h.b.Provider, spent, evs)
+		if c.Header != nil || (c.Err != nil && c.Err.Status == http.StatusTooManyRequests) {
+			m.scope(h.b.Name).learn(now, c.Header, c.Err)
+		}
+	}
+	m.mu.Unlock()
+	m.publish(evs)
+}
+
+// cost is what prompt and completion tokens cost at p.
+func cost(p Price, prompt, completion int) float64 {
+	return (float64(prompt)*p.Input + float64(completion)*p.Output) / 1e6
+}
+
+// Restore replays ledger totals (oldest first) into the counters and the
+// spend, so limits and budgets hold across a restart. It must be called
+// after Configure and before traffic.
+func (m *Manager) Restore(rows []Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	for _, r := range rows {
+		if r.Time.After(now) {
+			continue
+		}
+		provider, _, _ := cutRef(r.Backend)
+		for _, name := range []string{provider, r.Backend} {
+			m.scope(name).record(r.Time, r.Requests, r.Tokens)
+		}
+		m.spendLocked(r.Time, r.Chain, provider, r.Cost, nil)
+	}
+}
+
+// Usage is one ledger total replayed by Restore.
+type Usage struct {
+	Time     time.Time
+	Backend  string
+	Chain    string
+	Requests int64
+	Tokens   int64
+	Cost     float64
+}
+
+func cutRef(ref string) (provider, model string, ok bool) {
+	for i := 0; i < len(ref); i++ {
+		if ref[i] == '/' {
+			return ref[:i], ref[i+1:], true
+		}
+	}
+	return ref, "", false
+}
+
+// ErrUnknownBackend is returned by views for a backend not configured.
+var ErrUnknownBackend = errors.New("quota: unknown backend")
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }

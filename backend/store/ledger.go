@@ -1,0 +1,239 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Usage groupings for UsageQuery.GroupBy.
+const (
+	ByDay        = "day"
+	ByBackend    = "backend"
+	ByChain      = "chain"
+	ByDayBackend = "day,backend"
+)
+
+// UsageQuery selects ledger totals: rows from From (inclusive) to To
+// (exclusive), grouped by GroupBy.
+type UsageQuery struct {
+	From, To time.Time
+	GroupBy  string
+}
+
+// UsageRow is one group of ledger totals.
+type UsageRow struct {
+	Key              string  `json:"key"`
+	Backend          string  `json:"backend,omitempty"`
+	Requests         int64   `json:"requests"`
+	Failures         int64   `json:"failures"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	Cost             float64 `json:"cost"`
+	EstimatedTokens  int64   `json:"estimated_tokens"`
+}
+
+// localDay is SQLite's expression for the local calendar day of a ledger
+// time. SQLite and Go both take the local zone from the process's TZ.
+const localDay = `strftime('%Y-%m-%d', time / 1000, 'unixepoch', 'localtime')`
+
+// Usage returns ledger totals, raw rows and rolled-up days together. Days
+// are local calendar days; rolled-up days count when they fall in the range.
+func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
+	var rawKey, dailyKey, extra, dailyExtra string
+	switch q.GroupBy {
+	case ByDay:
+		rawKey, dailyKey = localDay, "day"
+	case ByBackend:
+		rawKey, dailyKey = "backend", "backend"
+	case ByChain:
+		rawKey, dailyKey = "chain", "chain"
+	case ByDayBackend:
+		rawKey, dailyKey, extra, dailyExtra = localDay, "day", "backend", "backend"
+	default:
+		return nil, fmt.Errorf("store: unknown usage grouping %q", q.GroupBy)
+	}
+	if extra == "" {
+		extra, dailyExtra = "''", "''"
+	}
+	from, to := q.From.UnixMilli(), q.To.UnixMilli()
+	fromDay, toDay := q.From.Local().Format(time.DateOnly), q.To.Local().Format(time.DateOnly)
+	query := `SELECT k, b, SUM(requests), SUM(failures), SUM(pt), SUM(ct), SUM(cost), SUM(est) FROM (
+	SELECT ` + rawKey + ` AS k, ` + extra + ` AS b, COUNT(*) AS requests,
+		SUM(outcome <> 'ok') AS failures, SUM(prompt_tokens) AS pt, SUM(completion_tokens) AS ct,
+		SUM(cost) AS cost, SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END) AS est
+	FROM ledger WHERE time >= ? AND time < ? GROUP BY 1, 2
+	UNION ALL
+	SELECT ` + dailyKey + `, ` + dailyExtra + `, requests, failures, prompt_tokens, completion_tokens, cost, estimated_tokens
+	FROM ledger_daily WHERE day >= ? AND day < ?
+) GROUP BY k, b ORDER BY k, b`
+	rows, err := d.sql.QueryContext(ctx, query, from, to, fromDay, toDay)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage: %w", err)
+	}
+	defer rows.Close()
+	out := []UsageRow{}
+	for rows.Next() {
+		var r UsageRow
+		if err := rows.Scan(&r.Key, &r.Backend, &r.Requests, &r.Failures, &r.PromptTokens, &r.CompletionTokens, &r.Cost, &r.EstimatedTokens); err != nil {
+			return nil, fmt.Errorf("store: usage: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: usage: %w", err)
+	}
+	return out, nil
+}
+
+// LedgerRow is one ledger row, or one rolled-up day (RequestID "rollup",
+// Time the day's start, Requests the number of attempts it folds).
+type LedgerRow struct {
+	Time             time.Time
+	RequestID        string
+	Chain            string
+	Backend          string
+	Outcome          string
+	Status           int
+	LatencyMS        float64
+	TTFTMS           sql.NullFloat64
+	PromptTokens     int64
+	CompletionTokens int64
+	Estimated        bool
+	Cost             float64
+	Requests         int64
+}
+
+// EachLedgerRow calls fn for every rolled-up day and then every ledger row
+// from from to to, oldest first, reading from the database as it goes so
+// an export never holds the whole ledger in memory. It stops at fn's first
+// error and returns it.
+func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(LedgerRow) error) error {
+	daily, err := d.sql.QueryContext(ctx, `SELECT day, chain, backend, requests, failures, prompt_tokens, completion_tokens,
+	estimated_tokens, cost FROM ledger_daily WHERE day >= ? AND day < ? ORDER BY day, backend, chain`,
+		from.Local().Format(time.DateOnly), to.Local().Format(time.DateOnly))
+	if err != nil {
+		return fmt.Errorf("store: ledger export: %w", err)
+	}
+	for daily.Next() {
+		var r LedgerRow
+		var day string
+		var failures, est int64
+		if err := daily.Scan(&day, &r.Chain, &r.Backend, &r.Requests, &failures, &r.PromptTokens, &r.CompletionTokens, &est, &r.Cost); err != nil {
+			daily.Close()
+			return fmt.Errorf("store: ledger export: %w", err)
+		}
+		r.Time, _ = time.ParseInLocation(time.DateOnly, day, time.Local)
+		r.RequestID, r.Outcome, r.Estimated = "rollup", "rollup", est > 0
+		if err := fn(r); err != nil {
+			daily.Close()
+			return err
+		}
+	}
+	if err := daily.Close(); err != nil {
+		return fmt.Errorf("store: ledger export: %w", err)
+	}
+	rows, err := d.sql.QueryContext(ctx, `SELECT time, request_id, chain, backend, outcome, status, latency_ms, ttft_ms,
+	prompt_tokens, completion_tokens, estimated, cost FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`,
+		from.UnixMilli(), to.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store: ledger export: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r LedgerRow
+		var ms int64
+		if err := rows.Scan(&ms, &r.RequestID, &r.Chain, &r.Backend, &r.Outcome, &r.Status, &r.LatencyMS, &r.TTFTMS,
+			&r.PromptTokens, &r.CompletionTokens, &r.Estimated, &r.Cost); err != nil {
+			return fmt.Errorf("store: ledger export: %w", err)
+		}
+		r.Time, r.Requests = time.UnixMilli(ms), 1
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: ledger export: %w", err)
+	}
+	return nil
+}
+
+// SpendRow is ledger totals of one backend and chain in one minute, what
+// the quota counters and budgets are rebuilt from at start.
+type SpendRow struct {
+	Minute   time.Time
+	Backend  string
+	Chain    string
+	Requests int64
+	Tokens   int64
+	Cost     float64
+}
+
+// LedgerSince returns per-minute totals of every ledger row since since,
+// and each rolled-up day on or after since's day as one row at the day's
+// start, oldest first.
+func (d *DB) LedgerSince(ctx context.Context, since time.Time) ([]SpendRow, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT m, backend, chain, n, tok, cost FROM (
+	SELECT (time / 60000) * 60000 AS m, backend, chain, COUNT(*) AS n,
+		SUM(prompt_tokens + completion_tokens) AS tok, SUM(cost) AS cost
+	FROM ledger WHERE time >= ? GROUP BY 1, 2, 3
+	UNION ALL
+	SELECT CAST(strftime('%s', day, 'utc') AS INTEGER) * 1000, backend, chain, requests,
+		prompt_tokens + completion_tokens, cost
+	FROM ledger_daily WHERE day >= ?
+) ORDER BY m`, since.UnixMilli(), since.Local().Format(time.DateOnly))
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the ledger: %w", err)
+	}
+	defer rows.Close()
+	var out []SpendRow
+	for rows.Next() {
+		var r SpendRow
+		var ms int64
+		if err := rows.Scan(&ms, &r.Backend, &r.Chain, &r.Requests, &r.Tokens, &r.Cost); err != nil {
+			return nil, fmt.Errorf("store: reading the ledger: %w", err)
+		}
+		r.Minute = time.UnixMilli(ms)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading the ledger: %w", err)
+	}
+	return out, nil
+}
+
+// RollUpLedger folds every ledger row from before the local day that
+// contains before into daily totals and deletes those rows, in one
+// transaction, so a crash leaves either the rows or their totals. It
+// returns how many rows it folded.
+func (d *DB) RollUpLedger(ctx context.Context, before time.Time) (int64, error) {
+	b := before.Local()
+	cut := time.Date(b.Year(), b.Month(), b.Day(), 0, 0, 0, 0, time.Local).UnixMilli()
+	tx, err := d.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_daily AS t
+	(day, backend, chain, requests, failures, prompt_tokens, completion_tokens, estimated_tokens, cost)
+SELECT `+localDay+`, backend, chain, COUNT(*), SUM(outcome <> 'ok'), SUM(prompt_tokens), SUM(completion_tokens),
+	SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END), SUM(cost)
+FROM ledger WHERE time < ? GROUP BY 1, 2, 3
+ON CONFLICT (day, backend, chain) DO UPDATE SET
+	requests = t.requests + excluded.requests, failures = t.failures + excluded.failures,
+	prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
+	completion_tokens = t.completion_tokens + excluded.completion_tokens,
+	estimated_tokens = t.estimated_tokens + excluded.estimated_tokens, cost = t.cost + excluded.cost`, cut); err != nil {
+		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM ledger WHERE time < ?`, cut)
+	if err != nil {
+		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,172 @@
+// Package tokens estimates token counts offline, for the usage ledger,
+// token limits and budgets when an upstream reports no usage. It uses the
+// cl100k_base byte-pair encoding from tiktoken-go with the BPE tables
+// embedded in the binary (tiktoken-go-loader), so nothing is downloaded at
+// run time. Counts are estimates: other model families tokenize differently,
+// typically within a few percent for English and code.
+package tokens
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Per-message framing that chat models add around each message, as
+// OpenAI documents it for its chat models: 3 tokens per message, 1 more
+// for a name, and 3 to prime the reply.
+const (
+	perMessage = 3
+	perName    = 1
+	perReply   = 3
+)
+
+// maxExact is how many bytes of one text are encoded exactly; longer texts
+// are encoded in part and extrapolated by bytes, which keeps the cost of an
+// estimate bounded however large a prompt or an answer is.
+const maxExact = 64 << 10
+
+var (
+	once sync.Once
+	enc  *tiktoken.Tiktoken
+	// loadErr stays set if the embedded tables cannot be read, in which
+	// case Count falls back to bytes/4.
+	loadErr error
+)
+
+func encoder() *tiktoken.Tiktoken {
+	once.Do(func() {
+		tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
+		enc, loadErr = tiktoken.GetEncoding("cl100k_base")
+	})
+	return enc
+}
+
+// Warm loads the encoding tables (about 100 ms and a few MB) so the first
+// estimate on a request does not pay for it.
+func Warm() { encoder() }
+
+// Count estimates the tokens of text.
+func Count(text []byte) int {
+	if len(text) == 0 {
+		return 0
+	}
+	e := encoder()
+	if e == nil {
+		return (len(text) + 3) / 4
+	}
+	if len(text) <= maxExact {
+		return len(e.EncodeOrdinary(string(text)))
+	}
+	// Cut on a UTF-8 boundary and scale the exact count of the head.
+	cut := maxExact
+	for cut > 0 && text[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	n := len(e.EncodeOrdinary(string(text[:cut])))
+	return int(float64(n) * float64(len(text)) / float64(cut))
+}
+
+// message is the part of a chat message that costs prompt tokens.
+type message struct {
+	Role    string          `json:"role"`
+	Name    string          `json:"name"`
+	Content json.RawMessage `json:"content"`
+	// Tool calls an assistant message made are sent back as prompt.
+	ToolCalls json.RawMessage `json:"tool_calls"`
+}
+
+type part struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Prompt estimates the prompt tokens of a request body: for chat, the
+// messages with their framing; for completions, the prompt; for
+// embeddings, the input. Parts it cannot count (images, audio) count
+// nothing.
+func Prompt(body []byte) int {
+	var req struct {
+		Messages []message       `json:"messages"`
+		Prompt   json.RawMessage `json:"prompt"`
+		Input    json.RawMessage `json:"input"`
+		Tools    json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return Count(body)
+	}
+	if req.Messages == nil {
+		return textTokens(req.Prompt) + textTokens(req.Input)
+	}
+	n := perReply
+	for _, m := range req.Messages {
+		n += perMessage + Count([]byte(m.Role)) + contentTokens(m.Content)
+		if m.Name != "" {
+			n += perName + Count([]byte(m.Name))
+		}
+		if len(m.ToolCalls) > 0 {
+			n += Count(m.ToolCalls)
+		}
+	}
+	if len(req.Tools) > 0 && string(req.Tools) != "null" {
+		// Tool schemas are rendered into the prompt in a model-specific
+		// way; their JSON is a fair stand-in.
+		n += Count(req.Tools)
+	}
+	return n
+}
+
+// contentTokens counts a message content: a string or a list of parts.
+func contentTokens(raw json.RawMessage) int {
+	if len(raw) == 0 {
+		return 0
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return Count([]byte(s))
+	}
+	var parts []part
+	if json.Unmarshal(raw, &parts) == nil {
+		n := 0
+		for _, p := range parts {
+			n += Count([]byte(p.Text))
+		}
+		return n
+	}
+	return 0
+}
+
+// textTokens counts a prompt or input: a string, a list of strings, or
+// token arrays (counted by length).
+func textTokens(raw json.RawMessage) int {
+	if len(raw) == 0 {
+		return 0
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return Count([]byte(s))
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return 0
+	}
+	n := 0
+	for _, item := range list {
+		if json.Unmarshal(item, &s) == nil {
+			n += Count([]byte(s))
+			continue
+		}
+		var ids []int
+		if json.Unmarshal(item, &ids) == nil {
+			n += len(ids)
+			continue
+		}
+		// A single token array: each element is one token.
+		if len(item) > 0 && item[0] >= '0' && item[0] <= '9' {
+			n++
+		}
+	}
+	return n
+}
