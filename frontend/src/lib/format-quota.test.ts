@@ -38,6 +38,9 @@ describe("money and counts", () => {
     expect(fmtMoney(0.42)).toBe("$0.42");
     expect(fmtMoney(0.0012)).toBe("$0.0012");
     expect(fmtMoney(0.005)).toBe("$0.005");
+    expect(fmtMoney(0.0123)).toBe("$0.0123");
+    expect(fmtMoney(0.1)).toBe("$0.10");
+    expect(fmtMoney(0.99999)).toBe("$1.00");
     expect(fmtMoney(0.00001)).toBe("<$0.0001");
     expect(fmtMoney(1250)).toBe("$1,250.00");
     expect(fmtMoney(-0.5)).toBe("-$0.50");

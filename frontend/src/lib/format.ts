@@ -187,8 +187,8 @@ export function fmtResetsIn(t: string | null | undefined, now: number): string {
 }
 
 /**
- * Money in dollars: "$1.02", "$20.00", "$1,250.00"; amounts under a cent
- * keep up to four decimals ("$0.0012") and tinier ones read "<$0.0001".
+ * Money in dollars: "$1.02", "$20.00", "$1,250.00"; amounts under a dollar
+ * keep up to four decimals ("$0.42", "$0.0012") and tinier ones read "<$0.0001".
  */
 export function fmtMoney(n: number): string {
   if (!finite(n)) return DASH;
@@ -196,7 +196,8 @@ export function fmtMoney(n: number): string {
   const a = Math.abs(n);
   if (a === 0) return "$0.00";
   if (a < 0.0001) return `${sign}<$0.0001`;
-  if (a < 0.01) return `${sign}$${a.toFixed(4).replace(/0+$/, "")}`;
+  // Under a dollar, keep up to four decimals (at least two): requests cost fractions of a cent.
+  if (a < 1) return `${sign}$${a.toFixed(4).replace(/(\.\d\d\d*?)0+$/, "$1")}`;
   const [int, frac] = a.toFixed(2).split(".");
   return `${sign}$${fmtInt(Number(int))}.${frac}`;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { trace } from "../test/fixtures";
-import { attemptWord, formatRoute } from "./route";
+import { attemptWord, formatRoute, tokensEstimated, traceCost, traceTokens } from "./route";
 
 describe("formatRoute", () => {
   it("writes the route of a request that failed over", () => {
@@ -40,5 +40,35 @@ describe("formatRoute", () => {
       ],
     });
     expect(formatRoute(t)).toBe("A: 503 → B: timed out waiting for response headers → failed with 502 in 3.1 s");
+  });
+});
+
+describe("quota skips, tokens and cost", () => {
+  it("names a quota skip by its class", () => {
+    const t = trace("q", {
+      backend: "cerebras/qwen",
+      attempts: [
+        { backend: "groq/llama", class: "quota", skipped: true, reason: "groq/llama: daily tokens used, resets 08:00 UTC", latency_ns: 0 },
+        { backend: "openai/gpt", class: "budget", skipped: true, reason: "the global daily budget is spent", latency_ns: 0 },
+        { backend: "cerebras/qwen", class: "ok", status: 200, latency_ns: 1, prompt_tokens: 12, completion_tokens: 30, cost: 0, estimated: true },
+      ],
+    });
+    expect(formatRoute(t)).toBe("groq/llama: quota used → openai/gpt: over budget → served by cerebras/qwen in 412 ms");
+    expect(tokensEstimated(t)).toBe(true);
+    expect(tokensEstimated(trace("r"))).toBe(false);
+  });
+
+  it("takes tokens and cost from the trace, else from its attempts", () => {
+    expect(traceTokens(trace("a"))).toBe(30);
+    const t = trace("b", {
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      attempts: [
+        { backend: "x", class: "transient", status: 502, latency_ns: 1, prompt_tokens: 10, completion_tokens: 0, cost: 0.001 },
+        { backend: "y", class: "ok", status: 200, latency_ns: 1, prompt_tokens: 10, completion_tokens: 5, cost: 0.002 },
+      ],
+    });
+    expect(traceTokens(t)).toBe(25);
+    expect(traceCost(t)).toBeCloseTo(0.003);
+    expect(traceCost({ ...t, cost: 0.5 })).toBe(0.5);
   });
 });

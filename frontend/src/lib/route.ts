@@ -12,6 +12,14 @@ const SKIP_WORDS: Record<string, string> = {
   too_long: "too long",
 };
 
+// Skips by class rather than by the reason's first word: a quota skip's
+// reason starts with the backend ("groq/llama: daily tokens used, ...").
+const SKIP_CLASS_WORDS: Record<string, string> = {
+  quota: "quota used",
+  budget: "over budget",
+  too_long: "too long",
+};
+
 // Words for failure classes when an attempt has no HTTP status (timeouts,
 // refused connections, empty answers).
 const CLASS_WORDS: Record<string, string> = {
@@ -24,6 +32,8 @@ const CLASS_WORDS: Record<string, string> = {
   too_long: "too long",
   caller: "rejected",
   cancelled: "cancelled",
+  quota: "quota used",
+  budget: "over budget",
 };
 
 /** A human word for a failure class: "rate_limited" -> "rate limited". */
@@ -34,7 +44,7 @@ export function classWord(cls: string): string {
 /** What happened at one attempt, in a word or two: "429", "open", "timeout". */
 export function attemptWord(a: Attempt): string {
   if (a.skipped) {
-    if (a.class === "too_long") return SKIP_WORDS.too_long;
+    if (SKIP_CLASS_WORDS[a.class]) return SKIP_CLASS_WORDS[a.class];
     const first = (a.reason ?? "").trim().split(/\s+/)[0] ?? "";
     return SKIP_WORDS[first] ?? (first || "skipped");
   }
@@ -87,4 +97,25 @@ export function formatRoute(t: Trace): string {
 export function shownSteps(t: Trace): RouteStep[] {
   const steps = routeSteps(t);
   return t.class === "ok" && steps.length && steps[steps.length - 1].kind === "ok" ? steps.slice(0, -1) : steps;
+}
+
+/** True when any attempt that ran had its tokens estimated rather than reported. */
+export function tokensEstimated(t: Trace): boolean {
+  return (t.attempts ?? []).some((a) => a.estimated && !a.skipped);
+}
+
+/** The tokens of a request: its usage block, or else the sum over its attempts. */
+export function traceTokens(t: Trace): number {
+  if (t.usage?.total_tokens) return t.usage.total_tokens;
+  let n = 0;
+  for (const a of t.attempts ?? []) n += (a.prompt_tokens ?? 0) + (a.completion_tokens ?? 0);
+  return n;
+}
+
+/** The cost of a request: its own figure, or else the sum over its attempts. */
+export function traceCost(t: Trace): number {
+  if (typeof t.cost === "number") return t.cost;
+  let c = 0;
+  for (const a of t.attempts ?? []) c += a.cost ?? 0;
+  return c;
 }

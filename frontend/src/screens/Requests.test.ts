@@ -57,4 +57,24 @@ describe("Requests", () => {
     render(Requests);
     expect((await screen.findByRole("alert")).textContent).toContain("database is locked");
   });
+
+  it("shows tokens and cost per request, marked when the tokens were estimated", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+    const paid = trace("p1", {
+      start: "2025-03-01T12:00:09Z",
+      backend: "openai/gpt",
+      cost: 0.0042,
+      usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 },
+      attempts: [{ backend: "openai/gpt", class: "ok", status: 200, latency_ns: 1, prompt_tokens: 1200, completion_tokens: 300, cost: 0.0042, estimated: true }],
+    });
+    live.applySnapshot(snapshot({ requests: [paid, trace("r1")] }));
+    render(Requests);
+    expect(screen.getByTestId("request-tokens-p1").textContent).toContain("1,500 tokens");
+    expect(screen.getByTestId("request-estimated-p1").textContent).toBe("estimated");
+    expect(screen.getByTestId("request-cost-p1").textContent).toBe("$0.0042");
+    // A free request reported by the provider: tokens, no cost, no marker.
+    expect(screen.getByTestId("request-tokens-r1").textContent?.trim()).toBe("30 tokens");
+    expect(screen.queryByTestId("request-estimated-r1")).toBeNull();
+    expect(screen.queryByTestId("request-cost-r1")).toBeNull();
+  });
 });

@@ -4,8 +4,8 @@
 // Overview, charts included, still renders with our own formatting.
 
 import { cleanup, render, screen, waitFor } from "@testing-library/svelte";
-import { afterEach, describe, expect, it } from "vitest";
-import { snapshot } from "./fixtures";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeFetch, snapshot, usageRow } from "./fixtures";
 
 const original = {
   NumberFormat: Intl.NumberFormat,
@@ -81,6 +81,7 @@ function fakeCanvas(): string[] {
 afterEach(() => {
   cleanup();
   restoreIntl();
+  vi.unstubAllGlobals();
 });
 
 describe("LANG=C", () => {
@@ -121,6 +122,33 @@ describe("LANG=C", () => {
       expect(text, `drawn label ${JSON.stringify(text)}`).toMatch(/^(\d{2}:\d{2}(:\d{2})?|[\d.,]+( ms| s)?|—|0|[\d,]+ min( \d+ s)?)$/);
     }
     expect(drawn.some((t) => / ms$/.test(t) || / s$/.test(t))).toBe(true);
+  });
+
+  it("renders the usage chart's day axis and cost values without Intl", async () => {
+    const drawn = fakeCanvas();
+    breakIntl();
+    const { live } = await import("../lib/live.svelte");
+    const { lastDays } = await import("../lib/format");
+    const { default: Usage } = await import("../screens/Usage.svelte");
+    live.applySnapshot(snapshot());
+    const [d1, d2] = lastDays(2, Date.now());
+    vi.stubGlobal(
+      "fetch",
+      fakeFetch(() => ({
+        body: { from: d1, to: d2, group_by: "day,backend", rows: [usageRow(d1, { backend: "a/x", cost: 0.25 }), usageRow(d2, { backend: "b/y", cost: 1.5 })] },
+      })).fn,
+    );
+    render(Usage);
+    await waitFor(() => expect(screen.getByTestId("usage-row-a/x")).toBeTruthy());
+    screen.getByTestId("usage-metric-cost").click();
+    const chart = screen.getByTestId("usage-chart");
+    await waitFor(() => expect(chart.querySelector(".uplot")).not.toBeNull());
+    expect(chart.textContent).not.toContain("unavailable");
+    expect(drawn.length).toBeGreaterThan(0);
+    for (const text of drawn) {
+      expect(text, `drawn label ${JSON.stringify(text)}`).toMatch(/^([A-Z][a-z]{2} \d{1,2}|\$[\d.,]+|0|)$/);
+    }
+    expect(drawn.some((t) => /^[A-Z][a-z]{2} \d{1,2}$/.test(t))).toBe(true);
   });
 
   it("guardIntl falls back to en-US, or to a hand formatter", async () => {

@@ -1,0 +1,99 @@
+// The usage history: GET /api/usage?group_by=day,backend rows turned into
+// chart columns (one series per backend, one point per day) and a table
+// grouped by backend.
+
+import { fmtDay, lastDays } from "./format";
+import type { Columns } from "./series";
+import type { UsageRow } from "./types";
+
+export type UsageMetric = "requests" | "tokens" | "cost";
+
+export const RANGES = [7, 30, 90] as const;
+export type RangeDays = (typeof RANGES)[number];
+
+/** The backend name rows without one are filed under (a server that cannot split days by backend). */
+export const ALL = "all backends";
+
+export function metricOf(r: UsageRow, m: UsageMetric): number {
+  if (m === "requests") return r.requests ?? 0;
+  if (m === "tokens") return (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0);
+  return r.cost ?? 0;
+}
+
+/**
+ * The query of a range of `n` days ending today (local dates). `to` is the
+ * day after today and the server reads it as the end of the range, so
+ * today's requests are in; `days` lists the days shown.
+ */
+export function usageRange(n: number, now: number): { from: string; to: string; days: string[] } {
+  const days = lastDays(n, now);
+  const d = new Date(now);
+  const tomorrow = fmtDay(new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1, 12));
+  return { from: days[0], to: tomorrow, days };
+}
+
+/** The day of a row: its key, cut to the date when the server sent a full time. */
+function dayOf(r: UsageRow): string {
+  return /^\d{4}-\d{2}-\d{2}/.test(r.key) ? r.key.slice(0, 10) : r.key;
+}
+
+export interface BackendTotal extends UsageRow {
+  /** The backend, also in key. */
+  backend: string;
+}
+
+/** Rows summed per backend, most expensive first (then most requests). */
+export function byBackend(rows: UsageRow[]): BackendTotal[] {
+  const sums = new Map<string, BackendTotal>();
+  for (const r of rows) {
+    const b = r.backend || ALL;
+    let t = sums.get(b);
+    if (!t) {
+      t = { key: b, backend: b, requests: 0, failures: 0, prompt_tokens: 0, completion_tokens: 0, cost: 0, estimated_tokens: 0 };
+      sums.set(b, t);
+    }
+    t.requests += r.requests ?? 0;
+    t.failures += r.failures ?? 0;
+    t.prompt_tokens += r.prompt_tokens ?? 0;
+    t.completion_tokens += r.completion_tokens ?? 0;
+    t.cost += r.cost ?? 0;
+    t.estimated_tokens += r.estimated_tokens ?? 0;
+  }
+  return [...sums.values()].sort((a, b) => b.cost - a.cost || b.requests - a.requests || (a.backend < b.backend ? -1 : 1));
+}
+
+/** The sum of every row. */
+export function total(rows: UsageRow[]): UsageRow {
+  const t: UsageRow = { key: "total", requests: 0, failures: 0, prompt_tokens: 0, completion_tokens: 0, cost: 0, estimated_tokens: 0 };
+  for (const r of rows) {
+    t.requests += r.requests ?? 0;
+    t.failures += r.failures ?? 0;
+    t.prompt_tokens += r.prompt_tokens ?? 0;
+    t.completion_tokens += r.completion_tokens ?? 0;
+    t.cost += r.cost ?? 0;
+    t.estimated_tokens += r.estimated_tokens ?? 0;
+  }
+  return t;
+}
+
+/**
+ * Chart columns: x is the index of the day in `days`, then one series per
+ * backend (in `backends` order) with that day's value, 0 on days without
+ * rows. Rows outside `days` are left out.
+ */
+export function usageColumns(rows: UsageRow[], days: string[], backends: string[], m: UsageMetric): Columns {
+  const at = new Map(days.map((d, i) => [d, i]));
+  const series = backends.map(() => days.map(() => 0));
+  const idx = new Map(backends.map((b, i) => [b, i]));
+  for (const r of rows) {
+    const i = at.get(dayOf(r));
+    const s = idx.get(r.backend || ALL);
+    if (i === undefined || s === undefined) continue;
+    series[s][i] = round(series[s][i] + metricOf(r, m));
+  }
+  return [days.map((_, i) => i), ...series];
+}
+
+function round(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}

@@ -1,0 +1,77 @@
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { live } from "../lib/live.svelte";
+import { lastDays } from "../lib/format";
+import { fakeFetch, snapshot, usageRow } from "../test/fixtures";
+import Usage from "./Usage.svelte";
+
+beforeEach(() => live.applySnapshot(snapshot()));
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
+
+describe("Usage", () => {
+  it("asks for the range per day and backend and shows a table grouped by backend", async () => {
+    const today = lastDays(1, Date.now())[0];
+    const yesterday = lastDays(2, Date.now())[0];
+    const f = fakeFetch(() => ({
+      body: {
+        from: "x",
+        to: "y",
+        group_by: "day,backend",
+        rows: [
+          usageRow(yesterday, { backend: "groq/llama", requests: 40, failures: 2, prompt_tokens: 4000, completion_tokens: 1000, cost: 0 }),
+          usageRow(today, { backend: "groq/llama", requests: 60, failures: 1, prompt_tokens: 6000, completion_tokens: 2000, cost: 0 }),
+          usageRow(today, { backend: "openai/gpt-4o", requests: 3, failures: 0, prompt_tokens: 1500, completion_tokens: 600, cost: 0.0123, estimated_tokens: 45 }),
+        ],
+      },
+    }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Usage);
+
+    await waitFor(() => expect(screen.getByTestId("usage-row-groq/llama")).toBeTruthy());
+    const first = lastDays(30, Date.now())[0];
+    expect(f.calls[0].url).toMatch(new RegExp(`^/api/usage\\?group_by=day,backend&from=${first}&to=\\d{4}-\\d{2}-\\d{2}$`));
+
+    const cell = (row: HTMLElement, col: string) => row.querySelector(`[data-col="${col}"]`)?.textContent;
+    const groq = screen.getByTestId("usage-row-groq/llama");
+    expect([cell(groq, "requests"), cell(groq, "failures"), cell(groq, "prompt"), cell(groq, "completion"), cell(groq, "cost")]).toEqual([
+      "100",
+      "3",
+      "10,000",
+      "3,000",
+      "$0.00",
+    ]);
+    const gpt = screen.getByTestId("usage-row-openai/gpt-4o");
+    expect([cell(gpt, "cost"), cell(gpt, "estimated")]).toEqual(["$0.0123", "45"]);
+    // Most expensive first.
+    expect(within(screen.getByTestId("usage-table")).getAllByTestId(/^usage-row-/).map((r) => r.dataset.testid)).toEqual([
+      "usage-row-openai/gpt-4o",
+      "usage-row-groq/llama",
+    ]);
+    expect(cell(screen.getByTestId("usage-total"), "requests")).toBe("103");
+    expect(cell(screen.getByTestId("usage-total"), "cost")).toBe("$0.0123");
+
+    const link = screen.getByTestId("usage-export") as HTMLAnchorElement;
+    expect(link.getAttribute("href")).toMatch(new RegExp(`^/api/usage\\.csv\\?from=${first}&to=\\d{4}-\\d{2}-\\d{2}$`));
+    expect(link.hasAttribute("download")).toBe(true);
+    expect(screen.getByTestId("usage-chart").textContent).toContain("Requests per day, last 30 days");
+
+    await fireEvent.click(screen.getByTestId("usage-range-7"));
+    await waitFor(() => expect(f.calls).toHaveLength(2));
+    const week = lastDays(7, Date.now())[0];
+    expect(f.calls[1].url).toContain(`from=${week}`);
+    await waitFor(() => expect(link.getAttribute("href")).toContain(`from=${week}`));
+
+    await fireEvent.click(screen.getByTestId("usage-metric-cost"));
+    expect(screen.getByTestId("usage-chart").textContent).toContain("Cost per day, last 7 days");
+  });
+
+  it("says when there is nothing, or when the server fails", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ status: 400, body: { error: { message: "from must be before to", param: "from" } } })).fn);
+    render(Usage);
+    expect((await screen.findByRole("alert")).textContent).toContain("from must be before to");
+    expect(screen.getByTestId("usage-table").textContent).toContain("No requests in the last 30 days.");
+  });
+});
