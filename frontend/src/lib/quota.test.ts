@@ -5,6 +5,7 @@ import {
   composeReset,
   dateFieldError,
   headlineLimit,
+  limitRows,
   limitFieldError,
   limitLevel,
   limitText,
@@ -47,6 +48,21 @@ describe("quota thresholds", () => {
     const e = limitUse("rpm", 30, 30, { resets_at: "2026-11-30T12:00:30Z" });
     expect(headlineLimit(quota("x", { limits: [e, d] }))).toBe(d);
     expect(headlineLimit(quota("x", { limits: [c] }))).toBeNull();
+  });
+
+  it("gives each limit row a unique id, naming the provider's limits", () => {
+    const rows = limitRows(
+      quota("groq/llama", {
+        limits: [limitUse("rpd", 1, 500), limitUse("rpm", 1, 30), limitUse("rpd", 1, 1000, { scope: "provider" })],
+      }),
+    );
+    expect(rows.map((r) => [r.id, r.label])).toEqual([
+      ["rpm", "Requests per minute"],
+      ["rpd", "Daily requests"],
+      ["rpd-provider", "Daily requests (all groq models)"],
+    ]);
+    // Without the scope field the second one of a kind is numbered.
+    expect(limitRows(quota("g/x", { limits: [limitUse("rpd", 1, 1000), limitUse("rpd", 1, 500)] })).map((r) => r.id)).toEqual(["rpd", "rpd-2"]);
   });
 
   it("writes budget figures", () => {

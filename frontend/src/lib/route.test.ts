@@ -49,7 +49,7 @@ describe("quota skips, tokens and cost", () => {
       backend: "cerebras/qwen",
       attempts: [
         { backend: "groq/llama", class: "quota", skipped: true, reason: "groq/llama: daily tokens used, resets 08:00 UTC", latency_ns: 0 },
-        { backend: "openai/gpt", class: "budget", skipped: true, reason: "the global daily budget is spent", latency_ns: 0 },
+        { backend: "openai/gpt", class: "quota", skipped: true, reason: "budget: the global daily budget of $1.00 is spent", latency_ns: 0 },
         { backend: "cerebras/qwen", class: "ok", status: 200, latency_ns: 1, prompt_tokens: 12, completion_tokens: 30, cost: 0, estimated: true },
       ],
     });

@@ -44,6 +44,8 @@ export function classWord(cls: string): string {
 /** What happened at one attempt, in a word or two: "429", "open", "timeout". */
 export function attemptWord(a: Attempt): string {
   if (a.skipped) {
+    // A budget's refusal is a quota skip whose reason starts "budget: ".
+    if (/^budget\b/i.test((a.reason ?? "").trim())) return SKIP_CLASS_WORDS.budget;
     if (SKIP_CLASS_WORDS[a.class]) return SKIP_CLASS_WORDS[a.class];
     const first = (a.reason ?? "").trim().split(/\s+/)[0] ?? "";
     return SKIP_WORDS[first] ?? (first || "skipped");

@@ -243,6 +243,12 @@ export interface LimitUse {
   resets_at: string | null;
   /** True when used/resets_at were learned from upstream headers or a 429 body. */
   learned: boolean;
+  /**
+   * Requested from the backend (see "Frontend requests" in the contract):
+   * whose limit this is, the provider's (shared by its models) or the
+   * backend's own. A backend can list the same kind twice, once for each.
+   */
+  scope?: "provider" | "backend";
 }
 
 export interface QuotaView {
