@@ -3,7 +3,7 @@
 // Usage: node e2e/run.mjs (from frontend/, after `make build`).
 // Screenshots of every screen go to build/screenshots/ at the repository root.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -59,6 +59,20 @@ providers:
   - {name: beta, tier: free, base_url: "${upURL}", api_key: sk-beta-test-0002, models: [{id: m-beta, params_b: 8, context: 8192}]}
   - {name: gamma, tier: free, base_url: "${upURL}", api_key: "\${GAMMA_KEY_NOT_SET}", models: [{id: m-gamma, params_b: 4}]}
   - {name: flaky, tier: free, base_url: "${upURL}", api_key: sk-flaky-0003, models: [{id: fail-a, params_b: 1}]}
+  - name: capped
+    tier: free
+    base_url: "${upURL}"
+    api_key: sk-capped-0004
+    limits: {rpd: 5, reset: "daily 00:00 UTC"}
+    models: [{id: m-capped, params_b: 8}]
+  - name: paid
+    tier: own
+    base_url: "${upURL}"
+    api_key: sk-paid-0005
+    models: [{id: m-paid, params_b: 70, price: {input: 1000, output: 2000}}]
+budgets:
+  - {scope: global, period: day, limit: 5, action: block}
+  - {scope: global, period: month, limit: 50, action: free-only}
 chains:
   - {name: main, backends: [alpha/m-alpha, beta/m-beta]}
 probes: {disabled: true}
@@ -177,6 +191,100 @@ await test('connect screen shows the endpoint', async () => {
   await go('connect');
   await waitFor(async () => (await page.locator('body').innerText()).includes(`${base}/v1`), 'the endpoint URL');
   await page.screenshot({ path: join(shots, 'connect.png'), fullPage: true });
+});
+
+const CSV_HEADER = 'time,request_id,chain,backend,outcome,status,latency_ms,ttft_ms,prompt_tokens,completion_tokens,estimated,cost';
+
+await test('quota bars and spend update live while requests flow', async () => {
+  await go('overview');
+  const bar = page.getByTestId('quota-bar-capped/m-capped');
+  await bar.waitFor();
+  const rpd = page.getByTestId('quota-limit-capped/m-capped-rpd');
+  await waitFor(async () => /Daily requests\s*0 \/ 5/.test(await rpd.innerText()), 'the capped rpd bar at 0 / 5');
+  const spent = page.getByTestId('spend-today-amount');
+  assert((await spent.innerText()) === '$0.00', `spend today before any paid request: ${await spent.innerText()}`);
+  assert(/of \$5\.00 daily budget/.test(await page.getByTestId('spend-today').innerText()), 'the daily budget is not shown');
+  assert(/of \$50\.00 monthly budget/.test(await page.getByTestId('spend-month').innerText()), 'the monthly budget is not shown');
+
+  for (let i = 0; i < 2; i++) assert((await chat('capped/m-capped')).status === 200, 'capped chat failed');
+  await waitFor(async () => /2 \/ 5/.test(await rpd.innerText()), 'the rpd bar to show 2 / 5 without a reload');
+  assert(/resets in/.test(await page.getByTestId('quota-reset-capped/m-capped').innerText()), 'no reset countdown');
+
+  for (let i = 0; i < 2; i++) assert((await chat('paid/m-paid')).status === 200, 'paid chat failed');
+  await waitFor(async () => (await spent.innerText()) !== '$0.00', 'spend today to rise without a reload');
+  await waitFor(async () => (await page.getByTestId('spend-month-amount').innerText()) !== '$0.00', 'spend this month to rise');
+
+  for (let i = 0; i < 3; i++) await chat('capped/m-capped');
+  await waitFor(async () => (await bar.getAttribute('data-level')) === 'full', 'the capped bar to turn red at 5 / 5');
+  const sixth = await chat('capped/m-capped');
+  assert(sixth.status !== 200, `the 6th request to a 5-per-day backend was served (${sixth.attempts})`);
+  await page.screenshot({ path: join(shots, 'overview-quotas.png'), fullPage: true });
+});
+
+await test('budgets & limits screen shows the budgets and the stored limits', async () => {
+  await page.getByTestId('nav-budgets').click();
+  const row = page.getByTestId('budget-row-global|day');
+  await row.waitFor();
+  const text = await row.innerText();
+  assert(/Daily budget for all traffic/.test(text) && /of \$5\.00/.test(text), `budget row: ${text}`);
+  assert(!/\$0\.00 of/.test(text), `the budget shows no spend: ${text}`);
+  await page.getByTestId('budget-row-global|month').waitFor();
+  const form = page.getByTestId('limits-form');
+  await form.getByTestId('limits-provider').selectOption('capped');
+  await waitFor(async () => (await form.getByTestId('limits-rpd').inputValue()) === '5', 'the stored rpd of capped in the form');
+  // A bad limit is refused in the page; the server's own checks answer the rest.
+  await page.getByTestId('add-budget').click();
+  const bf = page.getByTestId('budget-form');
+  await bf.getByLabel('Covers').selectOption('provider:paid');
+  await bf.getByLabel('Limit (dollars)').fill('0');
+  await bf.getByRole('button', { name: 'Add budget' }).click();
+  assert(/more than \$0/.test(await page.getByTestId('budget-error-limit').innerText()), 'no error for a zero limit');
+  await bf.getByLabel('Limit (dollars)').fill('2.5');
+  const put = page.waitForResponse((r) => r.url().endsWith('/api/budgets') && r.request().method() === 'PUT');
+  await bf.getByRole('button', { name: 'Add budget' }).click();
+  const resp = await put;
+  assert(resp.ok(), `PUT /api/budgets: ${resp.status()} ${await resp.text()}`);
+  await page.getByTestId('budget-row-provider:paid|day').waitFor();
+  await page.screenshot({ path: join(shots, 'budgets.png'), fullPage: true });
+});
+
+await test('usage history lists the backends and exports the ledger as CSV', async () => {
+  await page.getByTestId('nav-usage').click();
+  await page.getByTestId('usage-row-paid/m-paid').waitFor();
+  await page.getByTestId('usage-chart').locator('.uplot').waitFor();
+  const paid = await page.getByTestId('usage-row-paid/m-paid').innerText();
+  assert(/\$/.test(paid) && !/\$0\.00/.test(paid), `paid usage row has no cost: ${paid}`);
+  const link = page.getByTestId('usage-export');
+  const href = await link.getAttribute('href');
+  assert(href.startsWith('/api/usage.csv?'), `export link: ${href}`);
+  const [dl] = await Promise.all([page.waitForEvent('download'), link.click()]);
+  const name = dl.suggestedFilename();
+  assert(/^freelane-usage-.*\.csv$/.test(name), `download name: ${name}`);
+  const csv = readFileSync(await dl.path(), 'utf8');
+  const lines = csv.trim().split(/\r?\n/);
+  assert(lines[0] === CSV_HEADER, `CSV header: ${lines[0]}`);
+  assert(lines.length > 1 && lines.some((l) => l.includes('paid/m-paid')), `CSV has no paid rows (${lines.length} lines)`);
+  await page.screenshot({ path: join(shots, 'usage.png'), fullPage: true });
+});
+
+await test('requests screen shows tokens and cost per request', async () => {
+  await chat('paid/m-paid');
+  await page.getByTestId('nav-requests').click();
+  await waitFor(async () => (await page.locator('[data-testid^="request-cost-"]').count()) > 0, 'a request with its cost');
+  await page.screenshot({ path: join(shots, 'requests-cost.png'), fullPage: true });
+});
+
+await test('paused routing shows a banner and Resume serves again', async () => {
+  const r = await fetch(`${base}/api/routing`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{"paused":true}' });
+  assert(r.ok, `PUT /api/routing: ${r.status}`);
+  const notice = page.getByTestId('routing-paused-notice');
+  await notice.waitFor();
+  assert((await notice.innerText()).includes('Routing is paused: /v1 answers 503 until you resume.'), 'banner text');
+  assert((await chat('alpha/m-alpha')).status === 503, 'a paused FreeLane still served');
+  await page.screenshot({ path: join(shots, 'routing-paused.png') });
+  await notice.getByRole('button', { name: 'Resume' }).click();
+  await notice.waitFor({ state: 'detached' });
+  assert((await chat('alpha/m-alpha')).status === 200, 'not serving after Resume');
 });
 
 await test('no page errors (LANG=C safe, no Intl failures)', async () => {
