@@ -13,6 +13,7 @@ import (
 
 	"freelane/backend/control"
 	"freelane/backend/llm"
+	"freelane/backend/quota"
 	"freelane/backend/store"
 )
 
@@ -51,6 +52,12 @@ type Admin interface {
 	Metrics(w io.Writer)
 	// SetRoutingPaused pauses or resumes routing (the tray's Pause).
 	SetRoutingPaused(paused bool)
+	// Usage, EachLedgerRow and Budgets serve the usage ledger and the
+	// budgets (issue 6); Now is the clock their default ranges start from.
+	Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
+	EachLedgerRow(ctx context.Context, from, to time.Time, fn func(store.LedgerRow) error) error
+	Budgets() []quota.BudgetView
+	Now() time.Time
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -93,6 +100,13 @@ func (s *Server) MountAdmin(a Admin) {
 	})
 	route("PUT /api/settings", h.setSettings)
 	route("GET /api/requests", h.requests)
+	route("GET /api/usage", h.usage)
+	route("GET /api/usage.csv", h.usageCSV)
+	route("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Budgets()) })
+	route("PUT /api/budgets", h.setBudgets)
+	route("GET /api/limits", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Control().Limits()) })
+	route("PUT /api/limits/{provider}", h.setProviderLimits)
+	route("PUT /api/limits/{provider}/{model...}", h.setModelLimits)
 	route("GET /api/routing", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, routingState{Paused: s.Paused()})
 	})

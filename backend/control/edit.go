@@ -18,6 +18,11 @@ type ModelSpec struct {
 	ParamsB   float64 `json:"params_b"`
 	Context   int     `json:"context"`
 	MaxOutput int     `json:"max_output"`
+	// Limits, Price and CreditExpires are shown always; on input, absent
+	// (nil) keeps what the model had.
+	Limits        *LimitsJSON `json:"limits,omitempty"`
+	Price         *PriceJSON  `json:"price,omitempty"`
+	CreditExpires *string     `json:"credit_expires,omitempty"`
 }
 
 // Timeouts are durations written like "10s".
@@ -50,6 +55,7 @@ type ProviderView struct {
 	Key      KeyInfo           `json:"key"`
 	Models   []ModelSpec       `json:"models"`
 	Timeouts Timeouts          `json:"timeouts"`
+	Limits   LimitsJSON        `json:"limits"`
 }
 
 // ProviderInput is what the dashboard sends to add or change a provider.
@@ -65,6 +71,8 @@ type ProviderInput struct {
 	Headers  map[string]string `json:"headers"`
 	Models   []ModelSpec       `json:"models"`
 	Timeouts Timeouts          `json:"timeouts"`
+	// Limits, when given, replace the provider's limits; nil keeps them.
+	Limits *LimitsJSON `json:"limits"`
 	// APIKey is write-only; nil leaves the stored key alone.
 	APIKey *string `json:"api_key"`
 }
@@ -129,8 +137,11 @@ func (c *Control) view(p config.Provider) ProviderView {
 		v.Headers = map[string]string{}
 	}
 	for _, m := range p.Models {
-		v.Models = append(v.Models, ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput})
+		lim, credit := limitsJSON(m.Limits), m.CreditExpires
+		v.Models = append(v.Models, ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput,
+			Limits: &lim, Price: priceJSON(m.Price), CreditExpires: &credit})
 	}
+	v.Limits = limitsJSON(p.Limits)
 	v.Key = KeyInfo{Env: append([]string{}, p.APIKeyEnv...), Source: SourceNone}
 	switch k, stored := c.keys[p.Name]; {
 	case p.Keyless:
@@ -173,8 +184,17 @@ func toProvider(in ProviderInput) (config.Provider, error) {
 		BaseURL: strings.TrimSpace(in.BaseURL), Keyless: in.Keyless, Disabled: in.Disabled, Probe: in.Probe, Headers: in.Headers,
 	}
 	for _, m := range in.Models {
-		p.Models = append(p.Models, config.Model{ID: strings.TrimSpace(m.ID), ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput})
+		cm := config.Model{ID: strings.TrimSpace(m.ID), ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput,
+			Limits: toLimits(m.Limits)}
+		if m.Price != nil && (m.Price.Input != 0 || m.Price.Output != 0) {
+			cm.Price = &config.Price{Input: m.Price.Input, Output: m.Price.Output}
+		}
+		if m.CreditExpires != nil {
+			cm.CreditExpires = strings.TrimSpace(*m.CreditExpires)
+		}
+		p.Models = append(p.Models, cm)
 	}
+	p.Limits = toLimits(in.Limits)
 	var err error
 	for _, f := range []struct {
 		param string
@@ -242,6 +262,7 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 			return userErr(http.StatusNotFound, "name", "there is no provider %q", name)
 		}
 		p.APIKey = doc.Providers[i].APIKey // keep an environment reference
+		keepQuota(&p, doc.Providers[i], in)
 		doc.Providers[i] = p
 		return c.setKeyLocked(name, in.APIKey)
 	})
@@ -490,4 +511,34 @@ func (c *Control) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return fmt.Sprintf("%d providers, %d chains, %d stored keys", len(c.doc.Providers), len(c.doc.Chains), len(c.keys))
+}
+
+// keepQuota carries limits, prices and credits over from the stored
+// provider where the edit did not send them: a form that knows nothing of
+// budgets must not wipe them.
+func keepQuota(p *config.Provider, old config.Provider, in ProviderInput) {
+	if in.Limits == nil {
+		p.Limits = old.Limits
+	}
+	for j := range p.Models {
+		m := &p.Models[j]
+		var spec ModelSpec
+		if j < len(in.Models) {
+			spec = in.Models[j]
+		}
+		for _, om := range old.Models {
+			if om.ID != m.ID {
+				continue
+			}
+			if spec.Limits == nil {
+				m.Limits = om.Limits
+			}
+			if spec.Price == nil {
+				m.Price = om.Price
+			}
+			if spec.CreditExpires == nil {
+				m.CreditExpires = om.CreditExpires
+			}
+		}
+	}
 }

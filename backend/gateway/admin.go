@@ -17,6 +17,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/metrics"
+	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
 )
@@ -67,6 +68,10 @@ type Snapshot struct {
 	Requests      []llm.Trace            `json:"requests"`
 	Events        []events.Event         `json:"events"`
 	Totals        Totals                 `json:"totals"`
+	// Quotas, Budgets and Spend are the issue 6 contract's additions.
+	Quotas  []quota.QuotaView  `json:"quotas"`
+	Budgets []quota.BudgetView `json:"budgets"`
+	Spend   quota.Spend        `json:"spend"`
 }
 
 // Update is what changed since the last message to the dashboard.
@@ -80,6 +85,10 @@ type Update struct {
 	// RoutingPaused is repeated in every update so a pause from the tray
 	// shows at once.
 	RoutingPaused bool `json:"routing_paused"`
+	// Quotas, Budgets and Spend are always full lists; they are small.
+	Quotas  []quota.QuotaView  `json:"quotas"`
+	Budgets []quota.BudgetView `json:"budgets"`
+	Spend   quota.Spend        `json:"spend"`
 }
 
 // adminView implements api.Admin over the gateway.
@@ -263,13 +272,17 @@ func (g *Gateway) totals() Totals {
 }
 
 func (g *Gateway) snapshot() Snapshot {
+	backends := g.backendViews()
 	return Snapshot{
+		Quotas:        g.quotaViews(backends),
+		Budgets:       g.quota.Budgets(),
+		Spend:         g.quota.Spend(),
 		Version:       g.o.Version,
 		Endpoint:      "http://" + g.Addr() + "/v1",
 		SeededFrom:    g.control.SeededFrom(),
 		Paused:        g.prober.Offline(),
 		RoutingPaused: g.api.Paused(),
-		Backends:      g.backendViews(),
+		Backends:      backends,
 		Providers:     g.control.Providers(),
 		Chains:        g.chains(),
 		MissingKeys:   g.router.Table().MissingKeys(),
@@ -308,5 +321,7 @@ drain:
 	if evs == nil {
 		evs = []events.Event{}
 	}
-	return Update{Type: "update", Time: now, Backends: g.backendViews(), Requests: reqs, Events: evs, Totals: g.totals(), RoutingPaused: g.api.Paused()}
+	backends := g.backendViews()
+	return Update{Type: "update", Time: now, Backends: backends, Requests: reqs, Events: evs, Totals: g.totals(), RoutingPaused: g.api.Paused(),
+		Quotas: g.quotaViews(backends), Budgets: g.quota.Budgets(), Spend: g.quota.Spend()}
 }

@@ -28,6 +28,7 @@ import (
 	"freelane/backend/metrics"
 	"freelane/backend/probe"
 	"freelane/backend/provider/openai"
+	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
 	"freelane/backend/vault"
@@ -72,6 +73,7 @@ type Gateway struct {
 	metrics *metrics.Registry
 	feed    *feed
 	hub     *hub.Hub
+	quota   *quota.Manager
 	// dashEvents feeds events to the dashboard's updates; lastUpdate is
 	// only touched by the hub's update callback.
 	dashEvents *events.Subscription
@@ -119,6 +121,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics = metrics.New(o.Clock)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Logger)
+	g.quota = quota.New(o.Clock, g.bus, nil)
+	g.router.SetAdmission(admission{g.quota})
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version})
 
@@ -135,6 +139,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	g.restoreState(ctx)
+	g.restoreQuotas(ctx)
 
 	g.dashEvents = g.bus.Subscribe(1024)
 	g.hub = hub.New(hub.Options{
@@ -161,16 +166,25 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 func (g *Gateway) apply(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.applyLocked(cfg)
+}
+
+func (g *Gateway) applyLocked(cfg *config.Config) error {
+	// Quotas first: the new table may route to backends whose limits and
+	// prices must already be known.
+	g.quota.Configure(quotaSettings(cfg))
+	now := g.clock.Now()
 	clients := map[string]*openai.Client{}
 	var targets []probe.Target
-	var spec router.Spec
+	spec := router.Spec{Now: now}
 	for _, p := range cfg.Providers {
 		ps := router.ProviderSpec{
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
 			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p),
 		}
 		for _, m := range p.Models {
-			ps.Models = append(ps.Models, router.ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context})
+			ps.Models = append(ps.Models, router.ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context,
+				CreditUntil: quota.CreditEnd(m.CreditDate())})
 		}
 		if ps.HasKey && !p.Disabled {
 			c := openai.New(openai.Options{
@@ -277,7 +291,11 @@ func (g *Gateway) Start() error {
 	}()
 	bg, bgStop := context.WithCancel(context.Background())
 	g.bgStop = bgStop
-	g.bg.Add(3)
+	g.bg.Add(4)
+	go func() {
+		defer g.bg.Done()
+		g.housekeep(bg)
+	}()
 	go func() {
 		defer g.bg.Done()
 		g.hub.Run(bg)

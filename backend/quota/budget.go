@@ -61,6 +61,15 @@ func (m *Manager) configureBudgets(bs []Budget) []*budgetState {
 	return out
 }
 
+// unreserve gives back a reservation. Sums of floating-point amounts leave
+// dust behind; a budget with nothing in flight holds exactly zero.
+func (s *budgetState) unreserve(amount float64) {
+	s.reserved -= amount
+	if s.reserved < 1e-12 {
+		s.reserved = 0
+	}
+}
+
 // applies reports whether the budget covers a call through chain to provider.
 func (s *budgetState) applies(chain, provider string) bool {
 	switch {

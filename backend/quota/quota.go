@@ -241,6 +241,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, error)
 	for _, sc := range m.scopesOf(b) {
 		sc.admit(now)
 		evs = sc.warn(now, evs)
+		evs = sc.exhaustedEvent(now, evs)
 	}
 	m.mu.Unlock()
 	m.publish(evs)
@@ -292,7 +293,7 @@ func (h *Hold) Release() {
 		sc.unadmit(h.at)
 	}
 	for _, bs := range h.budgets {
-		bs.reserved -= h.reserved
+		bs.unreserve(h.reserved)
 	}
 }
 
@@ -338,9 +339,10 @@ func (h *Hold) Settle(c Call) {
 		for _, sc := range m.scopesOf(h.b) {
 			sc.settle(now, int64(prompt+completion))
 			evs = sc.warn(now, evs)
+			evs = sc.exhaustedEvent(now, evs)
 		}
 		for _, bs := range h.budgets {
-			bs.reserved -= h.reserved
+			bs.unreserve(h.reserved)
 		}
 		evs = m.spendLocked(now, h.chain, h.b.Provider, spent, evs)
 		if c.Header != nil || (c.Err != nil && c.Err.Status == http.StatusTooManyRequests) {

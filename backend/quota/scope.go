@@ -30,6 +30,10 @@ type learned struct {
 	remaining int64
 	resetAt   time.Time
 	at        time.Time
+	// soft marks what a 429 taught: the breaker already cools the backend
+	// down for that time (and may still try it when nothing else is
+	// available), so it is shown but does not skip the backend.
+	soft bool
 }
 
 // scope is the counters of one provider (shared by its models) or one
@@ -105,6 +109,7 @@ type use struct {
 	resets  time.Time
 	start   time.Time // window start, for once-per-window events
 	learned bool
+	soft    bool
 }
 
 // uses lists the configured and learned limits of the scope.
@@ -135,7 +140,7 @@ func (s *scope) uses(now time.Time) []use {
 		if l == nil || !l.resetAt.After(now) {
 			continue
 		}
-		u := use{kind: kind, used: l.limit - l.remaining, limit: l.limit, resets: l.resetAt, start: l.at, learned: true}
+		u := use{kind: kind, used: l.limit - l.remaining, limit: l.limit, resets: l.resetAt, start: l.at, learned: true, soft: l.soft}
 		if u.limit <= 0 {
 			// Only "none left" is known: show it as full.
 			u.used, u.limit = 1, 1
@@ -160,7 +165,7 @@ func (s *scope) uses(now time.Time) []use {
 // full returns why the scope cannot take one more call now, or "".
 func (s *scope) full(now time.Time) string {
 	for _, u := range s.uses(now) {
-		if u.used < u.limit {
+		if u.used < u.limit || u.soft {
 			continue
 		}
 		if u.learned {
@@ -211,7 +216,7 @@ func (s *scope) warn(now time.Time, evs []events.Event) []events.Event {
 // once per window.
 func (s *scope) exhaustedEvent(now time.Time, evs []events.Event) []events.Event {
 	for _, u := range s.uses(now) {
-		if u.used < u.limit || u.kind == KindConcurrency {
+		if u.used < u.limit || u.kind == KindConcurrency || u.soft {
 			continue
 		}
 		key := "full:" + u.kind
@@ -241,9 +246,10 @@ const (
 // per day and tokens per minute under the same header names OpenAI uses
 // for per-minute limits).
 func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
+	soft := e != nil
 	if h != nil {
-		s.learnPair(now, h, hLimitReq, hRemainReq, hResetReq, KindRPM, KindRPD)
-		s.learnPair(now, h, hLimitTok, hRemainTok, hResetTok, KindTPM, KindTPD)
+		s.learnPair(now, h, hLimitReq, hRemainReq, hResetReq, KindRPM, KindRPD, soft)
+		s.learnPair(now, h, hLimitTok, hRemainTok, hResetTok, KindTPM, KindTPD, soft)
 	}
 	if e == nil || e.Status != http.StatusTooManyRequests || e.RetryAfter <= 0 {
 		return
@@ -251,22 +257,18 @@ func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
 	// A 429 means some limit has nothing left until the reset; the body
 	// often says which (Groq: "... on tokens per day (TPD): Limit 500000,
 	// Used 499000 ...").
-	kind, limit, used := parse429(string(e.Body))
+	kind, limit, _ := parse429(string(e.Body))
 	if kind == "" {
 		kind = KindRPM
 		if e.RetryAfter > time.Minute {
 			kind = KindRPD
 		}
 	}
-	l := &learned{limit: limit, remaining: 0, resetAt: now.Add(e.RetryAfter), at: now}
-	if limit > 0 && used < limit {
-		// The request asked for more than was left; still none to give.
-		l.remaining = 0
-	}
+	l := &learned{limit: limit, remaining: 0, resetAt: now.Add(e.RetryAfter), at: now, soft: true}
 	s.learned[kind] = l
 }
 
-func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH, minuteKind, dayKind string) {
+func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH, minuteKind, dayKind string, soft bool) {
 	rv, ok := h[remainH]
 	if !ok || len(rv) == 0 {
 		return
@@ -290,7 +292,7 @@ func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH,
 	if wait > time.Minute {
 		kind = dayKind
 	}
-	s.learned[kind] = &learned{limit: limit, remaining: remaining, resetAt: now.Add(wait), at: now}
+	s.learned[kind] = &learned{limit: limit, remaining: remaining, resetAt: now.Add(wait), at: now, soft: soft}
 }
 
 var limit429 = regexp.MustCompile(`(?i)\((RPM|RPD|TPM|TPD)\)(?:: Limit (\d+), Used (\d+))?`)

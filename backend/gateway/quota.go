@@ -1,0 +1,178 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"freelane/backend/config"
+	"freelane/backend/llm"
+	"freelane/backend/quota"
+	"freelane/backend/router"
+	"freelane/backend/store"
+	"freelane/backend/tokens"
+)
+
+// housekeepEvery is how often the ledger roll-up and credit expiry are
+// checked.
+const (
+	housekeepEvery = time.Minute
+	rollUpEvery    = time.Hour
+)
+
+// admission adapts the quota manager to the router's Admission.
+type admission struct{ m *quota.Manager }
+
+func target(b *router.Backend) quota.Target { return quota.Target{Provider: b.Provider, Name: b.Name} }
+
+func (a admission) Available(chain string, b *router.Backend) error {
+	return a.m.Available(chain, target(b))
+}
+
+func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (router.Hold, error) {
+	h, err := a.m.Admit(req, chain, target(b))
+	if err != nil {
+		return nil, err
+	}
+	return holdAdapter{h}, nil
+}
+
+type holdAdapter struct{ h *quota.Hold }
+
+func (h holdAdapter) Settle(c router.Call) { h.h.Settle(quota.Call(c)) }
+func (h holdAdapter) Release()             { h.h.Release() }
+
+// quotaSettings derives the quota manager's settings from a configuration.
+// Rules that do not parse were already refused by validation.
+func quotaSettings(cfg *config.Config) quota.Settings {
+	s := quota.Settings{Providers: map[string]quota.Limits{}}
+	for _, p := range cfg.Providers {
+		if p.Limits != nil {
+			s.Providers[p.Name] = toQuotaLimits(p.Limits)
+		}
+		for _, m := range p.Models {
+			b := quota.Backend{Name: p.Name + "/" + m.ID, Provider: p.Name, CreditExpires: m.CreditDate()}
+			if m.Limits != nil {
+				b.Limits = toQuotaLimits(m.Limits)
+			} else if p.Limits != nil {
+				// Day-scale counters of a model follow its provider's reset
+				// rule unless it has its own.
+				b.Limits.Reset = s.Providers[p.Name].Reset
+			}
+			if m.Price != nil {
+				b.Price = quota.Price{Input: m.Price.Input, Output: m.Price.Output}
+			}
+			s.Backends = append(s.Backends, b)
+		}
+	}
+	for _, b := range cfg.Budgets {
+		s.Budgets = append(s.Budgets, quota.Budget{Scope: b.Scope, Period: b.Period, Limit: b.Limit, Action: b.Action})
+	}
+	return s
+}
+
+func toQuotaLimits(l *config.Limits) quota.Limits {
+	rule, _ := quota.ParseRule(l.Reset)
+	return quota.Limits{RPM: int64(l.RPM), RPD: int64(l.RPD), TPM: int64(l.TPM), TPD: int64(l.TPD),
+		Concurrency: int64(l.Concurrency), Reset: rule}
+}
+
+// restoreQuotas rebuilds the quota counters and budget spend from the
+// ledger: everything since the start of this month, and at least the last
+// 32 days so weekly and monthly limit windows are whole.
+func (g *Gateway) restoreQuotas(ctx context.Context) {
+	now := g.clock.Now()
+	since := now.AddDate(0, 0, -32)
+	if t := now.Local(); time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.Local).Before(since) {
+		since = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.Local)
+	}
+	rows, err := g.db.LedgerSince(ctx, since)
+	if err != nil {
+		g.log.Warn("could not rebuild quotas and spend from the ledger", "err", err)
+		return
+	}
+	use := make([]quota.Usage, len(rows))
+	for i, r := range rows {
+		use[i] = quota.Usage{Time: r.Minute, Backend: r.Backend, Chain: r.Chain, Requests: r.Requests, Tokens: r.Tokens, Cost: r.Cost}
+	}
+	g.quota.Restore(use)
+}
+
+// housekeep rolls old ledger rows up into daily totals once at start and
+// then hourly, and rebuilds the routing table when a credit that moved a
+// backend up the default chain has expired. It returns when ctx ends.
+func (g *Gateway) housekeep(ctx context.Context) {
+	// Load the tokenizer's tables now rather than on the first request
+	// that needs an estimate.
+	tokens.Warm()
+	g.rollUp(ctx)
+	lastRollUp := time.Now()
+	t := time.NewTicker(housekeepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.checkCredits()
+			if time.Since(lastRollUp) >= rollUpEvery {
+				g.rollUp(ctx)
+				lastRollUp = time.Now()
+			}
+		}
+	}
+}
+
+func (g *Gateway) rollUp(ctx context.Context) {
+	g.mu.Lock()
+	days := config.DefaultRetentionDays
+	if g.cfg != nil && g.cfg.Ledger.RetentionDays > 0 {
+		days = g.cfg.Ledger.RetentionDays
+	}
+	g.mu.Unlock()
+	n, err := g.db.RollUpLedger(ctx, g.clock.Now().AddDate(0, 0, -days))
+	switch {
+	case err != nil:
+		g.log.Warn("ledger roll-up failed", "err", err)
+	case n > 0:
+		g.log.Info("rolled up old ledger rows into daily totals", "rows", n, "retention_days", days)
+	}
+}
+
+// checkCredits re-applies the configuration once a running credit ended,
+// so its backend drops back to its normal place in the default chain.
+func (g *Gateway) checkCredits() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at := g.router.Table().RebuildAt()
+	if at.IsZero() || g.clock.Now().Before(at) || g.cfg == nil {
+		return
+	}
+	if err := g.applyLocked(g.cfg); err != nil {
+		g.log.Warn("could not rebuild routing after a credit expired", "err", err)
+	}
+}
+
+// Usage answers /api/usage.
+func (a adminView) Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
+	return a.g.db.Usage(ctx, q)
+}
+
+// EachLedgerRow streams the ledger for /api/usage.csv.
+func (a adminView) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(store.LedgerRow) error) error {
+	return a.g.db.EachLedgerRow(ctx, from, to, fn)
+}
+
+// Budgets answers GET /api/budgets.
+func (a adminView) Budgets() []quota.BudgetView { return a.g.quota.Budgets() }
+
+// Now is the gateway's clock, for the admin API's default time ranges.
+func (a adminView) Now() time.Time { return a.g.clock.Now() }
+
+// quotaViews lists the quota of every backend in names' order.
+func (g *Gateway) quotaViews(backends []BackendView) []quota.QuotaView {
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.Name
+	}
+	return g.quota.Quotas(names)
+}
