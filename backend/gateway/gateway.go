@@ -53,6 +53,9 @@ type Options struct {
 	// ManualProbes leaves probing to the caller (tests call
 	// Prober().Tick after moving the clock) instead of a loop.
 	ManualProbes bool
+	// NoLedger switches off the usage ledger and with it quotas and
+	// budgets, for measuring what they cost (loadbench).
+	NoLedger bool
 }
 
 // Gateway is a running FreeLane.
@@ -115,14 +118,16 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 			db.Close()
 		}
 	}()
-	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger})
+	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger})
 	g.bus = events.NewBus(o.Logger)
 	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)
 	g.metrics = metrics.New(o.Clock)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Logger)
 	g.quota = quota.New(o.Clock, g.bus, nil)
-	g.router.SetAdmission(admission{g.quota})
+	if !o.NoLedger {
+		g.router.SetAdmission(admission{g.quota})
+	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version})
 

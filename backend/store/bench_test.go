@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"freelane/backend/llm"
 )
@@ -65,9 +66,45 @@ func BenchmarkWriteBatch(b *testing.B) {
 		for i := range batch {
 			batch[i].ID = fmt.Sprintf("b%d-%d", n, i)
 		}
-		if _, err := db.writeRequests(ctx, batch); err != nil {
+		if _, err := db.writeRequests(ctx, batch, true); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkLedgerWrite measures the usage ledger's write throughput: a
+// default-size batch of 256 requests with two called attempts each (a
+// failover), so 512 ledger rows, written with their request rows in one
+// transaction, against the same batch without the ledger.
+func BenchmarkLedgerWrite(b *testing.B) {
+	for _, withLedger := range []bool{true, false} {
+		name := map[bool]string{true: "with_ledger", false: "requests_only"}[withLedger]
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			db := openTestDB(b)
+			batch := make([]llm.Trace, defaultBatchSize)
+			for i := range batch {
+				batch[i] = sampleTrace(i)
+				batch[i].Attempts = []llm.Attempt{
+					{Backend: "groq/llama", Class: llm.RateLimited, Status: 429, Latency: time.Millisecond},
+					{Backend: "cerebras/qwen", Class: llm.OK, Latency: 300 * time.Millisecond, TTFT: 80 * time.Millisecond,
+						PromptTokens: 812, CompletionTokens: 164, Cost: 0.00021},
+				}
+			}
+			b.ReportAllocs()
+			for n := 0; b.Loop(); n++ {
+				for i := range batch {
+					batch[i].ID = fmt.Sprintf("l%d-%d", n, i)
+				}
+				if _, err := db.writeRequests(ctx, batch, withLedger); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "requests/s")
+			if withLedger {
+				b.ReportMetric(float64(b.N*len(batch)*2)/b.Elapsed().Seconds(), "ledger_rows/s")
+			}
+		})
+	}
 }

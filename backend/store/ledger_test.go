@@ -26,7 +26,7 @@ func TestLedgerRowsAreWrittenWithTheirRequest(t *testing.T) {
 		// A duplicate request id is skipped with its ledger rows.
 		ledgerTrace("r2", day.Add(time.Hour), "coding", llm.Attempt{Backend: "c/m", Class: llm.OK, Cost: 100}),
 	}
-	if _, err := db.writeRequests(ctx, traces); err != nil {
+	if _, err := db.writeRequests(ctx, traces, true); err != nil {
 		t.Fatal(err)
 	}
 	var n int

@@ -25,6 +25,9 @@ type LogOptions struct {
 	// Logger receives write failures and drop warnings. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// NoLedger writes the request rows only, without usage ledger rows
+	// (for measuring what the ledger costs).
+	NoLedger bool
 }
 
 // Defaults for LogOptions.
@@ -263,7 +266,7 @@ func (l *RequestLog) flush(ctx context.Context, batch []llm.Trace) error {
 	var err error
 	for attempt := 1; attempt <= writeAttempts; attempt++ {
 		var skipped int
-		skipped, err = l.db.writeRequests(ctx, batch)
+		skipped, err = l.db.writeRequests(ctx, batch, !l.opts.NoLedger)
 		if err == nil {
 			if skipped > 0 {
 				l.log.Warn("skipped request traces with duplicate IDs", "skipped", skipped)

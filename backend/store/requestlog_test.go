@@ -226,7 +226,7 @@ func TestRecordCloseRoundTrip(t *testing.T) {
 
 	// A limit above the maximum is capped rather than rejected.
 	db2 := openTestDB(t)
-	if _, err := db2.writeRequests(ctx, sampleTraces(1100)); err != nil {
+	if _, err := db2.writeRequests(ctx, sampleTraces(1100), true); err != nil {
 		t.Fatal(err)
 	}
 	got, err := db2.RecentRequests(ctx, RequestQuery{Limit: 5000})
@@ -494,7 +494,7 @@ func TestDuplicateIDDoesNotFailBatch(t *testing.T) {
 	dup.Model = "impostor"
 	dup.Attempts = []llm.Attempt{{Backend: "x/y", Class: llm.OK}}
 	traces = append(traces, dup, llm.Trace{Start: baseTime}, llm.Trace{Start: baseTime})
-	skipped, err := db.writeRequests(ctx, traces)
+	skipped, err := db.writeRequests(ctx, traces, true)
 	if err != nil {
 		t.Fatalf("writeRequests: %v", err)
 	}
@@ -520,7 +520,7 @@ func TestPruneRequests(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t)
 	const n = 2500 // more than one prune chunk
-	if _, err := db.writeRequests(ctx, sampleTraces(n)); err != nil {
+	if _, err := db.writeRequests(ctx, sampleTraces(n), true); err != nil {
 		t.Fatal(err)
 	}
 	const cut = 2100

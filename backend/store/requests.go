@@ -99,7 +99,7 @@ func decodeAttempts(s string) ([]llm.Attempt, error) {
 // A trace whose ID is already stored is skipped (the first one wins) rather
 // than failing the whole batch; skipped reports how many were. On error
 // nothing of the batch is stored.
-func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace) (skipped int, err error) {
+func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger bool) (skipped int, err error) {
 	tx, err := d.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: write requests: begin: %w", err)
@@ -158,7 +158,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace) (skipped int
 		}
 		for j := range t.Attempts {
 			a := &t.Attempts[j]
-			if a.Skipped {
+			if a.Skipped || !withLedger {
 				continue
 			}
 			if ledger == nil {

@@ -88,7 +88,7 @@ func TestOpenCreatesPrivateFileAndMigrates(t *testing.T) {
 
 	// Force a write so the WAL exists, then check SQLite gave it the
 	// database file's mode rather than the umask default.
-	if _, err := db.writeRequests(ctx, sampleTraces(1)); err != nil {
+	if _, err := db.writeRequests(ctx, sampleTraces(1), true); err != nil {
 		t.Fatal(err)
 	}
 	if wst, err := os.Stat(path + "-wal"); err != nil {
@@ -155,7 +155,7 @@ func TestOpenPathNeedingEscape(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	if _, err := db.writeRequests(context.Background(), sampleTraces(1)); err != nil {
+	if _, err := db.writeRequests(context.Background(), sampleTraces(1), true); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -178,7 +178,7 @@ func TestReopenIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.writeRequests(ctx, sampleTraces(3)); err != nil {
+	if _, err := db.writeRequests(ctx, sampleTraces(3), true); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
