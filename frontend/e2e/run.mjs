@@ -245,7 +245,26 @@ await test('budgets & limits screen shows the budgets and the stored limits', as
   const resp = await put;
   assert(resp.ok(), `PUT /api/budgets: ${resp.status()} ${await resp.text()}`);
   await page.getByTestId('budget-row-provider:paid|day').waitFor();
+
+  // Limits: a zone the page cannot judge goes to the server, whose message
+  // shows next to the reset field; a good one saves and the quota bar follows.
+  await form.getByTestId('limits-reset-zone').fill('Mars/Olympus_Mons');
+  const bad = page.waitForResponse((r) => r.url().endsWith('/api/limits/capped') && r.request().method() === 'PUT');
+  await form.getByRole('button', { name: 'Save limits' }).click();
+  assert((await bad).status() === 400, 'the server took an unknown time zone');
+  const zoneErr = await page.getByTestId('limits-error-limits.reset').innerText();
+  assert(/Mars\/Olympus_Mons|zone|reset/i.test(zoneErr), `reset error: ${zoneErr}`);
+  console.log(`     (the server said: ${zoneErr})`);
+  await form.getByTestId('limits-reset-zone').fill('UTC');
+  await form.getByTestId('limits-rpd').fill('8');
+  const good = page.waitForResponse((r) => r.url().endsWith('/api/limits/capped') && r.request().method() === 'PUT');
+  await form.getByRole('button', { name: 'Save limits' }).click();
+  const ok = await good;
+  assert(ok.ok(), `PUT /api/limits/capped: ${ok.status()} ${await ok.text()}`);
+  await page.getByTestId('limits-saved').waitFor();
   await page.screenshot({ path: join(shots, 'budgets.png'), fullPage: true });
+  await page.getByTestId('nav-overview').click();
+  await waitFor(async () => /\/ 8/.test(await page.getByTestId('quota-limit-capped/m-capped-rpd').innerText()), 'the capped bar to show the new limit of 8');
 });
 
 await test('usage history lists the backends and exports the ledger as CSV', async () => {

@@ -61,15 +61,15 @@ describe("LimitsForm", () => {
     expect(byId("limits-rpm").value).toBe("");
     expect(byId("limits-price-input").value).toBe("0.15");
     expect(byId("limits-credit").value).toBe("2026-12-31");
-    // A model without its own reset follows the provider's.
-    expect((within(form()).getByRole("radio", { name: /same as the provider/ }) as HTMLInputElement).checked).toBe(true);
+    // No stored rule reads as the default, daily at midnight UTC.
+    expect(byId("limits-reset-preview").textContent).toBe("daily 00:00 UTC");
     await fireEvent.input(byId("limits-price-output"), { target: { value: "0.79" } });
     await save();
     await waitFor(() => expect(f.calls).toHaveLength(1));
     expect(f.calls[0]).toEqual({
       method: "PUT",
       url: "/api/limits/groq/llama-3.3-70b",
-      body: { limits: { rpd: 500 }, price: { input: 0.15, output: 0.79 }, credit_expires: "2026-12-31" },
+      body: { limits: { rpd: 500, reset: "daily 00:00 UTC" }, price: { input: 0.15, output: 0.79 }, credit_expires: "2026-12-31" },
     });
 
     // A model id with a slash keeps it as a path separator.
@@ -77,7 +77,12 @@ describe("LimitsForm", () => {
     await fireEvent.input(byId("limits-tpm"), { target: { value: "1000" } });
     await save();
     await waitFor(() => expect(f.calls).toHaveLength(2));
-    expect(f.calls[1]).toEqual({ method: "PUT", url: "/api/limits/groq/meta/llama-4", body: { limits: { tpm: 1000 }, price: null, credit_expires: "" } });
+    // Blank prices are sent as 0 (free): null would leave a stored price as it was.
+    expect(f.calls[1]).toEqual({
+      method: "PUT",
+      url: "/api/limits/groq/meta/llama-4",
+      body: { limits: { tpm: 1000, reset: "daily 00:00 UTC" }, price: { input: 0, output: 0 }, credit_expires: "" },
+    });
   });
 
   it("checks numbers, dates and the reset rule before sending", async () => {

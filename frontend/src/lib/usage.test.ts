@@ -10,10 +10,10 @@ const rows = [
 ];
 
 describe("usage", () => {
-  it("asks for n local days ending today, to the start of tomorrow", () => {
+  it("asks for n local days ending with today (the server reads `to` as the whole day)", () => {
     expect(usageRange(3, new Date(2026, 10, 30, 23, 0).getTime())).toEqual({
       from: "2026-11-28",
-      to: "2026-12-01",
+      to: "2026-11-30",
       days: ["2026-11-28", "2026-11-29", "2026-11-30"],
     });
   });

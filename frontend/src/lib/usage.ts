@@ -2,7 +2,7 @@
 // chart columns (one series per backend, one point per day) and a table
 // grouped by backend.
 
-import { fmtDay, lastDays } from "./format";
+import { lastDays } from "./format";
 import type { Columns } from "./series";
 import type { UsageRow } from "./types";
 
@@ -21,15 +21,13 @@ export function metricOf(r: UsageRow, m: UsageMetric): number {
 }
 
 /**
- * The query of a range of `n` days ending today (local dates). `to` is the
- * day after today and the server reads it as the end of the range, so
- * today's requests are in; `days` lists the days shown.
+ * The query of a range of `n` days ending today (local dates). The server
+ * reads a `to` date as the whole of that day, so `to` is today; `days` lists
+ * the days shown.
  */
 export function usageRange(n: number, now: number): { from: string; to: string; days: string[] } {
   const days = lastDays(n, now);
-  const d = new Date(now);
-  const tomorrow = fmtDay(new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1, 12));
-  return { from: days[0], to: tomorrow, days };
+  return { from: days[0], to: days[days.length - 1], days };
 }
 
 /** The day of a row: its key, cut to the date when the server sent a full time. */
