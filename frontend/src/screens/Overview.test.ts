@@ -48,6 +48,10 @@ describe("Overview", () => {
     const alerts = screen.getByTestId("alerts");
     expect(alerts.textContent).toContain("groq/llama — rate limited (HTTP 429)");
     expect(alerts.textContent).not.toContain("back in service");
+
+    // Quotas and spend sit below the table.
+    expect(screen.getByTestId("quota-bar-groq/llama").textContent).toContain("Daily tokens 312k / 500k");
+    expect(screen.getByTestId("spend-today-amount").textContent).toBe("$0.42");
   });
 
   it("follows live updates", async () => {
