@@ -233,8 +233,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, error)
 	}
 	for _, sc := range m.scopesOf(b) {
 		sc.admit(now)
-		evs = sc.warn(now, evs)
-		evs = sc.exhaustedEvent(now, evs)
+		evs = sc.note(now, evs)
 	}
 	m.mu.Unlock()
 	m.publish(evs)
@@ -258,7 +257,7 @@ func (m *Manager) limitsLocked(b Target, now time.Time) error {
 func (m *Manager) exhaustedLocked(b Target, now time.Time) []events.Event {
 	var evs []events.Event
 	for _, sc := range m.scopesOf(b) {
-		evs = sc.exhaustedEvent(now, evs)
+		evs = sc.note(now, evs)
 	}
 	return evs
 }
@@ -328,8 +327,7 @@ func (h *Hold) Settle(c Call) {
 		h.done = true
 		for _, sc := range m.scopesOf(h.b) {
 			sc.settle(now, int64(prompt+completion))
-			evs = sc.warn(now, evs)
-			evs = sc.exhaustedEvent(now, evs)
+			evs = sc.note(now, evs)
 		}
 		for _, bs := range h.budgets {
 			bs.unreserve(h.reserved)

@@ -21,6 +21,32 @@ const (
 	KindConcurrency = "concurrency"
 )
 
+// kind indexes the limit kinds inside a scope, so the per-call checks use
+// arrays rather than maps keyed by strings.
+type kind uint8
+
+const (
+	rpm kind = iota
+	rpd
+	tpm
+	tpd
+	concurrency
+	nKinds
+)
+
+var kindNames = [nKinds]string{KindRPM, KindRPD, KindTPM, KindTPD, KindConcurrency}
+
+func (k kind) String() string { return kindNames[k] }
+
+func kindOf(name string) kind {
+	for k, n := range kindNames {
+		if n == name {
+			return kind(k)
+		}
+	}
+	return rpm
+}
+
 // warnAt is the fraction of a limit that raises a quota_warning.
 const warnAt = 0.8
 
@@ -45,15 +71,15 @@ type scope struct {
 	day      window
 	rolling  *ring // for a rolling 24h rule, created on first use
 	inflight int64
-	learned  map[string]*learned
-	// noted holds, per kind and event, the start of the window in which a
+	learned  [nKinds]*learned
+	// warned and filled hold, per kind, the start of the window in which a
 	// warning or exhaustion event was raised, so each is raised once per
 	// window.
-	noted map[string]time.Time
+	warned, filled [nKinds]time.Time
 }
 
 func newScope(name string) *scope {
-	return &scope{name: name, minute: newRing(time.Second, 60), learned: map[string]*learned{}, noted: map[string]time.Time{}}
+	return &scope{name: name, minute: newRing(time.Second, 60)}
 }
 
 // record counts requests and tokens at t in every window.
@@ -89,21 +115,45 @@ func (s *scope) settle(now time.Time, tok int64) {
 	s.inflight--
 }
 
-// dayUse returns the day-scale window's counts and when it resets.
-func (s *scope) dayUse(now time.Time) (req, tok int64, resets time.Time) {
+// dayUse returns the day-scale window's counts.
+func (s *scope) dayUse(now time.Time) (req, tok int64) {
 	if s.lim.Reset.Rolling() {
 		if s.rolling == nil {
-			return 0, 0, time.Time{}
+			return 0, 0
 		}
 		return s.rolling.sum(now)
 	}
 	s.day.at(s.lim.Reset, now)
-	return s.day.req, s.day.tok, s.day.end
+	return s.day.req, s.day.tok
+}
+
+// resets returns when a limit of kind k next frees up.
+func (s *scope) resets(k kind, now time.Time) time.Time {
+	if l := s.learned[k]; l != nil && l.resetAt.After(now) {
+		return l.resetAt
+	}
+	switch k {
+	case rpm, tpm:
+		if t := s.minute.frees(now); !t.IsZero() {
+			return t
+		}
+		return now.Add(time.Minute)
+	case rpd, tpd:
+		if s.lim.Reset.Rolling() {
+			if s.rolling != nil {
+				return s.rolling.frees(now)
+			}
+			return time.Time{}
+		}
+		s.day.at(s.lim.Reset, now)
+		return s.day.end
+	}
+	return time.Time{}
 }
 
 // use is one limit's state.
 type use struct {
-	kind    string
+	kind    kind
 	used    int64
 	limit   int64
 	resets  time.Time
@@ -112,66 +162,66 @@ type use struct {
 	soft    bool
 }
 
-// uses lists the configured and learned limits of the scope.
-func (s *scope) uses(now time.Time) []use {
-	var out []use
-	mreq, mtok, mfree := s.minute.sum(now)
-	dreq, dtok, dreset := s.dayUse(now)
+// useList is the limits of a scope; a fixed array, so listing them on
+// every call does not allocate.
+type useList struct {
+	n int
+	u [nKinds]use
+}
+
+func (l *useList) all() []use { return l.u[:l.n] }
+
+// uses lists the configured and learned limits of the scope. resets is
+// filled in only with detail, since finding it costs a scan.
+func (s *scope) uses(now time.Time, detail bool) useList {
+	var out useList
+	mreq, mtok := s.minute.sum(now)
+	dreq, dtok := s.dayUse(now)
 	minuteStart := now.Truncate(time.Minute)
 	dayStart := s.day.start
 	if s.lim.Reset.Rolling() {
 		dayStart = now.Truncate(24 * time.Hour)
 	}
-	if mfree.IsZero() {
-		mfree = now.Add(time.Minute)
-	}
-	add := func(kind string, used, limit int64, resets, start time.Time) {
-		if limit > 0 {
-			out = append(out, use{kind: kind, used: used, limit: limit, resets: resets, start: start})
-		}
-	}
-	add(KindRPM, mreq, s.lim.RPM, mfree, minuteStart)
-	add(KindRPD, dreq, s.lim.RPD, dreset, dayStart)
-	add(KindTPM, mtok, s.lim.TPM, mfree, minuteStart)
-	add(KindTPD, dtok, s.lim.TPD, dreset, dayStart)
-	add(KindConcurrency, s.inflight, s.lim.Concurrency, time.Time{}, time.Time{})
-	for _, kind := range []string{KindRPM, KindRPD, KindTPM, KindTPD} {
-		l := s.learned[kind]
-		if l == nil || !l.resetAt.After(now) {
-			continue
-		}
-		u := use{kind: kind, used: l.limit - l.remaining, limit: l.limit, resets: l.resetAt, start: l.at, learned: true, soft: l.soft}
-		if u.limit <= 0 {
-			// Only "none left" is known: show it as full.
-			u.used, u.limit = 1, 1
-		}
-		replaced := false
-		for i := range out {
-			if out[i].kind == kind {
-				// The upstream knows better than our own count.
-				if u.used*out[i].limit > out[i].used*u.limit || l.remaining <= 0 {
-					out[i] = u
-				}
-				replaced = true
+	counted := [nKinds]int64{rpm: mreq, rpd: dreq, tpm: mtok, tpd: dtok, concurrency: s.inflight}
+	limits := [nKinds]int64{rpm: s.lim.RPM, rpd: s.lim.RPD, tpm: s.lim.TPM, tpd: s.lim.TPD, concurrency: s.lim.Concurrency}
+	starts := [nKinds]time.Time{rpm: minuteStart, rpd: dayStart, tpm: minuteStart, tpd: dayStart}
+	for k := range nKinds {
+		u := use{kind: k, used: counted[k], limit: limits[k], start: starts[k]}
+		if l := s.learned[k]; l != nil && l.resetAt.After(now) {
+			lu := use{kind: k, used: l.limit - l.remaining, limit: l.limit, start: l.at, learned: true, soft: l.soft}
+			if lu.limit <= 0 {
+				// Only "none left" is known: show it as full.
+				lu.used, lu.limit = 1, 1
+			}
+			// The upstream knows better than our own count.
+			if u.limit <= 0 || lu.used*u.limit > u.used*lu.limit || l.remaining <= 0 {
+				u = lu
 			}
 		}
-		if !replaced {
-			out = append(out, u)
+		if u.limit <= 0 {
+			continue
 		}
+		if detail && k != concurrency {
+			u.resets = s.resets(k, now)
+		}
+		out.u[out.n] = u
+		out.n++
 	}
 	return out
 }
 
 // full returns why the scope cannot take one more call now, or "".
 func (s *scope) full(now time.Time) string {
-	for _, u := range s.uses(now) {
+	l := s.uses(now, false)
+	for _, u := range l.all() {
 		if u.used < u.limit || u.soft {
 			continue
 		}
+		u.resets = s.resets(u.kind, now)
 		if u.learned {
 			return fmt.Sprintf("%s: %s used (the provider says none left), resets %s", s.name, s.noun(u.kind), when(u.resets, now, s.lim.Reset.location()))
 		}
-		if u.kind == KindConcurrency {
+		if u.kind == concurrency {
 			return fmt.Sprintf("%s: %d requests already in flight (concurrency limit)", s.name, u.used)
 		}
 		return fmt.Sprintf("%s: %s used, resets %s", s.name, s.noun(u.kind), when(u.resets, now, s.lim.Reset.location()))
@@ -180,52 +230,39 @@ func (s *scope) full(now time.Time) string {
 }
 
 // noun names a limit in a message: "daily tokens", "requests per minute".
-func (s *scope) noun(kind string) string {
+func (s *scope) noun(k kind) string {
 	adj := s.lim.Reset.Adjective()
-	switch kind {
-	case KindRPM:
+	switch k {
+	case rpm:
 		return "requests per minute"
-	case KindTPM:
+	case tpm:
 		return "tokens per minute"
-	case KindRPD:
+	case rpd:
 		return adj + " requests"
-	case KindTPD:
+	case tpd:
 		return adj + " tokens"
 	}
-	return kind
+	return k.String()
 }
 
-// warn adds a quota_warning for every limit past warnAt, once per window.
-func (s *scope) warn(now time.Time, evs []events.Event) []events.Event {
-	for _, u := range s.uses(now) {
-		if u.kind == KindConcurrency || float64(u.used) < warnAt*float64(u.limit) {
+// note adds a quota_warning for every limit past warnAt and a
+// quota_exhausted for every limit that is full, each once per window.
+func (s *scope) note(now time.Time, evs []events.Event) []events.Event {
+	l := s.uses(now, false)
+	for _, u := range l.all() {
+		if u.kind == concurrency || u.soft || float64(u.used) < warnAt*float64(u.limit) {
 			continue
 		}
-		key := "warn:" + u.kind
-		if s.noted[key].Equal(u.start) {
-			continue
+		if !s.warned[u.kind].Equal(u.start) {
+			s.warned[u.kind] = u.start
+			evs = append(evs, events.Event{Time: now, Kind: events.QuotaWarning, Level: events.Warn, Backend: s.name,
+				Reason: fmt.Sprintf("%s of %s used", pct(float64(u.used)/float64(u.limit)), s.noun(u.kind))})
 		}
-		s.noted[key] = u.start
-		evs = append(evs, events.Event{Time: now, Kind: events.QuotaWarning, Level: events.Warn, Backend: s.name,
-			Reason: fmt.Sprintf("%s of %s used", pct(float64(u.used)/float64(u.limit)), s.noun(u.kind))})
-	}
-	return evs
-}
-
-// exhaustedEvent adds a quota_exhausted event for a limit that is full,
-// once per window.
-func (s *scope) exhaustedEvent(now time.Time, evs []events.Event) []events.Event {
-	for _, u := range s.uses(now) {
-		if u.used < u.limit || u.kind == KindConcurrency || u.soft {
-			continue
+		if u.used >= u.limit && !s.filled[u.kind].Equal(u.start) {
+			s.filled[u.kind] = u.start
+			evs = append(evs, events.Event{Time: now, Kind: events.QuotaExhausted, Level: events.Warn, Backend: s.name,
+				Reason: s.full(now), Until: s.resets(u.kind, now)})
 		}
-		key := "full:" + u.kind
-		if s.noted[key].Equal(u.start) {
-			continue
-		}
-		s.noted[key] = u.start
-		evs = append(evs, events.Event{Time: now, Kind: events.QuotaExhausted, Level: events.Warn, Backend: s.name,
-			Reason: s.full(now), Until: u.resets})
 	}
 	return evs
 }
@@ -248,8 +285,8 @@ const (
 func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
 	soft := e != nil
 	if h != nil {
-		s.learnPair(now, h, hLimitReq, hRemainReq, hResetReq, KindRPM, KindRPD, soft)
-		s.learnPair(now, h, hLimitTok, hRemainTok, hResetTok, KindTPM, KindTPD, soft)
+		s.learnPair(now, h, hLimitReq, hRemainReq, hResetReq, rpm, rpd, soft)
+		s.learnPair(now, h, hLimitTok, hRemainTok, hResetTok, tpm, tpd, soft)
 	}
 	if e == nil || e.Status != http.StatusTooManyRequests || e.RetryAfter <= 0 {
 		return
@@ -257,18 +294,15 @@ func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
 	// A 429 means some limit has nothing left until the reset; the body
 	// often says which (Groq: "... on tokens per day (TPD): Limit 500000,
 	// Used 499000 ...").
-	kind, limit, _ := parse429(string(e.Body))
-	if kind == "" {
-		kind = KindRPM
-		if e.RetryAfter > time.Minute {
-			kind = KindRPD
-		}
+	name, limit, _ := parse429(string(e.Body))
+	k := kindOf(name)
+	if name == "" && e.RetryAfter > time.Minute {
+		k = rpd
 	}
-	l := &learned{limit: limit, remaining: 0, resetAt: now.Add(e.RetryAfter), at: now, soft: true}
-	s.learned[kind] = l
+	s.learned[k] = &learned{limit: limit, remaining: 0, resetAt: now.Add(e.RetryAfter), at: now, soft: true}
 }
 
-func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH, minuteKind, dayKind string, soft bool) {
+func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH string, minuteKind, dayKind kind, soft bool) {
 	rv, ok := h[remainH]
 	if !ok || len(rv) == 0 {
 		return
@@ -288,11 +322,11 @@ func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH,
 	if wait <= 0 {
 		wait = time.Minute
 	}
-	kind := minuteKind
+	k := minuteKind
 	if wait > time.Minute {
-		kind = dayKind
+		k = dayKind
 	}
-	s.learned[kind] = &learned{limit: limit, remaining: remaining, resetAt: now.Add(wait), at: now, soft: soft}
+	s.learned[k] = &learned{limit: limit, remaining: remaining, resetAt: now.Add(wait), at: now, soft: soft}
 }
 
 var limit429 = regexp.MustCompile(`(?i)\((RPM|RPD|TPM|TPD)\)(?:: Limit (\d+), Used (\d+))?`)

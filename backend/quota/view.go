@@ -65,8 +65,9 @@ func (m *Manager) Quotas(order []string) []QuotaView {
 		// Provider limits are shown on each of its backends: they are
 		// what stops it too.
 		for _, sc := range []*scope{m.scope(b.Provider), m.scope(name)} {
-			for _, u := range sc.uses(now) {
-				lu := LimitUse{Kind: u.kind, Used: u.used, Limit: u.limit, Learned: u.learned}
+			l := sc.uses(now, true)
+			for _, u := range l.all() {
+				lu := LimitUse{Kind: u.kind.String(), Used: u.used, Limit: u.limit, Learned: u.learned}
 				if u.limit > 0 {
 					lu.Fraction = float64(u.used) / float64(u.limit)
 				}

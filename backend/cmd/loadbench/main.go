@@ -82,24 +82,43 @@ func run(conc int, dur, warm time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Providers = []config.Provider{{Name: "bench", Kind: "openai", Tier: "free", BaseURL: up.URL, APIKey: "sk-bench",
-		Models: []config.Model{{ID: "m", ParamsB: 70}}}}
+	// The model is priced and limited, with a budget, so every request
+	// goes through quota admission, cost accounting and the ledger; the
+	// limits are high enough never to refuse.
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: dir, Logger: log})
+	start := func(sub string, noLedger bool) (*gateway.Gateway, error) {
+		// A fresh config each time: the gateway takes the key out of it.
+		cfg := config.Default()
+		cfg.Listen = "127.0.0.1:0"
+		cfg.Providers = []config.Provider{{Name: "bench", Kind: "openai", Tier: "free", BaseURL: up.URL, APIKey: "sk-bench",
+			Limits: &config.Limits{RPM: 1 << 30, TPD: 1 << 40, Concurrency: 1 << 20},
+			Models: []config.Model{{ID: "m", ParamsB: 70, Price: &config.Price{Input: 0.15, Output: 0.6},
+				Limits: &config.Limits{RPD: 1 << 30}}}}}
+		cfg.Budgets = []config.Budget{{Scope: "global", Period: "month", Limit: 1e9, Action: "block"}}
+		g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: dir + "/" + sub, Logger: log, NoLedger: noLedger})
+		if err != nil {
+			return nil, err
+		}
+		return g, g.Start()
+	}
+	g, err := start("ledger", false)
 	if err != nil {
 		return err
 	}
-	if err := g.Start(); err != nil {
+	defer g.Shutdown(context.Background())
+	// The same gateway without the usage ledger, quotas and budgets, to
+	// measure what they add to the request path.
+	g0, err := start("noledger", true)
+	if err != nil {
 		return err
 	}
-	defer g.Shutdown(context.Background())
+	defer g0.Shutdown(context.Background())
 
 	targets := []struct{ name, base, model string }{
 		{"upstream", up.URL, "m"},
 		{"proxy", "http://" + ln.Addr().String() + "/v1", "m"},
 		{"freelane", "http://" + g.Addr() + "/v1", "auto"},
+		{"no-ledger", "http://" + g0.Addr() + "/v1", "auto"},
 	}
 	fmt.Printf("loadbench: %d concurrent clients, %v per run, GOMAXPROCS=%d\n\n", conc, dur, runtime.GOMAXPROCS(0))
 	for _, stream := range []bool{false, true} {
@@ -115,11 +134,13 @@ func run(conc int, dur, warm time.Duration) error {
 			r := res[t.name]
 			fmt.Printf("%-10s %10.0f %10v %10v %8d\n", t.name, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.errors)
 		}
-		d, p, f := res["upstream"], res["proxy"], res["freelane"]
+		d, p, f, f0 := res["upstream"], res["proxy"], res["freelane"], res["no-ledger"]
 		fmt.Printf("freelane/proxy throughput: %.2fx   freelane/upstream: %.2fx   proxy/upstream: %.2fx\n", f.rps/p.rps, f.rps/d.rps, p.rps/d.rps)
-		fmt.Printf("added latency vs upstream: freelane p50 +%v p99 +%v; proxy p50 +%v p99 +%v\n\n",
+		fmt.Printf("added latency vs upstream: freelane p50 +%v p99 +%v; proxy p50 +%v p99 +%v\n",
 			(f.p50 - d.p50).Round(time.Microsecond), (f.p99 - d.p99).Round(time.Microsecond),
 			(p.p50 - d.p50).Round(time.Microsecond), (p.p99 - d.p99).Round(time.Microsecond))
+		fmt.Printf("the ledger, quotas and budgets add: p50 %+v p99 %+v, throughput %.2fx\n\n",
+			(f.p50 - f0.p50).Round(time.Microsecond), (f.p99 - f0.p99).Round(time.Microsecond), f.rps/f0.rps)
 	}
 	return nil
 }
