@@ -488,3 +488,38 @@ func TestBudgetsAndLimitsAPI(t *testing.T) {
 		t.Fatalf("quota view: %+v", q)
 	}
 }
+
+// TestTokensAreEstimatedWhenTheUpstreamReportsNone: a provider that must
+// not be sent stream_options reports no usage in its stream, so the ledger
+// and the trace get offline estimates, marked estimated.
+func TestTokensAreEstimatedWhenTheUpstreamReportsNone(t *testing.T) {
+	off := false
+	e := newEnv(t, func(c *config.Config) {
+		c.Providers[2].StreamUsage = &off
+		c.Providers[2].Models[0].Price = &config.Price{Input: 1, Output: 1}
+	})
+	e.up.Set("mc", fakeupstream.Behavior{Chunks: []string{"The answer ", "is forty-two."}})
+	if r := e.post("/v1/chat/completions", chat("c/mc", true)); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	a := e.state().Requests[0].Attempts[0]
+	if !a.Estimated || a.Prompt < 5 || a.Cost <= 0 {
+		t.Fatalf("attempt %+v", a)
+	}
+	var tr struct {
+		Usage struct {
+			Prompt     int `json:"prompt_tokens"`
+			Completion int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	r := e.do("GET", "/api/state", "", nil)
+	var st struct {
+		Requests []json.RawMessage `json:"requests"`
+	}
+	_ = json.Unmarshal(r.body, &st)
+	_ = json.Unmarshal(st.Requests[0], &tr)
+	// "The answer is forty-two." is 7 tokens in cl100k.
+	if tr.Usage.Completion < 6 || tr.Usage.Completion > 8 {
+		t.Fatalf("estimated completion tokens %d", tr.Usage.Completion)
+	}
+}
