@@ -5,10 +5,14 @@ export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 BIN     := build/bin/freelane
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
+# The desktop app (Wails window and tray) on Debian 12's WebKitGTK 4.1.
+TAGS    := desktop,production,webkit2_41
+# The desktop smoke test's screen: Xvfb plus a private DBus session bus.
+HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
 CONFIG  ?= backend/config/example.yaml
 ARGS    ?=
 
-.PHONY: all deps deps-test frontend build run serve test test-go test-frontend test-browser vet bench bench-go bench-load clean
+.PHONY: all deps deps-test frontend build run serve test test-go test-frontend test-browser test-desktop vet bench bench-go bench-load clean
 
 all: build
 
@@ -22,22 +26,29 @@ deps-test:
 frontend: deps
 	cd frontend && npm run build
 
+# build makes build/bin/freelane: the desktop app, which serves headless
+# where there is no display (and as `freelane serve`).
 build: frontend
-	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./app
+	go build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./app
 	go build -o build/bin/fakeupstream ./backend/cmd/fakeupstream
 
-# run starts FreeLane with the example config (or CONFIG=your.yaml).
+# run starts FreeLane with the example config (or CONFIG=your.yaml): the
+# window and tray when there is a display, the headless server otherwise.
 run: build
-	$(BIN) serve --config $(CONFIG) $(ARGS)
+	$(BIN) --config $(CONFIG) $(ARGS)
 
-serve: run
+# serve always runs headless.
+serve: build
+	$(BIN) serve --config $(CONFIG) $(ARGS)
 
 vet:
 	@unformatted=$$(gofmt -l app backend frontend/embed.go); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	go vet -tags $(TAGS) ./app
+	go vet -tags smoke ./app
 
-test: deps-test vet test-go test-frontend test-browser
+test: deps-test vet test-go test-frontend test-browser test-desktop
 
 test-go:
 	go test -race -count=1 -timeout 15m ./...
@@ -49,6 +60,12 @@ test-frontend:
 # of every screen land in build/screenshots/.
 test-browser: build
 	cd frontend && node e2e/run.mjs
+
+# test-desktop starts the built desktop binary in a real window under Xvfb,
+# drives its tray over DBus and checks what it logged and stored; the
+# screenshot lands in build/screenshots/desktop.png.
+test-desktop: build
+	$(HEADLESS_DESKTOP) go test -tags smoke -count=1 -timeout 5m -v -run 'TestDesktop' ./app
 
 bench: bench-go bench-load
 

@@ -1,7 +1,8 @@
 // Command freelane is the FreeLane local LLM router: one OpenAI-compatible
 // endpoint on 127.0.0.1:7788 in front of an ordered chain of model backends.
 //
-//	freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]
+//	freelane         [--config FILE] [--data-dir DIR] [--listen ADDR]   desktop app (headless without a display)
+//	freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   headless server
 //	freelane check   --config FILE
 //	freelane version
 package main
@@ -36,13 +37,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cmd := "serve"
+	cmd := "app"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
+	case "app":
+		return serve(args, stdout, stderr, true)
 	case "serve":
-		return serve(args, stderr)
+		return serve(args, stdout, stderr, false)
 	case "check":
 		return check(args, stdout, stderr)
 	case "version", "--version":
@@ -62,7 +65,9 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `FreeLane: one OpenAI-compatible endpoint in front of all your model backends.
 
 Usage:
-  freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   run the router (default command)
+  freelane         [--config FILE] [--data-dir DIR] [--listen ADDR]   the desktop app: window, tray and router
+                                                                       (headless when there is no display)
+  freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   run the router headless
   freelane check   --config FILE                                       validate a config file
   freelane version                                                     print the version
 
@@ -112,8 +117,15 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-func serve(args []string, stderr io.Writer) int {
-	f, err := parseServeFlags("serve", args, stderr)
+// serve runs FreeLane. With desktop set it opens the window and the tray
+// when the binary has them and a display exists, and serves headless
+// otherwise.
+func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
+	name := "serve"
+	if desktop {
+		name = "freelane"
+	}
+	f, err := parseServeFlags(name, args, stderr)
 	if err != nil {
 		return 2
 	}
@@ -138,6 +150,33 @@ func serve(args []string, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	// One FreeLane per data directory: a second launch brings the first
+	// one's window forward and leaves.
+	inst, err := acquireInstance(f.dataDir, log)
+	if err != nil {
+		var running *RunningError
+		if errors.As(err, &running) {
+			if running.Reply == replyShown {
+				fmt.Fprintf(stdout, "FreeLane is already running at %s; its window was brought forward.\n", running.Endpoint)
+			} else {
+				fmt.Fprintf(stdout, "FreeLane is already running (headless) at %s.\n", running.Endpoint)
+			}
+			if desktop {
+				return 0
+			}
+			fmt.Fprintf(stderr, "freelane serve: another FreeLane uses the data directory %s; stop it or pass another --data-dir\n", f.dataDir)
+			return 1
+		}
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	defer func() {
+		if err := inst.Close(); err != nil {
+			log.Warn("removing the instance socket", "err", err)
+		}
+	}()
+
 	g, err := gateway.New(ctx, gateway.Options{
 		Config: cfg, ConfigPath: f.config, Listen: f.listen, DataDir: f.dataDir,
 		Logger: log, Version: version, Assets: frontend.Assets(),
@@ -154,8 +193,28 @@ func serve(args []string, stderr io.Writer) int {
 		_ = g.Shutdown(context.Background())
 		return 1
 	}
+	inst.setShow(nil, "http://"+g.Addr()+"/v1")
+
+	if desktop {
+		switch why := desktopUnavailable(); why {
+		case "":
+			// The window owns the process from here; it returns once the
+			// user quits or a signal arrives.
+			stop()
+			code := runDesktop(g, inst, f, log)
+			return shutdown(g, log, code)
+		default:
+			log.Info("serving headless: "+why, "endpoint", "http://"+g.Addr()+"/v1")
+		}
+	}
 	<-ctx.Done()
 	stop()
+	return shutdown(g, log, 0)
+}
+
+// shutdown finishes requests in flight, flushes the request log and
+// returns the exit code.
+func shutdown(g *gateway.Gateway, log *slog.Logger, code int) int {
 	log.Info("shutting down: finishing requests in flight", "grace", shutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -164,7 +223,18 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("stopped")
-	return 0
+	return code
+}
+
+// desktopUnavailable says why the desktop app cannot open here, or "".
+func desktopUnavailable() string {
+	if !desktopBuilt {
+		return "this binary was built without the desktop app (build with make build)"
+	}
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" && !displayAlwaysPresent {
+		return "no display found (DISPLAY and WAYLAND_DISPLAY are unset)"
+	}
+	return ""
 }
 
 func check(args []string, stdout, stderr io.Writer) int {

@@ -4,10 +4,12 @@
 // until it gets SIGINT or SIGTERM.
 //
 // Models whose name starts with "fail-" answer 503, "slow-" wait a second
-// before answering, anything else answers normally.
+// before answering, anything else answers normally. With -require-key K
+// every request without "Authorization: Bearer K" gets 401.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,9 +20,14 @@ import (
 )
 
 func main() {
+	requireKey := flag.String("require-key", "", "answer 401 unless requests carry this API key")
+	flag.Parse()
 	up := fakeupstream.Start()
 	defer up.Close()
 	up.SetRecording(false)
+	if *requireKey != "" {
+		up.RequireKey(*requireKey)
+	}
 	for _, m := range []string{"fail-a", "fail-b", "fail-c"} {
 		up.Set(m, fakeupstream.Behavior{Status: 503})
 	}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// One FreeLane runs per data directory. The first launch listens on a Unix
+// socket in the data directory; a second launch connects to it, asks the
+// running one to bring its window forward and exits. A socket (rather than a
+// lock file) also tells a crashed instance's leftover apart from a live one:
+// nobody answers on a stale socket.
+
+// instanceSocket is the socket's file name inside the data directory.
+const instanceSocket = "instance.sock"
+
+// handshakeTimeout bounds every step of the handshake, so a hung instance
+// cannot hang the second launch.
+const handshakeTimeout = 3 * time.Second
+
+// Requests and replies of the handshake, one line each.
+const (
+	reqShow       = "show"
+	replyShown    = "shown"    // the window was brought forward
+	replyHeadless = "headless" // the running instance has no window
+)
+
+// errAlreadyRunning is returned by acquireInstance when another FreeLane
+// owns the data directory; the error's text is the running one's reply.
+var errAlreadyRunning = errors.New("FreeLane is already running")
+
+// RunningError is what a second launch learns from the first.
+type RunningError struct {
+	// Reply is replyShown or replyHeadless.
+	Reply string
+	// Endpoint is the running instance's /v1 URL, if it said.
+	Endpoint string
+}
+
+func (e *RunningError) Error() string {
+	return fmt.Sprintf("FreeLane is already running (%s) at %s", e.Reply, e.Endpoint)
+}
+
+func (e *RunningError) Unwrap() error { return errAlreadyRunning }
+
+// instance is the first launch's end of the handshake.
+type instance struct {
+	ln   net.Listener
+	path string
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	onShow   func() bool // brings the window forward; false when there is none
+	endpoint string
+
+	done chan struct{}
+}
+
+// acquireInstance makes this process the data directory's FreeLane, or
+// returns a *RunningError after asking the running one to show itself.
+func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data directory: %w", err)
+	}
+	path := filepath.Join(dataDir, instanceSocket)
+	for attempt := 0; attempt < 2; attempt++ {
+		ln, err := net.Listen("unix", path)
+		if err == nil {
+			_ = os.Chmod(path, 0o600)
+			in := &instance{ln: ln, path: path, log: log, done: make(chan struct{})}
+			go in.serve()
+			return in, nil
+		}
+		// The socket exists: either someone answers on it, or it is a
+		// leftover of an instance that died without removing it.
+		reply, endpoint, derr := askShow(path)
+		if derr == nil {
+			return nil, &RunningError{Reply: reply, Endpoint: endpoint}
+		}
+		if attempt == 0 && isStale(derr) {
+			log.Info("removing a stale instance socket left by a FreeLane that did not stop cleanly", "path", path)
+			_ = os.Remove(path)
+			continue
+		}
+		return nil, fmt.Errorf("checking for a running FreeLane on %s: %w", path, errors.Join(err, derr))
+	}
+	return nil, fmt.Errorf("could not claim %s", path)
+}
+
+// isStale reports whether dialling failed because nobody listens.
+func isStale(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && ne.Op == "dial"
+}
+
+// askShow is the second launch's end of the handshake.
+func askShow(path string) (reply, endpoint string, err error) {
+	c, err := net.DialTimeout("unix", path, handshakeTimeout)
+	if err != nil {
+		return "", "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	if _, err := io.WriteString(c, reqShow+"\n"); err != nil {
+		return "", "", fmt.Errorf("asking the running FreeLane: %w", err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "", "", fmt.Errorf("reading the running FreeLane's answer: %w", err)
+	}
+	reply, endpoint, _ = strings.Cut(strings.TrimSpace(line), " ")
+	return reply, endpoint, nil
+}
+
+// setShow installs what a "show" request does, and the endpoint reported
+// back; until then a second launch hears "headless".
+func (in *instance) setShow(show func() bool, endpoint string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.onShow, in.endpoint = show, endpoint
+}
+
+func (in *instance) serve() {
+	defer close(in.done)
+	for {
+		c, err := in.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		in.handle(c)
+	}
+}
+
+// handle answers one connection. Connections are handled one at a time:
+// they are rare, and it keeps two launches from racing to show the window.
+func (in *instance) handle(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	line, err := bufio.NewReader(io.LimitReader(c, 256)).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != reqShow {
+		return
+	}
+	in.mu.Lock()
+	show, endpoint := in.onShow, in.endpoint
+	in.mu.Unlock()
+	reply := replyHeadless
+	if show != nil && show() {
+		reply = replyShown
+	}
+	in.log.Info("another launch of FreeLane asked for the window", "answer", reply)
+	fmt.Fprintf(c, "%s %s\n", reply, endpoint)
+}
+
+// Close stops answering and removes the socket.
+func (in *instance) Close() error {
+	err := in.ln.Close()
+	<-in.done
+	// The listener removes the socket file itself on Unix; this covers the
+	// rest.
+	if rerr := os.Remove(in.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// shortDir is a temporary directory with a short path: Unix socket paths
+// are limited to about 100 bytes, and t.TempDir's can be longer.
+func shortDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "fl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestSingleInstanceHandshake(t *testing.T) {
+	dir := shortDir(t)
+	first, err := acquireInstance(dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+
+	// Before the window exists the first instance answers "headless".
+	_, err = acquireInstance(dir, quiet)
+	var running *RunningError
+	if !errors.As(err, &running) || running.Reply != replyHeadless || !errors.Is(err, errAlreadyRunning) {
+		t.Fatalf("second launch before the window: %v", err)
+	}
+
+	var shown atomic.Int32
+	first.setShow(func() bool { shown.Add(1); return true }, "http://127.0.0.1:7788/v1")
+	_, err = acquireInstance(dir, quiet)
+	if !errors.As(err, &running) || running.Reply != replyShown || running.Endpoint != "http://127.0.0.1:7788/v1" {
+		t.Fatalf("second launch: %v", err)
+	}
+	if shown.Load() != 1 {
+		t.Errorf("the window was shown %d times", shown.Load())
+	}
+
+	// Rubbish on the socket is ignored and does not stop the next launch.
+	c, err := net.Dial("unix", filepath.Join(dir, instanceSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write([]byte("hello there\n"))
+	_, _ = io.ReadAll(c)
+	c.Close()
+	if _, err := acquireInstance(dir, quiet); !errors.As(err, &running) {
+		t.Errorf("after a bad client: %v", err)
+	}
+
+	// Once the first one stops, a new launch takes over.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := acquireInstance(dir, quiet)
+	if err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	again.Close()
+}
+
+func TestSingleInstanceStaleSocket(t *testing.T) {
+	dir := shortDir(t)
+	// A FreeLane killed with SIGKILL leaves its socket file behind.
+	ln, err := net.Listen("unix", filepath.Join(dir, instanceSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	if _, err := os.Stat(filepath.Join(dir, instanceSocket)); err != nil {
+		t.Fatalf("no leftover socket to test with: %v", err)
+	}
+	in, err := acquireInstance(dir, quiet)
+	if err != nil {
+		t.Fatalf("a stale socket blocked the launch: %v", err)
+	}
+	in.Close()
+}
+
+func TestSingleInstanceRace(t *testing.T) {
+	dir := shortDir(t)
+	const n = 8
+	var wg sync.WaitGroup
+	var owners atomic.Int32
+	var mu sync.Mutex
+	var insts []*instance
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in, err := acquireInstance(dir, quiet)
+			var running *RunningError
+			switch {
+			case err == nil:
+				owners.Add(1)
+				mu.Lock()
+				insts = append(insts, in)
+				mu.Unlock()
+			case errors.As(err, &running):
+			default:
+				t.Errorf("launch failed: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, in := range insts {
+		in.Close()
+	}
+	if owners.Load() != 1 {
+		t.Errorf("%d launches own the data directory, want exactly 1", owners.Load())
+	}
+}
