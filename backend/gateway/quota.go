@@ -33,13 +33,8 @@ func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (rou
 	if err != nil {
 		return nil, err
 	}
-	return holdAdapter{h}, nil
+	return h, nil
 }
-
-type holdAdapter struct{ h *quota.Hold }
-
-func (h holdAdapter) Settle(c router.Call) { h.h.Settle(quota.Call(c)) }
-func (h holdAdapter) Release()             { h.h.Release() }
 
 // quotaSettings derives the quota manager's settings from a configuration.
 // Rules that do not parse were already refused by validation.

@@ -95,6 +95,23 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// CallUsage is what one call to a backend used, as far as the router saw
+// it; quotas and budgets account for it once the call has ended.
+type CallUsage struct {
+	// Usage is the upstream's usage report, nil when it sent none.
+	Usage *Usage
+	// Output is the answer body (or the stream's events) for estimating
+	// tokens when Usage is nil; it is only valid while being accounted.
+	Output []byte
+	// Header is the upstream's response header (of an error answer too),
+	// nil if none arrived.
+	Header http.Header
+	// Err is the call's failure, nil on success.
+	Err *Error
+	// Attempt receives the tokens and cost.
+	Attempt *Attempt
+}
+
 // Attempt is one try of one backend while serving a request.
 type Attempt struct {
 	Backend string        `json:"backend"` // provider/model

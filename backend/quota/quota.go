@@ -147,21 +147,6 @@ type Target struct {
 	Name     string // provider/model
 }
 
-// Call is what an attempt used, given to Settle.
-type Call struct {
-	// Usage is the upstream's usage block, nil when it sent none.
-	Usage *llm.Usage
-	// Output is the answer's body, or a stream's chunks, for estimating
-	// completion tokens when Usage is nil. It is only read during Settle.
-	Output []byte
-	// Header is the upstream's response header (of an error answer too).
-	Header http.Header
-	// Err is the attempt's failure, nil on success.
-	Err *llm.Error
-	// Attempt receives the tokens and cost.
-	Attempt *llm.Attempt
-}
-
 // Available reports, without counting anything, whether b is at a limit or
 // shut out by a budget.
 func (m *Manager) Available(chain string, b Target) error {
@@ -294,7 +279,7 @@ func (h *Hold) Release() {
 // the output seen; the cost at the backend's price; and what the
 // upstream's rate-limit headers or 429 body say about its quota. It fills
 // in the attempt's tokens and cost.
-func (h *Hold) Settle(c Call) {
+func (h *Hold) Settle(c llm.CallUsage) {
 	a := c.Attempt
 	prompt, completion, estimated := 0, 0, false
 	switch {

@@ -46,10 +46,10 @@ func TestRollingWindowAndConcurrency(t *testing.T) {
 	if _, err := m.Admit(req, "", tg); err == nil || err.Error() != "p/m: 1 requests already in flight (concurrency limit)" {
 		t.Fatalf("second at once: %v", err)
 	}
-	h.Settle(Call{Usage: &llm.Usage{PromptTokens: 1, CompletionTokens: 1}})
+	h.Settle(llm.CallUsage{Usage: &llm.Usage{PromptTokens: 1, CompletionTokens: 1}})
 	clock.Advance(6 * time.Hour)
 	h, _ = m.Admit(req, "", tg)
-	h.Settle(Call{Usage: &llm.Usage{PromptTokens: 1, CompletionTokens: 1}})
+	h.Settle(llm.CallUsage{Usage: &llm.Usage{PromptTokens: 1, CompletionTokens: 1}})
 	if err := m.Available("", tg); err == nil {
 		t.Fatal("a third request in 24 hours was allowed")
 	}
@@ -79,7 +79,7 @@ func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a llm.Attempt
-	h.Settle(Call{Output: []byte(`{"choices":[{"delta":{"content":"func add(a, b int) int { return a + b }"}}]}`), Attempt: &a})
+	h.Settle(llm.CallUsage{Output: []byte(`{"choices":[{"delta":{"content":"func add(a, b int) int { return a + b }"}}]}`), Attempt: &a})
 	if !a.Estimated || a.PromptTokens < 15 || a.PromptTokens > 25 || a.CompletionTokens < 12 || a.CompletionTokens > 18 {
 		t.Fatalf("estimate: %+v", a)
 	}
@@ -108,6 +108,6 @@ func BenchmarkAdmitSettle(b *testing.B) {
 			b.Fatal(err)
 		}
 		var a llm.Attempt
-		h.Settle(Call{Usage: usage, Attempt: &a})
+		h.Settle(llm.CallUsage{Usage: usage, Attempt: &a})
 	}
 }

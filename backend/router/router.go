@@ -52,24 +52,9 @@ type Admission interface {
 type Hold interface {
 	// Settle accounts for the call and fills in the attempt's tokens and
 	// cost.
-	Settle(c Call)
+	Settle(c llm.CallUsage)
 	// Release gives back what Admit took for a call that was not made.
 	Release()
-}
-
-// Call is what one attempt used, as far as the router saw it.
-type Call struct {
-	// Usage is the upstream's usage report, nil when it sent none.
-	Usage *llm.Usage
-	// Output is the answer body (or the stream's events) for estimating
-	// tokens when Usage is nil; it is only valid during Settle.
-	Output []byte
-	// Header is the upstream's response header, nil if none arrived.
-	Header http.Header
-	// Err is the attempt's failure, nil on success.
-	Err *llm.Error
-	// Attempt receives tokens and cost.
-	Attempt *llm.Attempt
 }
 
 // Recorder receives the trace of every finished request. It must not block.
@@ -309,7 +294,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 			if h == nil && le != nil {
 				h = le.Header
 			}
-			hold.Settle(Call{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
+			hold.Settle(llm.CallUsage{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
 			tr.Cost += a.Cost
 		}
 		tr.Attempts = append(tr.Attempts, a.Attempt)
