@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"io"
 	"net"
 	"net/http"
@@ -254,6 +255,31 @@ func trayMenu(t *testing.T, conn *dbus.Conn, dest string) []menuItem {
 	return items
 }
 
+// trayIconColour reads the tray icon's pixels as a panel does
+// (StatusNotifierItem.IconPixmap, ARGB32) and returns the colour of the
+// mark's square, left of the lanes.
+func trayIconColour(t *testing.T, conn *dbus.Conn, dest string) color.RGBA {
+	t.Helper()
+	v, err := conn.Object(dest, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.IconPixmap")
+	if err != nil {
+		t.Fatalf("IconPixmap: %v", err)
+	}
+	var icons []struct {
+		W, H int32
+		Pix  []byte
+	}
+	if err := dbus.Store([]any{v.Value()}, &icons); err != nil || len(icons) == 0 {
+		t.Fatalf("IconPixmap %v: %v", v, err)
+	}
+	ic := icons[0]
+	x, y := int(ic.W)/8, int(ic.H)/2
+	i := (y*int(ic.W) + x) * 4
+	if len(ic.Pix) < i+4 {
+		t.Fatalf("icon of %dx%d has %d bytes", ic.W, ic.H, len(ic.Pix))
+	}
+	return color.RGBA{R: ic.Pix[i+1], G: ic.Pix[i+2], B: ic.Pix[i+3], A: ic.Pix[i]}
+}
+
 func clickTray(t *testing.T, conn *dbus.Conn, dest, label string) {
 	t.Helper()
 	for _, it := range trayMenu(t, conn, dest) {
@@ -401,6 +427,29 @@ chains:
 		t.Errorf("tray status line %q, want degraded (the own key is disabled)", labels[0])
 	}
 
+	// The icon is amber: the own key is disabled, the free backend serves.
+	if c := trayIconColour(t, conn, dest); c != amberColor {
+		t.Errorf("tray icon %v, want amber %v", c, amberColor)
+	}
+
+	// Default chain: route auto to "second", which has only the free
+	// backend, so the own key is no longer even tried.
+	clickTray(t, conn, dest, "second")
+	waitFor(t, 5*time.Second, "auto to route to the chain second", func() bool {
+		resp, _ := post(t, base+"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"hi"}]}`)
+		return resp.StatusCode == 200 && resp.Header.Get("X-FreeLane-Attempts") == "fake/fake-large=ok"
+	})
+	// With only the free backend in the default chain the tray is green.
+	waitFor(t, 5*time.Second, "a green tray icon", func() bool { return trayIconColour(t, conn, dest) == greenColor })
+
+	// Start at login writes the XDG autostart entry with the flags used.
+	clickTray(t, conn, dest, "Start at login")
+	entry := filepath.Join(dir, "xdg", "autostart", "freelane.desktop")
+	waitFor(t, 5*time.Second, "the autostart entry", func() bool {
+		b, err := os.ReadFile(entry)
+		return err == nil && strings.Contains(string(b), "Exec="+bin+" --config "+cfgPath+" --data-dir "+data)
+	})
+
 	clickTray(t, conn, dest, "Pause routing")
 	waitFor(t, 5*time.Second, "503 while paused", func() bool {
 		resp, body := post(t, base+"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"hi"}]}`)
@@ -414,6 +463,9 @@ chains:
 		}
 		return false
 	})
+	if c := trayIconColour(t, conn, dest); c != greyColor {
+		t.Errorf("paused tray icon %v, want grey %v", c, greyColor)
+	}
 
 	clickTray(t, conn, dest, "Quit")
 	if code := app.exitCode(t, 30*time.Second); code != 0 {
