@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +73,7 @@ func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	path := filepath.Join(dataDir, instanceSocket)
+	path := socketPath(dataDir)
 	for attempt := 0; attempt < 2; attempt++ {
 		ln, err := net.Listen("unix", path)
 		if err == nil {
@@ -94,6 +96,26 @@ func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
 		return nil, fmt.Errorf("checking for a running FreeLane on %s: %w", path, errors.Join(err, derr))
 	}
 	return nil, fmt.Errorf("could not claim %s", path)
+}
+
+// maxSocketPath is the longest Unix socket path every OS accepts (the
+// sun_path field is 104 bytes on macOS, 108 on Linux, with a final NUL).
+const maxSocketPath = 103
+
+// socketPath is the instance socket for a data directory: inside it when
+// the path is short enough, else in the temporary directory under a name
+// derived from the data directory, so deep data directories work too.
+func socketPath(dataDir string) string {
+	path := filepath.Join(dataDir, instanceSocket)
+	if len(path) <= maxSocketPath {
+		return path
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(os.TempDir(), "freelane-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
 // isStale reports whether dialling failed because nobody listens.

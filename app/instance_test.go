@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,4 +125,28 @@ func TestSingleInstanceRace(t *testing.T) {
 	if owners.Load() != 1 {
 		t.Errorf("%d launches own the data directory, want exactly 1", owners.Load())
 	}
+}
+
+// TestSingleInstanceDeepDataDir: a data directory too deep for a socket
+// path inside it still gets one instance.
+func TestSingleInstanceDeepDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-name/", 8))
+	if len(filepath.Join(dir, instanceSocket)) <= maxSocketPath {
+		t.Fatal("the test directory is not deep enough")
+	}
+	first, err := acquireInstance(dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	var running *RunningError
+	if _, err := acquireInstance(dir, quiet); !errors.As(err, &running) {
+		t.Fatalf("second launch on a deep data directory: %v", err)
+	}
+	// Another deep data directory is another instance.
+	other, err := acquireInstance(dir+"x", quiet)
+	if err != nil {
+		t.Fatalf("another data directory: %v", err)
+	}
+	other.Close()
 }
