@@ -442,6 +442,13 @@ chains:
 	// With only the free backend in the default chain the tray is green.
 	waitFor(t, 5*time.Second, "a green tray icon", func() bool { return trayIconColour(t, conn, dest) == greenColor })
 
+	// Copy endpoint URL puts the /v1 address on the clipboard.
+	clickTray(t, conn, dest, "Copy endpoint URL")
+	waitFor(t, 5*time.Second, "the endpoint on the clipboard", func() bool {
+		out, err := exec.Command("xclip", "-selection", "clipboard", "-o").Output()
+		return err == nil && string(out) == base+"/v1"
+	})
+
 	// Start at login writes the XDG autostart entry with the flags used.
 	clickTray(t, conn, dest, "Start at login")
 	entry := filepath.Join(dir, "xdg", "autostart", "freelane.desktop")
