@@ -245,8 +245,17 @@ func (d *desktop) watch(ctx context.Context, sub *events.Subscription) {
 			if !ok {
 				return
 			}
-			if n, ok := d.alerts.fromEvent(e, time.Now()); ok {
-				d.notify(n)
+			// A failing backend publishes events in bursts; handle every
+			// one already waiting, then read the state once.
+			for more := true; more; {
+				if n, ok := d.alerts.fromEvent(e, time.Now()); ok {
+					d.notify(n)
+				}
+				select {
+				case e, more = <-sub.C():
+				default:
+					more = false
+				}
 			}
 			d.refresh()
 		case <-t.C:

@@ -72,14 +72,10 @@ func toQuotaLimits(l *config.Limits) quota.Limits {
 }
 
 // restoreQuotas rebuilds the quota counters and budget spend from the
-// ledger: everything since the start of this month, and at least the last
-// 32 days so weekly and monthly limit windows are whole.
+// ledger over the last 32 days: that covers the current month (it began at
+// most 31 days ago) and whole weekly and monthly limit windows.
 func (g *Gateway) restoreQuotas(ctx context.Context) {
-	now := g.clock.Now()
-	since := now.AddDate(0, 0, -32)
-	if t := now.Local(); time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.Local).Before(since) {
-		since = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.Local)
-	}
+	since := g.clock.Now().AddDate(0, 0, -32)
 	rows, err := g.db.LedgerSince(ctx, since)
 	if err != nil {
 		g.log.Warn("could not rebuild quotas and spend from the ledger", "err", err)

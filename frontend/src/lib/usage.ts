@@ -50,26 +50,26 @@ export function byBackend(rows: UsageRow[]): BackendTotal[] {
       t = { key: b, backend: b, requests: 0, failures: 0, prompt_tokens: 0, completion_tokens: 0, cost: 0, estimated_tokens: 0 };
       sums.set(b, t);
     }
-    t.requests += r.requests ?? 0;
-    t.failures += r.failures ?? 0;
-    t.prompt_tokens += r.prompt_tokens ?? 0;
-    t.completion_tokens += r.completion_tokens ?? 0;
-    t.cost += r.cost ?? 0;
-    t.estimated_tokens += r.estimated_tokens ?? 0;
+    addInto(t, r);
   }
   return [...sums.values()].sort((a, b) => b.cost - a.cost || b.requests - a.requests || (a.backend < b.backend ? -1 : 1));
+}
+
+/** Adds a row's counts to a running total. */
+function addInto(t: UsageRow, r: UsageRow): void {
+  t.requests += r.requests ?? 0;
+  t.failures += r.failures ?? 0;
+  t.prompt_tokens += r.prompt_tokens ?? 0;
+  t.completion_tokens += r.completion_tokens ?? 0;
+  t.cost += r.cost ?? 0;
+  t.estimated_tokens += r.estimated_tokens ?? 0;
 }
 
 /** The sum of every row. */
 export function total(rows: UsageRow[]): UsageRow {
   const t: UsageRow = { key: "total", requests: 0, failures: 0, prompt_tokens: 0, completion_tokens: 0, cost: 0, estimated_tokens: 0 };
   for (const r of rows) {
-    t.requests += r.requests ?? 0;
-    t.failures += r.failures ?? 0;
-    t.prompt_tokens += r.prompt_tokens ?? 0;
-    t.completion_tokens += r.completion_tokens ?? 0;
-    t.cost += r.cost ?? 0;
-    t.estimated_tokens += r.estimated_tokens ?? 0;
+    addInto(t, r);
   }
   return t;
 }
