@@ -234,7 +234,7 @@ func (d *desktop) setAutostart(on bool) {
 // watch refreshes the tray on every event and every trayRefresh, and
 // raises notifications for alerts the user must act on.
 func (d *desktop) watch(ctx context.Context, sub *events.Subscription) {
-	t := time.NewTicker(trayRefresh)
+	t, tick := d.g.Clock().NewTicker(trayRefresh)
 	defer t.Stop()
 	d.refresh()
 	for {
@@ -248,7 +248,7 @@ func (d *desktop) watch(ctx context.Context, sub *events.Subscription) {
 			// A failing backend publishes events in bursts; handle every
 			// one already waiting, then read the state once.
 			for more := true; more; {
-				if n, ok := d.alerts.fromEvent(e, time.Now()); ok {
+				if n, ok := d.alerts.fromEvent(e, d.g.Clock().Now()); ok {
 					d.notify(n)
 				}
 				select {
@@ -258,7 +258,7 @@ func (d *desktop) watch(ctx context.Context, sub *events.Subscription) {
 				}
 			}
 			d.refresh()
-		case <-t.C:
+		case <-tick:
 			d.refresh()
 		}
 	}
@@ -267,7 +267,7 @@ func (d *desktop) watch(ctx context.Context, sub *events.Subscription) {
 func (d *desktop) refresh() {
 	snap := d.g.Snapshot()
 	v := computeTray(trayInputFrom(snap))
-	if n, ok := d.alerts.fromTray(v, time.Now()); ok {
+	if n, ok := d.alerts.fromTray(v, d.g.Clock().Now()); ok {
 		d.notify(n)
 	}
 	var chains []string
@@ -292,13 +292,13 @@ func (d *desktop) notify(n notification) {
 // screen. GTK hides a closed window without telling Wails, so polling is
 // the only way to know where the user left it.
 func (d *desktop) trackGeometry(ctx context.Context) {
-	t := time.NewTicker(2 * time.Second)
+	t, tick := d.g.Clock().NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 		}
 		d.mu.Lock()
 		wctx := d.wctx

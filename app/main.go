@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/frontend"
@@ -180,6 +181,9 @@ func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
 	g, err := gateway.New(ctx, gateway.Options{
 		Config: cfg, ConfigPath: f.config, Listen: f.listen, DataDir: f.dataDir,
 		Logger: log, Version: version, Assets: frontend.Assets(),
+		// The one clock of the whole program: everything that dates,
+		// schedules or measures reads it.
+		Clock: clock.Real{},
 		// FREELANE_KEYCHAIN=off keeps the key vault's master key in a file
 		// in the data directory, for servers without a Secret Service.
 		Keychain: os.Getenv("FREELANE_KEYCHAIN") != "off",

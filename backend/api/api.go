@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/llm"
 	"freelane/backend/router"
 )
@@ -27,6 +28,8 @@ type Options struct {
 	Assets  fs.FS
 	Logger  *slog.Logger
 	Version string
+	// Clock dates the health answer (default: the wall clock).
+	Clock clock.Clock
 }
 
 // Server serves the API.
@@ -75,6 +78,7 @@ func New(o Options) *Server {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 16 << 20
 	}
+	o.Clock = clock.OrReal(o.Clock)
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.maxBody.Store(o.MaxBody)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(llm.Chat)))
@@ -266,7 +270,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		"backends":     len(t.Backends()),
 		"chains":       t.Chains(),
 		"missing_keys": t.MissingKeys(),
-		"time":         time.Now().UTC().Format(time.RFC3339),
+		"time":         s.o.Clock.Now().UTC().Format(time.RFC3339),
 	})
 }
 

@@ -16,18 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/events"
 	"freelane/backend/llm"
 )
-
-// Clock tells the time. Production code uses SystemClock.
-type Clock interface{ Now() time.Time }
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
 
 // Publisher receives state changes; events.Bus implements it.
 type Publisher interface{ Publish(events.Event) }
@@ -132,6 +124,16 @@ type Unavailable struct {
 // RateLimited reports whether the backend is only waiting out a rate limit.
 func (u *Unavailable) RateLimited() bool { return u.Reason == ReasonCooling }
 
+// Skip is the router's record of the refusal: a backend waiting out a rate
+// limit counts as rate limited, every other state as a transient failure.
+func (u *Unavailable) Skip() *llm.Skip {
+	class := llm.Transient
+	if u.RateLimited() {
+		class = llm.RateLimited
+	}
+	return &llm.Skip{Word: llm.SkipWord(u.Reason), Class: class, Until: u.Until, Reason: u.Error(), Err: u}
+}
+
 func (u *Unavailable) Error() string {
 	if u.Until.IsZero() {
 		return fmt.Sprintf("%s (%s)", u.Reason, u.Detail)
@@ -180,7 +182,7 @@ type keyState struct {
 // Set holds the state of every backend. It is safe for concurrent use.
 type Set struct {
 	s     Settings
-	clock Clock
+	clock clock.Clock
 	pub   Publisher
 
 	mu       sync.Mutex
@@ -190,11 +192,8 @@ type Set struct {
 }
 
 // New returns an empty Set. pub may be nil.
-func New(s Settings, clock Clock, pub Publisher) *Set {
-	if clock == nil {
-		clock = SystemClock{}
-	}
-	return &Set{s: s.withDefaults(), clock: clock, pub: pub, backends: map[string]*backend{}, keys: map[string]*keyState{}}
+func New(s Settings, clk clock.Clock, pub Publisher) *Set {
+	return &Set{s: s.withDefaults(), clock: clock.OrReal(clk), pub: pub, backends: map[string]*backend{}, keys: map[string]*keyState{}}
 }
 
 // Configure replaces the settings; state already recorded is kept.
@@ -284,20 +283,57 @@ func (b *Set) availability(st *backend, provider string, now time.Time) error {
 }
 
 // Available reports, without side effects, whether the backend could be
-// called now; if not, the error is an *Unavailable.
-func (b *Set) Available(provider, name string) error {
+// called now; if not, the skip wraps an *Unavailable.
+func (b *Set) Available(provider, name string) *llm.Skip {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.availability(b.backends[name], provider, now)
+	return skipOf(b.availability(b.backends[name], provider, now))
 }
 
-// Acquire is Available for a call about to be made: a half-open backend
+func skipOf(err error) *llm.Skip {
+	if err == nil {
+		return nil
+	}
+	return err.(*Unavailable).Skip()
+}
+
+// Allow admits a call about to be made and returns done, which reports its
+// outcome: e is nil for a success, otherwise the classified failure;
+// firstByte is the time to the first content (the whole latency for a
+// non-streaming call). A half-open backend admits exactly one call until
+// that call's done runs, so the caller defers done the moment it is
+// admitted: a call that ends in any way, a panic included, gives its trial
+// back. Calling done again does nothing.
+func (b *Set) Allow(provider, name string) (done func(e *llm.Error, firstByte time.Duration), skip *llm.Skip) {
+	ticket, err := b.acquire(provider, name)
+	if err != nil {
+		return nil, skipOf(err)
+	}
+	return b.doneFunc(provider, name, ticket), nil
+}
+
+// Unchecked returns the done of a call made without Allow, which the
+// router makes when every backend of a route is unavailable: it holds no
+// trial, so it cannot decide a half-open backend's state, but its outcome
+// still counts for health, cooldowns, keys and retirement.
+func (b *Set) Unchecked(provider, name string) (done func(e *llm.Error, firstByte time.Duration)) {
+	return b.doneFunc(provider, name, 0)
+}
+
+func (b *Set) doneFunc(provider, name string, ticket uint64) func(*llm.Error, time.Duration) {
+	var once sync.Once
+	return func(e *llm.Error, firstByte time.Duration) {
+		once.Do(func() { b.report(provider, name, ticket, e, firstByte) })
+	}
+}
+
+// acquire is Available for a call about to be made: a half-open backend
 // admits exactly one such call until it is reported. The ticket goes back
-// with Report, so only the trial's own outcome can close or reopen the
+// with report, so only the trial's own outcome can close or reopen the
 // breaker; a call that started before the backend went half-open reports
 // with a ticket that holds no slot.
-func (b *Set) Acquire(provider, name string) (uint64, error) {
+func (b *Set) acquire(provider, name string) (uint64, error) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -312,13 +348,13 @@ func (b *Set) Acquire(provider, name string) (uint64, error) {
 	return b.tickets, nil
 }
 
-// Report records the outcome of one call acquired with Acquire: e is nil for
+// report records the outcome of one call acquired with acquire: e is nil for
 // a success, otherwise the classified failure. firstByte is the time to the
 // first content (the whole latency for a non-streaming call), used to spot a
 // backend that has become too slow. Cancelled calls, the caller's own errors
 // and prompts too long for the model only release a half-open trial slot:
 // they say nothing about the backend.
-func (b *Set) Report(provider, name string, ticket uint64, e *llm.Error, firstByte time.Duration) {
+func (b *Set) report(provider, name string, ticket uint64, e *llm.Error, firstByte time.Duration) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -101,6 +101,14 @@ func gone() *llm.Error {
 	return &llm.Error{Class: llm.Gone, Status: 404, Message: "HTTP 404: model decommissioned"}
 }
 
+// errOf is a skip as an error, nil for none.
+func errOf(s *llm.Skip) error {
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
 // why returns the reason and time of an Available/Acquire error, "" for nil.
 func why(t *testing.T, err error) (breaker.Reason, time.Time, *breaker.Unavailable) {
 	t.Helper()
@@ -118,7 +126,7 @@ func why(t *testing.T, err error) (breaker.Reason, time.Time, *breaker.Unavailab
 // is checked when reason is set (zero means "no time").
 func (e *env) avail(provider, name string, reason breaker.Reason, until time.Time) *breaker.Unavailable {
 	e.t.Helper()
-	r, u, un := why(e.t, e.s.Available(provider, name))
+	r, u, un := why(e.t, errOf(e.s.Available(provider, name)))
 	if r != reason {
 		e.t.Fatalf("at +%v Available(%s) = %q, want %q", e.now().Sub(t0), name, r, reason)
 	}
@@ -241,7 +249,7 @@ func TestUnknownBackendIsAvailable(t *testing.T) {
 	// they count like any other.
 	s.Report(prov, be, 0, e503(), 0)
 	s.Report(prov, be, 0, e503(), 0)
-	if r, _, _ := why(t, s.Available(prov, be)); r != breaker.ReasonOpen {
+	if r, _, _ := why(t, errOf(s.Available(prov, be))); r != breaker.ReasonOpen {
 		t.Fatalf("system clock set: reason %q after two failures, want open", r)
 	}
 	if len(e.pub.all()) != 0 {
@@ -833,7 +841,7 @@ func TestGoneRetiresTheBackend(t *testing.T) {
 	if e.status(be).Retired {
 		t.Fatal("still retired after a passing probe")
 	}
-	if r, _, _ := why(t, e.s.Available(prov, be)); r == breaker.ReasonRetired {
+	if r, _, _ := why(t, errOf(e.s.Available(prov, be))); r == breaker.ReasonRetired {
 		t.Fatal("Available still says retired")
 	}
 	ev = e.pub.of(events.Restored)
@@ -1243,7 +1251,7 @@ func TestConcurrentUse(t *testing.T) {
 				p := fmt.Sprintf("p%d", (g+i)%3)
 				b := fmt.Sprintf("%s/m%d", p, i%5)
 				ticket, acqErr := e.acquire(p, b)
-				for _, err := range []error{e.s.Available(p, b), acqErr} {
+				for _, err := range []error{errOf(e.s.Available(p, b)), acqErr} {
 					if err != nil {
 						var u *breaker.Unavailable
 						if !errors.As(err, &u) {

@@ -139,9 +139,9 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 		res.Error = "the provider has no API key: " + keyHint(*p)
 		return res
 	}
-	t0 := time.Now()
+	t0 := g.clock.Now()
 	resp, err := c.Complete(ctx, testRequest, model)
-	res.LatencyMS = float64(time.Since(t0).Microseconds()) / 1000
+	res.LatencyMS = float64(g.clock.Since(t0).Microseconds()) / 1000
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -311,10 +311,10 @@ drain:
 		}
 	}
 	now := g.clock.Now()
-	if len(reqs) == 0 && len(evs) == 0 && time.Since(g.lastUpdate) < 2*time.Second {
+	if len(reqs) == 0 && len(evs) == 0 && now.Sub(g.lastUpdate) < 2*time.Second {
 		return nil
 	}
-	g.lastUpdate = time.Now()
+	g.lastUpdate = now
 	if reqs == nil {
 		reqs = []llm.Trace{}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"freelane/backend/api"
 	"freelane/backend/breaker"
+	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
 	"freelane/backend/events"
@@ -46,8 +47,9 @@ type Options struct {
 	DataDir string
 	Logger  *slog.Logger
 	Version string
-	Assets  fs.FS         // the dashboard; nil for none
-	Clock   breaker.Clock // nil for the wall clock
+	Assets  fs.FS // the dashboard; nil for none
+	// Clock is the one clock of the whole gateway; nil for the wall clock.
+	Clock clock.Clock
 	// Keychain lets the key vault keep its master key in the OS keychain.
 	Keychain bool
 	// ManualProbes leaves probing to the caller (tests call
@@ -72,7 +74,7 @@ type Gateway struct {
 	srv     *http.Server
 	ln      net.Listener
 	prober  *probe.Prober
-	clock   breaker.Clock
+	clock   clock.Clock
 	metrics *metrics.Registry
 	feed    *feed
 	hub     *hub.Hub
@@ -104,11 +106,9 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Clock == nil {
-		o.Clock = breaker.SystemClock{}
-	}
+	o.Clock = clock.OrReal(o.Clock)
 	g = &Gateway{o: o, log: o.Logger, clock: o.Clock}
-	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"))
+	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
 	}
@@ -118,18 +118,18 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 			db.Close()
 		}
 	}()
-	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger})
+	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger, Clock: o.Clock})
 	g.bus = events.NewBus(o.Logger)
 	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)
 	g.metrics = metrics.New(o.Clock)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock)
-	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Logger)
+	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	if !o.NoLedger {
 		g.router.SetAdmission(admission{g.quota})
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
-	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version})
+	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock})
 
 	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain})
 	if err != nil {
@@ -151,6 +151,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		Snapshot: func() any { return g.snapshot() },
 		Update:   g.update,
 		Logger:   o.Logger,
+		Clock:    o.Clock,
 		// The admin routes check Origin before the hub sees the request.
 		CheckOrigin: func(*http.Request) bool { return true },
 	})
@@ -196,7 +197,7 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
 				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
-				StreamUsage: p.WantsStreamUsage(), Logger: g.log,
+				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock,
 			})
 			clients[p.Name] = c
 			ps.Up = c
@@ -260,6 +261,10 @@ func keyHint(p config.Provider) string {
 	}
 	return fmt.Sprintf("add a key for %s in the dashboard or api_key in the config", p.Name)
 }
+
+// Clock returns the gateway's clock, so the desktop shell dates and paces
+// what it shows on the same clock as the router.
+func (g *Gateway) Clock() clock.Clock { return g.clock }
 
 // Prober returns the prober.
 func (g *Gateway) Prober() *probe.Prober { return g.prober }

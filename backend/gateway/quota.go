@@ -24,16 +24,16 @@ type admission struct{ m *quota.Manager }
 
 func target(b *router.Backend) quota.Target { return quota.Target{Provider: b.Provider, Name: b.Name} }
 
-func (a admission) Available(chain string, b *router.Backend) error {
+func (a admission) Available(chain string, b *router.Backend) *llm.Skip {
 	return a.m.Available(chain, target(b))
 }
 
-func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (router.Hold, error) {
-	h, err := a.m.Admit(req, chain, target(b))
-	if err != nil {
-		return nil, err
+func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (func(*llm.CallUsage), *llm.Skip) {
+	h, sk := a.m.Admit(req, chain, target(b))
+	if sk != nil {
+		return nil, sk
 	}
-	return h, nil
+	return h.Done, nil
 }
 
 // quotaSettings derives the quota manager's settings from a configuration.
@@ -96,18 +96,18 @@ func (g *Gateway) housekeep(ctx context.Context) {
 	// that needs an estimate.
 	tokens.Warm()
 	g.rollUp(ctx)
-	lastRollUp := time.Now()
-	t := time.NewTicker(housekeepEvery)
+	lastRollUp := g.clock.Now()
+	t, tick := g.clock.NewTicker(housekeepEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-tick:
 			g.checkCredits()
-			if time.Since(lastRollUp) >= rollUpEvery {
+			if now.Sub(lastRollUp) >= rollUpEvery {
 				g.rollUp(ctx)
-				lastRollUp = time.Now()
+				lastRollUp = now
 			}
 		}
 	}

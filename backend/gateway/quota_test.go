@@ -123,6 +123,8 @@ func TestLearnedRateLimitHeaders(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) {
 		c.Chains = append(c.Chains, config.Chain{Name: "free", Backends: []string{"b/mb", "c/mc"}})
 	})
+	// Times are compared exactly, so the clock moves only when told to.
+	e.clock.Freeze()
 	e.up.Set("mb", fakeupstream.Behavior{Headers: map[string]string{
 		"x-ratelimit-limit-requests": "1000", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2h",
 	}}, fakeupstream.Behavior{})

@@ -56,6 +56,8 @@ func TestOutageOfSixtySeconds(t *testing.T) {
 
 func TestRateLimitCoolsDownWithoutTripping(t *testing.T) {
 	e := newEnv(t, nil)
+	// Times are compared exactly, so the clock moves only when told to.
+	e.clock.Freeze()
 	e.up.Set("ma", fakeupstream.Behavior{Status: 429, Headers: map[string]string{"Retry-After": "120"}}, fakeupstream.Behavior{})
 	r := e.post("/v1/chat/completions", chat("main", false))
 	if r.status != 200 || r.header.Get("X-FreeLane-Backend") != "b/mb" {
@@ -83,6 +85,8 @@ func TestRateLimitCoolsDownWithoutTripping(t *testing.T) {
 
 func TestRejectedKeyRaisesAnAlert(t *testing.T) {
 	e := newEnv(t, nil)
+	// Times are compared exactly, so the clock moves only when told to.
+	e.clock.Freeze()
 	e.up.Set("ma", fakeupstream.Behavior{Status: 401})
 	if r := e.post("/v1/chat/completions", chat("main", false)); r.status != 200 || r.header.Get("X-FreeLane-Backend") != "b/mb" {
 		t.Fatalf("not served by the next backend: %d %q", r.status, r.attempts())

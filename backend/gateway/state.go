@@ -67,13 +67,13 @@ func (g *Gateway) saveState(ctx context.Context) error {
 // saveLoop saves state every saveEvery until ctx ends; the final save is
 // Shutdown's.
 func (g *Gateway) saveLoop(ctx context.Context) {
-	t := time.NewTicker(saveEvery)
+	t, tick := g.clock.NewTicker(saveEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 			if err := g.saveState(ctx); err != nil {
 				g.log.Warn("could not save state", "err", err)
 			}

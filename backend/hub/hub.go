@@ -40,16 +40,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"freelane/backend/clock"
 )
-
-// Clock tells the time. It only dates the `since` argument of
-// Options.Update; the ticker, pings and write deadlines use real time
-// because they talk to real sockets.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Options configure a Hub. Only Snapshot is really needed; everything else
 // has a default.
@@ -77,8 +70,11 @@ type Options struct {
 	CheckOrigin func(r *http.Request) bool
 	// Logger receives drops and failures (default slog.Default()).
 	Logger *slog.Logger
-	// Clock dates Update's since argument (default: the system clock).
-	Clock Clock
+	// Clock dates Update's since argument (default: the wall clock). The
+	// broadcast and ping pacing and the socket deadlines stay on the wall
+	// clock whatever this is: they pace writes to real sockets, and the
+	// network poller reads deadlines against the wall clock.
+	Clock clock.Clock
 }
 
 // Defaults and protocol timings.
@@ -125,7 +121,7 @@ type Hub struct {
 	sendBuffer  int
 	checkOrigin func(r *http.Request) bool
 	log         *slog.Logger
-	clock       Clock
+	clock       clock.Clock
 	upgrader    websocket.Upgrader
 
 	// Protocol timings, variables only so that tests can shorten them.
@@ -184,9 +180,7 @@ func New(opts Options) *Hub {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	if h.clock == nil {
-		h.clock = systemClock{}
-	}
+	h.clock = clock.OrReal(h.clock)
 	h.upgrader = websocket.Upgrader{
 		ReadBufferSize:  1 << 10,
 		WriteBufferSize: 4 << 10,
@@ -240,7 +234,7 @@ func (c *client) kick(code int, reason string, grace time.Duration) {
 		// of the underlying connection (safe to do concurrently, unlike the
 		// websocket.Conn's own setter) frees it within grace. A writer that
 		// is not stuck sets its own deadline before its next write.
-		_ = c.ws.NetConn().SetWriteDeadline(time.Now().Add(grace))
+		_ = c.ws.NetConn().SetWriteDeadline(deadline(grace))
 	})
 }
 
@@ -278,7 +272,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			code, reason = websocket.CloseInternalServerErr, reasonInternalErr
 			h.log.Error("hub: could not send the snapshot", "remote", c.remote, "err", err)
 		}
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(h.closeGrace))
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), deadline(h.closeGrace))
 		_ = ws.Close()
 		return
 	}
@@ -343,9 +337,9 @@ func (h *Hub) isClosed() bool {
 // peer's close frame, and its deadline is what detects a vanished peer.
 func (h *Hub) readLoop(c *client) {
 	c.ws.SetReadLimit(maxClientMessage)
-	_ = c.ws.SetReadDeadline(time.Now().Add(h.pongWait))
+	_ = c.ws.SetReadDeadline(deadline(h.pongWait))
 	c.ws.SetPongHandler(func(string) error {
-		return c.ws.SetReadDeadline(time.Now().Add(h.pongWait))
+		return c.ws.SetReadDeadline(deadline(h.pongWait))
 	})
 	for {
 		_, rd, err := c.ws.NextReader()
@@ -358,7 +352,7 @@ func (h *Hub) readLoop(c *client) {
 			}
 			return
 		}
-		_ = c.ws.SetReadDeadline(time.Now().Add(h.pongWait))
+		_ = c.ws.SetReadDeadline(deadline(h.pongWait))
 	}
 }
 
@@ -371,7 +365,7 @@ func (h *Hub) writeLoop(c *client) {
 		h.remove(c)
 		_ = c.ws.Close()
 	}()
-	ping := time.NewTicker(h.pingInterval)
+	ping, pingC := socketTicker(h.pingInterval)
 	defer ping.Stop()
 	for {
 		// A kick wins over queued messages: a dropped client gets no more
@@ -389,13 +383,13 @@ func (h *Hub) writeLoop(c *client) {
 		case <-c.readDone:
 			return
 		case pm := <-c.send:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(h.writeWait))
+			_ = c.ws.SetWriteDeadline(deadline(h.writeWait))
 			if err := c.ws.WritePreparedMessage(pm); err != nil {
 				h.log.Debug("hub: write failed", "remote", c.remote, "err", err)
 				return
 			}
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(h.writeWait)); err != nil {
+		case <-pingC:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, deadline(h.writeWait)); err != nil {
 				h.log.Debug("hub: ping failed", "remote", c.remote, "err", err)
 				return
 			}
@@ -408,7 +402,7 @@ func (h *Hub) writeLoop(c *client) {
 // either way.
 func (h *Hub) writeClose(c *client) {
 	msg := websocket.FormatCloseMessage(c.closeCode, c.closeReason)
-	_ = c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(h.closeGrace))
+	_ = c.ws.WriteControl(websocket.CloseMessage, msg, deadline(h.closeGrace))
 }
 
 // Run broadcasts every Interval until ctx ends, then closes every client,
@@ -419,7 +413,7 @@ func (h *Hub) Run(ctx context.Context) {
 		h.log.Error("hub: Run called twice")
 		return
 	}
-	t := time.NewTicker(h.interval)
+	t, tick := socketTicker(h.interval)
 	defer t.Stop()
 	h.since = h.clock.Now()
 	for {
@@ -427,7 +421,7 @@ func (h *Hub) Run(ctx context.Context) {
 		case <-ctx.Done():
 			h.shutdown()
 			return
-		case <-t.C:
+		case <-tick:
 			h.tick()
 		}
 	}
@@ -567,3 +561,12 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 		Error apiError `json:"error"`
 	}{apiError{Message: message, Type: "invalid_request_error", Code: code}})
 }
+
+// deadline is the socket deadline d from now. Socket deadlines are absolute
+// times that the network poller compares with the wall clock, so they are
+// read off the wall clock even when the hub dates updates on another one.
+func deadline(d time.Duration) time.Time { return time.Now().Add(d) }
+
+// socketTicker paces writes to real sockets, which happen in real time
+// whatever clock dates their content.
+func socketTicker(d time.Duration) (clock.Ticker, <-chan time.Time) { return clock.Real{}.NewTicker(d) }

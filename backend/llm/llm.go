@@ -122,8 +122,13 @@ type Attempt struct {
 	TTFT   time.Duration `json:"ttft_ns,omitempty"`
 	Reason string        `json:"reason,omitempty"`
 	// Skipped is set when the router passed the backend by without calling
-	// it (cooling down, retired, key disabled); Reason says why.
-	Skipped bool `json:"skipped,omitempty"`
+	// it (cooling down, retired, key disabled, a limit or a budget); Reason
+	// says why in words, Skip in one, Until until when, and Budget marks a
+	// budget's refusal.
+	Skipped bool       `json:"skipped,omitempty"`
+	Skip    SkipWord   `json:"skip,omitempty"`
+	Until   *time.Time `json:"until,omitempty"`
+	Budget  bool       `json:"budget,omitempty"`
 	// Tokens and cost of a call that was made: from the upstream's usage
 	// block, or estimated offline when it sent none (Estimated). Cost is in
 	// the user's currency, from the model's configured price.

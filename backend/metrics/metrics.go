@@ -48,15 +48,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"freelane/backend/clock"
 )
-
-// Clock tells the time. Tests inject clocktest.Clock to move time without
-// sleeping.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Outcome is the result of one attempt on one backend.
 type Outcome struct {
@@ -274,7 +268,7 @@ func newBackend() *backend {
 // Registry holds the metrics of every backend. It is safe for concurrent
 // use.
 type Registry struct {
-	clock Clock
+	clock clock.Clock
 	start time.Time
 
 	// backends is a copy-on-write map: Observe looks a backend up with one
@@ -284,13 +278,11 @@ type Registry struct {
 	mu       sync.Mutex
 }
 
-// New returns an empty Registry reading time from clock (nil: the system
+// New returns an empty Registry reading time from clk (nil: the wall
 // clock).
-func New(clock Clock) *Registry {
-	if clock == nil {
-		clock = systemClock{}
-	}
-	r := &Registry{clock: clock, start: clock.Now()}
+func New(clk clock.Clock) *Registry {
+	clk = clock.OrReal(clk)
+	r := &Registry{clock: clk, start: clk.Now()}
 	m := map[string]*backend{}
 	r.backends.Store(&m)
 	return r

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/events"
 	"freelane/backend/llm"
 )
@@ -45,9 +46,6 @@ type Breakers interface {
 	ProbeResult(provider, name string, e *llm.Error)
 	RetireByProbe(provider, name string, e *llm.Error)
 }
-
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
 
 // Settings are the schedules. Zero values mean the defaults in brackets.
 type Settings struct {
@@ -86,7 +84,7 @@ type Prober struct {
 	s       Settings
 	targets func() []Target
 	br      Breakers
-	clock   Clock
+	clock   clock.Clock
 	pub     *events.Bus
 	log     *slog.Logger
 	req     *llm.Request
@@ -101,7 +99,8 @@ type Prober struct {
 
 // New returns a Prober. targets is called on every pass so it follows
 // configuration changes.
-func New(s Settings, targets func() []Target, br Breakers, clock Clock, pub *events.Bus, log *slog.Logger) *Prober {
+func New(s Settings, targets func() []Target, br Breakers, clk clock.Clock, pub *events.Bus, log *slog.Logger) *Prober {
+	clk = clock.OrReal(clk)
 	req, err := llm.ParseRequest(llm.Chat, []byte(probeBody))
 	if err != nil {
 		panic("probe: the built-in probe request does not parse: " + err.Error())
@@ -109,20 +108,20 @@ func New(s Settings, targets func() []Target, br Breakers, clock Clock, pub *eve
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Prober{s: s.withDefaults(), targets: targets, br: br, clock: clock, pub: pub, log: log, req: req,
-		last: map[string]time.Time{}, lastDaily: clock.Now()}
+	return &Prober{s: s.withDefaults(), targets: targets, br: br, clock: clk, pub: pub, log: log, req: req,
+		last: map[string]time.Time{}, lastDaily: clk.Now()}
 }
 
 // Run probes on schedule until ctx ends. The owner starts it in a goroutine
 // and cancels ctx to stop it; Run returns after in-flight probes finish.
 func (p *Prober) Run(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	t, tick := p.clock.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 			p.Tick(ctx)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"freelane/backend/events"
+	"freelane/backend/llm"
 )
 
 // Budget periods and actions.
@@ -150,8 +151,11 @@ func (s *budgetState) message() string {
 	return msg + "; only free and local backends serve until then"
 }
 
-func (s *budgetState) skip(now time.Time) *skipError {
-	return &skipError{msg: "budget: " + s.message(), blocked: s.Action == ActionBlock}
+// skip is the router's record of the budget's refusal. It reads the
+// budget's state, so the caller holds the manager's lock.
+func (s *budgetState) skip() *llm.Skip {
+	return &llm.Skip{Word: llm.SkipQuota, Class: llm.Quota, Until: s.end, Reason: "budget: " + s.message(),
+		Budget: true, Blocked: s.Action == ActionBlock}
 }
 
 func (s *budgetState) exceededEvent(now time.Time) []events.Event {

@@ -14,13 +14,11 @@ import (
 	"sync"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/tokens"
 )
-
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
 
 // Publisher receives quota and budget events; events.Bus implements it.
 type Publisher interface{ Publish(events.Event) }
@@ -68,7 +66,7 @@ type Settings struct {
 
 // Manager enforces limits and budgets. It is safe for concurrent use.
 type Manager struct {
-	clock Clock
+	clock clock.Clock
 	pub   Publisher
 	loc   *time.Location // budget periods are local calendar days and months
 
@@ -82,11 +80,11 @@ type Manager struct {
 
 // New returns a Manager with no limits. loc is the zone of budget periods
 // (nil: time.Local).
-func New(clock Clock, pub Publisher, loc *time.Location) *Manager {
+func New(clk clock.Clock, pub Publisher, loc *time.Location) *Manager {
 	if loc == nil {
 		loc = time.Local
 	}
-	return &Manager{clock: clock, pub: pub, loc: loc, scopes: map[string]*scope{}, backends: map[string]*Backend{}, maxTok: 1024}
+	return &Manager{clock: clock.OrReal(clk), pub: pub, loc: loc, scopes: map[string]*scope{}, backends: map[string]*Backend{}, maxTok: 1024}
 }
 
 // Configure installs new settings. Counters and spend carry over for the
@@ -127,20 +125,6 @@ func (m *Manager) scope(name string) *scope {
 	return sc
 }
 
-// skipError is a backend passed over at a limit or a budget.
-type skipError struct {
-	msg     string
-	blocked bool // a budget with action block: HTTP 402 if nothing serves
-}
-
-func (e *skipError) Error() string { return e.msg }
-
-// Quota marks the skip as class quota for the router.
-func (e *skipError) Quota() bool { return true }
-
-// BudgetBlocked tells the router that a block budget refused the call.
-func (e *skipError) BudgetBlocked() bool { return e.blocked }
-
 // Target names the backend a call goes to.
 type Target struct {
 	Provider string
@@ -149,24 +133,24 @@ type Target struct {
 
 // Available reports, without counting anything, whether b is at a limit or
 // shut out by a budget.
-func (m *Manager) Available(chain string, b Target) error {
+func (m *Manager) Available(chain string, b Target) *llm.Skip {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
-	if err := m.limitsLocked(b, now); err != nil {
-		return err
+	if sk := m.limitsLocked(b, now); sk != nil {
+		return sk
 	}
 	if bk := m.backends[b.Name]; bk != nil && !bk.Price.Free() {
 		if bs := m.exceededLocked(chain, b.Provider, 0, now); bs != nil {
-			return bs.skip(now)
+			return bs.skip()
 		}
 	}
 	return nil
 }
 
 // Hold is an admitted call: a concurrency slot, the request counted at
-// admission and any money reserved against budgets. It must be settled or
-// released exactly once.
+// admission and any money reserved against budgets. Settle, Release or
+// Done gives it back; whichever comes first counts, the rest do nothing.
 type Hold struct {
 	m        *Manager
 	req      *llm.Request
@@ -181,8 +165,11 @@ type Hold struct {
 // Admit decides whether b may be called for req now. It counts the request
 // against the backend's and its provider's limits, takes a concurrency
 // slot and reserves the call's estimated cost against the budgets that
-// apply. The Hold must be settled or released.
-func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, error) {
+// apply. The check against every limit and the reservation are one step
+// under the manager's lock, so concurrent calls cannot together overspend,
+// and the refusal is worded under it too. The caller defers the Hold's
+// Done (or calls Settle or Release) on every path.
+func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.Skip) {
 	h := &Hold{m: m, req: req, chain: chain, b: b}
 	var evs []events.Event
 	m.mu.Lock()
@@ -190,11 +177,11 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, error)
 	paid := bk != nil && !bk.Price.Free() && len(m.budgets) > 0
 	now := m.clock.Now()
 	h.at = now
-	if err := m.limitsLocked(b, now); err != nil {
+	if sk := m.limitsLocked(b, now); sk != nil {
 		evs = m.exhaustedLocked(b, now)
 		m.mu.Unlock()
 		m.publish(evs)
-		return nil, err
+		return nil, sk
 	}
 	if paid {
 		maxOut := req.MaxTokens
@@ -204,9 +191,10 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, error)
 		h.reserved = cost(bk.Price, reservePrompt(req), maxOut)
 		if bs := m.exceededLocked(chain, b.Provider, h.reserved, now); bs != nil {
 			evs = bs.exceededEvent(now)
+			sk := bs.skip()
 			m.mu.Unlock()
 			m.publish(evs)
-			return nil, bs.skip(now)
+			return nil, sk
 		}
 		for _, bs := range m.budgets {
 			if bs.applies(chain, b.Provider) {
@@ -229,11 +217,11 @@ func (m *Manager) scopesOf(b Target) [2]*scope {
 	return [2]*scope{m.scope(b.Provider), m.scope(b.Name)}
 }
 
-// limitsLocked returns a skip error when b or its provider is at a limit.
-func (m *Manager) limitsLocked(b Target, now time.Time) error {
+// limitsLocked returns a skip when b or its provider is at a limit.
+func (m *Manager) limitsLocked(b Target, now time.Time) *llm.Skip {
 	for _, sc := range m.scopesOf(b) {
-		if msg := sc.full(now); msg != "" {
-			return &skipError{msg: msg}
+		if sk := sc.full(now); sk != nil {
+			return sk
 		}
 	}
 	return nil
@@ -254,6 +242,16 @@ func (m *Manager) publish(evs []events.Event) {
 	for _, e := range evs {
 		m.pub.Publish(e)
 	}
+}
+
+// Done gives the hold back: with c nil the call was not made (Release),
+// otherwise it is accounted for (Settle). It is the form the router defers.
+func (h *Hold) Done(c *llm.CallUsage) {
+	if c == nil {
+		h.Release()
+		return
+	}
+	h.Settle(*c)
 }
 
 // Release gives back what the hold took without counting a call: the
@@ -294,19 +292,16 @@ func (h *Hold) Settle(c llm.CallUsage) {
 		}
 	}
 	m := h.m
-	var price Price
+	var evs []events.Event
 	m.mu.Lock()
+	var price Price
 	if bk := m.backends[h.b.Name]; bk != nil {
 		price = bk.Price
 	}
-	m.mu.Unlock()
 	spent := cost(price, prompt, completion)
 	if a != nil {
 		a.PromptTokens, a.CompletionTokens, a.Estimated, a.Cost = prompt, completion, estimated, spent
 	}
-
-	var evs []events.Event
-	m.mu.Lock()
 	now := m.clock.Now()
 	if !h.done {
 		h.done = true

@@ -211,22 +211,36 @@ func (s *scope) uses(now time.Time, detail bool) useList {
 }
 
 // full returns why the scope cannot take one more call now, or "".
-func (s *scope) full(now time.Time) string {
+func (s *scope) full(now time.Time) *llm.Skip {
 	l := s.uses(now, false)
 	for _, u := range l.all() {
 		if u.used < u.limit || u.soft {
 			continue
 		}
+		if u.kind == concurrency {
+			// A slot frees when a call ends, at no known time.
+			return quotaSkip(fmt.Sprintf("%s: %d requests already in flight (concurrency limit)", s.name, u.used), time.Time{})
+		}
 		u.resets = s.resets(u.kind, now)
 		if u.learned {
-			return fmt.Sprintf("%s: %s used (the provider says none left), resets %s", s.name, s.noun(u.kind), when(u.resets, now, s.lim.Reset.location()))
+			return quotaSkip(fmt.Sprintf("%s: %s used (the provider says none left), resets %s", s.name, s.noun(u.kind), when(u.resets, now, s.lim.Reset.location())), u.resets)
 		}
-		if u.kind == concurrency {
-			return fmt.Sprintf("%s: %d requests already in flight (concurrency limit)", s.name, u.used)
-		}
-		return fmt.Sprintf("%s: %s used, resets %s", s.name, s.noun(u.kind), when(u.resets, now, s.lim.Reset.location()))
+		return quotaSkip(fmt.Sprintf("%s: %s used, resets %s", s.name, s.noun(u.kind), when(u.resets, now, s.lim.Reset.location())), u.resets)
+	}
+	return nil
+}
+
+// fullReason is full's sentence, "" when nothing is full.
+func (s *scope) fullReason(now time.Time) string {
+	if sk := s.full(now); sk != nil {
+		return sk.Reason
 	}
 	return ""
+}
+
+// quotaSkip is a backend passed by at a limit until a reset.
+func quotaSkip(reason string, until time.Time) *llm.Skip {
+	return &llm.Skip{Word: llm.SkipQuota, Class: llm.Quota, Reason: reason, Until: until}
 }
 
 // noun names a limit in a message: "daily tokens", "requests per minute".
@@ -261,7 +275,7 @@ func (s *scope) note(now time.Time, evs []events.Event) []events.Event {
 		if u.used >= u.limit && !s.filled[u.kind].Equal(u.start) {
 			s.filled[u.kind] = u.start
 			evs = append(evs, events.Event{Time: now, Kind: events.QuotaExhausted, Level: events.Warn, Backend: s.name,
-				Reason: s.full(now), Until: s.resets(u.kind, now)})
+				Reason: s.fullReason(now), Until: s.resets(u.kind, now)})
 		}
 	}
 	return evs

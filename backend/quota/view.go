@@ -77,7 +77,7 @@ func (m *Manager) Quotas(order []string) []QuotaView {
 				}
 				v.Limits = append(v.Limits, lu)
 			}
-			if msg := sc.full(now); msg != "" && v.Reason == "" {
+			if msg := sc.fullReason(now); msg != "" && v.Reason == "" {
 				v.Exhausted, v.Reason = true, msg
 			}
 		}

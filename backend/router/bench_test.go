@@ -16,9 +16,13 @@ import (
 
 type nopGate struct{}
 
-func (nopGate) Available(provider, backend string) error                 { return nil }
-func (nopGate) Acquire(provider, backend string) (uint64, error)         { return 1, nil }
-func (nopGate) Report(string, string, uint64, *llm.Error, time.Duration) {}
+func nopDone(*llm.Error, time.Duration) {}
+
+func (nopGate) Available(provider, backend string) *llm.Skip { return nil }
+func (nopGate) Allow(provider, backend string) (func(*llm.Error, time.Duration), *llm.Skip) {
+	return nopDone, nil
+}
+func (nopGate) Unchecked(provider, backend string) func(*llm.Error, time.Duration) { return nopDone }
 
 type nopRecorder struct{}
 
@@ -79,7 +83,7 @@ func benchRouter(b *testing.B) *router.Router {
 		{Name: "cerebras", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{{ID: "qwen-3-32b", ParamsB: 32}}, Up: up},
 		{Name: "ollama", Tier: router.TierLocal, HasKey: true, Models: []router.ModelSpec{{ID: "qwen2.5:7b", ParamsB: 7}}, Up: up},
 	}}
-	return router.New(router.Build(spec), nopGate{}, nopRecorder{}, quiet)
+	return router.New(router.Build(spec), nopGate{}, nopRecorder{}, nil, quiet)
 }
 
 func benchReq(b *testing.B, stream bool) *llm.Request {

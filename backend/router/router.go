@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/llm"
 )
 
@@ -23,15 +25,16 @@ import (
 // the breaker package provides it.
 type Gate interface {
 	// Available tells, without side effects, whether a backend could be
-	// called now.
-	Available(provider, backend string) error
-	// Acquire is asked right before a call; a half-open backend admits
-	// one. The ticket goes back with Report.
-	Acquire(provider, backend string) (ticket uint64, err error)
-	// Report gives the outcome of every call made (e nil for success), with
-	// the time to the first byte of content. Calls made without Acquire
-	// (every backend unavailable) report ticket 0.
-	Report(provider, backend string, ticket uint64, e *llm.Error, firstByte time.Duration)
+	// called now; nil means it could.
+	Available(provider, backend string) *llm.Skip
+	// Allow is asked right before a call; a half-open backend admits one.
+	// The call's outcome goes to done (e nil for success, with the time to
+	// the first byte of content), which the router defers as soon as it
+	// is admitted so that the trial is given back however the call ends.
+	Allow(provider, backend string) (done func(e *llm.Error, firstByte time.Duration), skip *llm.Skip)
+	// Unchecked is the done of a call made without Allow, when every
+	// backend of the route is unavailable and the router tries them anyway.
+	Unchecked(provider, backend string) (done func(e *llm.Error, firstByte time.Duration))
 }
 
 // Admission decides, before each call, whether quotas and budgets allow it,
@@ -40,21 +43,14 @@ type Gate interface {
 // a budget is the user's rule, not a guess about the backend's health.
 type Admission interface {
 	// Available tells, without side effects, whether b could be admitted.
-	Available(chain string, b *Backend) error
+	Available(chain string, b *Backend) *llm.Skip
 	// Admit takes what a call needs (a concurrency slot, the request
-	// counted, money reserved). A refusal's message is the skip reason;
-	// an error with a BudgetBlocked() bool method returning true makes the
-	// request fail with HTTP 402 when no other backend serves it.
-	Admit(req *llm.Request, chain string, b *Backend) (Hold, error)
-}
-
-// Hold is an admitted call. Exactly one of Settle and Release is called.
-type Hold interface {
-	// Settle accounts for the call and fills in the attempt's tokens and
-	// cost.
-	Settle(c llm.CallUsage)
-	// Release gives back what Admit took for a call that was not made.
-	Release()
+	// counted, money reserved) and returns done, which gives it back:
+	// with nil for a call that was not made, otherwise with what the call
+	// used, filling in the attempt's tokens and cost. A skip with Blocked
+	// set makes the request fail with HTTP 402 when no other backend serves
+	// it.
+	Admit(req *llm.Request, chain string, b *Backend) (done func(c *llm.CallUsage), skip *llm.Skip)
 }
 
 // Recorder receives the trace of every finished request. It must not block.
@@ -68,17 +64,19 @@ type Router struct {
 	table atomic.Pointer[Table]
 	gate  Gate
 	rec   Recorder
+	clock clock.Clock
 	log   *slog.Logger
 	// admit is set once before serving (SetAdmission); nil admits all.
 	admit Admission
 }
 
-// New returns a Router over the table. rec may be nil.
-func New(t *Table, gate Gate, rec Recorder, log *slog.Logger) *Router {
+// New returns a Router over the table. rec may be nil; a nil clock is the
+// wall clock.
+func New(t *Table, gate Gate, rec Recorder, clk clock.Clock, log *slog.Logger) *Router {
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Router{gate: gate, rec: rec, log: log}
+	r := &Router{gate: gate, rec: rec, clock: clock.OrReal(clk), log: log}
 	r.table.Store(t)
 	return r
 }
@@ -181,14 +179,20 @@ type attempt struct {
 	output []byte
 	// keepOutput asks streamOne to keep the stream's events.
 	keepOutput bool
+	// committed is set by streamOne when the attempt starts reaching the
+	// client; from then on there is no failover. fail, set with it, ends
+	// the client's stream with an error event; a panic after the commit
+	// goes there.
+	committed bool
+	fail      func(*llm.Error)
 }
 
 type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
 
 // run is the failover loop shared by streams and plain requests.
 func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*llm.Trace, *Failure) {
-	start := time.Now()
-	tr := &llm.Trace{ID: newID(), Start: start, Endpoint: string(req.Endpoint), Model: req.Model, Stream: req.Stream}
+	start := r.clock.Now()
+	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Model: req.Model, Stream: req.Stream}
 	route, err := r.Table().Resolve(req.Model)
 	if err != nil {
 		var re *ResolveError
@@ -202,16 +206,16 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	// Pass by unavailable backends, unless every one of them is: then try
 	// them in order anyway, since refusing outright helps nobody.
 	// A backend at a quota or shut out by a budget is passed by even then.
-	skip := make([]error, len(route.Backends))
+	skip := make([]*llm.Skip, len(route.Backends))
 	var hard []bool
 	usable := 0
 	for i, b := range route.Backends {
 		if r.admit != nil {
-			if err := r.admit.Available(route.Chain, b); err != nil {
+			if sk := r.admit.Available(route.Chain, b); sk != nil {
 				if hard == nil {
 					hard = make([]bool, len(route.Backends))
 				}
-				skip[i], hard[i] = err, true
+				skip[i], hard[i] = sk, true
 				continue
 			}
 		}
@@ -222,17 +226,22 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	}
 	tooLong := -1 // context size of a backend that found the prompt too long
 	var final *llm.Error
-	var blocked error // a block budget that refused a backend
+	var blocked *llm.Skip // a block budget that refused a backend
+	passBy := func(b *Backend, sk *llm.Skip) {
+		if sk.Blocked {
+			blocked = sk
+		}
+		a := llm.Attempt{Backend: b.Name}
+		sk.Note(&a)
+		tr.Attempts = append(tr.Attempts, a)
+	}
 	for i, b := range route.Backends {
 		if (usable > 0 || hard != nil && hard[i]) && skip[i] != nil {
-			if budgetBlocked(skip[i]) {
-				blocked = skip[i]
-			}
-			tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(skip[i]), Skipped: true, Reason: skip[i].Error()})
+			passBy(b, skip[i])
 			continue
 		}
 		if tooLong >= 0 && b.Context != 0 && b.Context <= tooLong {
-			tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: llm.TooLong, Skipped: true,
+			passBy(b, &llm.Skip{Word: llm.SkipTooLong, Class: llm.TooLong,
 				Reason: fmt.Sprintf("context %d not larger than %d", b.Context, tooLong)})
 			continue
 		}
@@ -240,64 +249,13 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 			final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			break
 		}
-		var hold Hold
-		if r.admit != nil {
-			// Another request may have used the last of a quota or a
-			// budget since the scan above.
-			var err error
-			if hold, err = r.admit.Admit(req, route.Chain, b); err != nil {
-				if budgetBlocked(err) {
-					blocked = err
-				}
-				tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(err), Skipped: true, Reason: err.Error()})
-				continue
-			}
-		}
-		var ticket uint64
-		if usable > 0 {
-			// Another request may have taken a half-open backend's single
-			// trial since the scan above.
-			var err error
-			if ticket, err = r.gate.Acquire(b.Provider, b.Name); err != nil {
-				if hold != nil {
-					hold.Release()
-				}
-				tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: b.Name, Class: skipClass(err), Skipped: true, Reason: err.Error()})
-				continue
-			}
-		}
-		a := attempt{Attempt: llm.Attempt{Backend: b.Name}, trace: tr, keepOutput: hold != nil}
-		t0 := time.Now()
-		err := try(ctx, b, &a)
-		a.Latency = time.Since(t0)
-		committed := errors.Is(err, errCommitted)
-		var le *llm.Error
-		if committed {
-			// The attempt reached the client; a later failure of it was
-			// already reported and written by streamOne.
-			le = a.late
-		} else if err != nil {
-			le = classify(ctx, err)
-		}
-		if le == nil {
-			a.Class = llm.OK
-		} else {
-			a.Class, a.Status, a.Reason = le.Class, le.Status, le.Message
-		}
-		firstByte := a.TTFT
-		if !req.Stream {
-			firstByte = a.Latency
-		}
-		r.gate.Report(b.Provider, b.Name, ticket, le, firstByte)
-		if hold != nil {
-			h := a.header
-			if h == nil && le != nil {
-				h = le.Header
-			}
-			hold.Settle(llm.CallUsage{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
-			tr.Cost += a.Cost
+		a, le, sk := r.attempt(ctx, req, route.Chain, b, usable > 0, tr, try)
+		if sk != nil {
+			passBy(b, sk)
+			continue
 		}
 		tr.Attempts = append(tr.Attempts, a.Attempt)
+		committed := a.committed
 		if le == nil || committed {
 			tr.Backend, tr.TTFT, tr.Committed = b.Name, a.TTFT, committed
 			switch {
@@ -330,16 +288,109 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		// Nothing served and a budget kept paid backends out: that is
 		// what the user must hear about, not the free backends' failures.
 		f = &Failure{Status: http.StatusPaymentRequired, Type: "insufficient_quota", Code: "budget_exceeded",
-			Message: strings.TrimPrefix(blocked.Error(), "budget: "), Attempts: tr.Attempts, Class: llm.Quota}
+			Message: strings.TrimPrefix(blocked.Reason, "budget: "), Attempts: tr.Attempts, Class: llm.Quota}
 	}
 	r.finish(tr, start, f)
 	return tr, f
 }
 
-// budgetBlocked reports whether err is a refusal by a block budget.
-func budgetBlocked(err error) bool {
-	var b interface{ BudgetBlocked() bool }
-	return errors.As(err, &b) && b.BudgetBlocked()
+// attempt makes one call to b, admitted by the quota manager and, when
+// checked, by the breaker. Both hand out done functions that are deferred
+// here the moment they are obtained, so a trial ticket, a concurrency slot
+// and a money reservation go back on every path out, a panic in the call
+// included. A refusal comes back as a skip and no call is made.
+func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b *Backend, checked bool,
+	tr *llm.Trace, try attemptFunc) (a *attempt, le *llm.Error, skip *llm.Skip) {
+	a = &attempt{Attempt: llm.Attempt{Backend: b.Name}, trace: tr}
+	called := false
+	if r.admit != nil {
+		// Another request may have used the last of a quota or a budget
+		// since the scan.
+		settle, sk := r.admit.Admit(req, chain, b)
+		if sk != nil {
+			return nil, nil, sk
+		}
+		a.keepOutput = true
+		defer func() {
+			if !called {
+				settle(nil)
+				return
+			}
+			h := a.header
+			if h == nil && le != nil {
+				h = le.Header
+			}
+			settle(&llm.CallUsage{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
+			tr.Cost += a.Cost
+		}()
+	}
+	var report func(*llm.Error, time.Duration)
+	if checked {
+		// Another request may have taken a half-open backend's single
+		// trial since the scan.
+		var sk *llm.Skip
+		if report, sk = r.gate.Allow(b.Provider, b.Name); sk != nil {
+			return nil, nil, sk
+		}
+	} else {
+		report = r.gate.Unchecked(b.Provider, b.Name)
+	}
+	defer func() {
+		firstByte := a.TTFT
+		if !req.Stream {
+			firstByte = a.Latency
+		}
+		report(le, firstByte)
+	}()
+
+	called = true
+	t0 := r.clock.Now()
+	err := r.protect(ctx, b, a, try)
+	a.Latency = r.clock.Since(t0)
+	if errors.Is(err, errCommitted) {
+		a.committed = true
+	}
+	if a.committed {
+		// The attempt reached the client; a later failure of it was
+		// already written to the client by streamOne.
+		le = a.late
+	} else if err != nil {
+		le = classify(ctx, err)
+	}
+	if le == nil {
+		a.Class = llm.OK
+	} else {
+		a.Class, a.Status, a.Reason = le.Class, le.Status, le.Message
+	}
+	return a, le, nil
+}
+
+// protect runs try, turning a panic inside it (a bug in a provider adapter
+// or a converter, never the client's doing) into a transient failure of
+// the backend, so the request fails over and the process lives on. A panic
+// after the stream was committed ends the client's stream with an error
+// event, as any late failure does.
+func (r *Router) protect(ctx context.Context, b *Backend, a *attempt, try attemptFunc) (err error) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		r.log.Error("backend call panicked", "backend", b.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		le := &llm.Error{Class: llm.Transient, Message: fmt.Sprintf("internal error calling %s: %v", b.Name, p)}
+		if a.committed {
+			if a.late == nil {
+				a.late = le
+				if a.fail != nil {
+					a.fail(le)
+				}
+			}
+			err = errCommitted
+			return
+		}
+		err = le
+	}()
+	return try(ctx, b, a)
 }
 
 // classify returns an attempt's error as an *llm.Error. One the upstream
@@ -354,21 +405,6 @@ func classify(ctx context.Context, err error) *llm.Error {
 		return &llm.Error{Class: llm.Cancelled, Message: "client went away", Err: err}
 	}
 	return &llm.Error{Class: llm.Transient, Message: err.Error(), Err: err}
-}
-
-// skipClass is the class a skipped backend counts as when the router decides
-// between 429 and 502: a backend cooling down after a rate limit says so by
-// implementing RateLimited.
-func skipClass(err error) llm.Class {
-	var rl interface{ RateLimited() bool }
-	if errors.As(err, &rl) && rl.RateLimited() {
-		return llm.RateLimited
-	}
-	var q interface{ Quota() bool }
-	if errors.As(err, &q) && q.Quota() {
-		return llm.Quota
-	}
-	return llm.Transient
 }
 
 // failure builds the client's error once the loop ended without an answer.
@@ -443,7 +479,7 @@ func (r *Router) finish(tr *llm.Trace, start time.Time, f *Failure) {
 }
 
 func (r *Router) finishTrace(tr *llm.Trace, start time.Time) {
-	tr.Latency = time.Since(start)
+	tr.Latency = r.clock.Since(start)
 	if r.rec != nil {
 		r.rec.Record(*tr)
 	}
@@ -462,7 +498,7 @@ func AttemptsHeader(as []llm.Attempt) string {
 		switch {
 		case a.Skipped:
 			sb.WriteString("skip(")
-			sb.WriteString(skipWord(a))
+			sb.WriteString(string(a.SkipWord()))
 			sb.WriteByte(')')
 		case a.Class == llm.OK:
 			sb.WriteString("ok")
@@ -475,20 +511,12 @@ func AttemptsHeader(as []llm.Attempt) string {
 	return sb.String()
 }
 
-func skipWord(a llm.Attempt) string {
-	if a.Class == llm.TooLong || a.Class == llm.Quota {
-		return string(a.Class)
-	}
-	word, _, _ := strings.Cut(a.Reason, " ")
-	return word
-}
-
 // newID returns a request ID that starts with the time in milliseconds, so
 // IDs sort by time and the request log's index grows at its end, followed by
 // random bytes so IDs never collide.
-func newID() string {
+func (r *Router) newID(now time.Time) string {
 	var b [14]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
 	_, _ = rand.Read(b[6:])
 	return "req_" + hex.EncodeToString(b[:])
 }

@@ -202,11 +202,14 @@ func (s *recSink) Done() error {
 }
 
 // recGate is a Gate that records every question and report in order; deny
-// makes Available refuse, refuse makes Acquire refuse. Granted Acquires get
-// tickets 101, 102, ... With inner set it passes everything on to that Gate
-// (a real breaker) and still records.
+// makes Available refuse, refuse makes Allow refuse. Granted calls get
+// tickets 101, 102, ..., which their done reports; a call made without
+// Allow reports ticket 0. With inner set it passes everything on to that
+// Gate (a real breaker) and still records.
 type recGate struct {
 	inner router.Gate
+	// dones counts done functions handed out and not yet called.
+	dones atomic.Int64
 
 	mu        sync.Mutex
 	deny      map[string]error
@@ -233,36 +236,76 @@ func (g *recGate) noteTicket(s string, ticket uint64) {
 	g.logTicket = append(g.logTicket, ticket)
 }
 
-func (g *recGate) Available(provider, backend string) error {
+// skipOf is how a test's refusal reaches the router: as the breaker's own
+// skip when it is a breaker refusal.
+func skipOf(err error) *llm.Skip {
+	if err == nil {
+		return nil
+	}
+	var u *breaker.Unavailable
+	if errors.As(err, &u) {
+		return u.Skip()
+	}
+	return &llm.Skip{Class: llm.Transient, Reason: err.Error(), Err: err}
+}
+
+func (g *recGate) Available(provider, backend string) *llm.Skip {
 	g.note("available " + backend)
 	if g.inner != nil {
 		return g.inner.Available(provider, backend)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.deny[backend]
+	return skipOf(g.deny[backend])
 }
 
-func (g *recGate) Acquire(provider, backend string) (uint64, error) {
-	ticket, err := g.acquire(provider, backend)
+func (g *recGate) Allow(provider, backend string) (func(*llm.Error, time.Duration), *llm.Skip) {
+	ticket, inner, sk := g.acquire(provider, backend)
 	g.noteTicket("acquire "+backend, ticket)
-	return ticket, err
+	if sk != nil {
+		return nil, sk
+	}
+	return g.done(provider, backend, ticket, inner), nil
 }
 
-func (g *recGate) acquire(provider, backend string) (uint64, error) {
+func (g *recGate) Unchecked(provider, backend string) func(*llm.Error, time.Duration) {
+	var inner func(*llm.Error, time.Duration)
 	if g.inner != nil {
-		return g.inner.Acquire(provider, backend)
+		inner = g.inner.Unchecked(provider, backend)
 	}
+	return g.done(provider, backend, 0, inner)
+}
+
+func (g *recGate) done(provider, backend string, ticket uint64, inner func(*llm.Error, time.Duration)) func(*llm.Error, time.Duration) {
+	g.dones.Add(1)
+	return func(e *llm.Error, firstByte time.Duration) {
+		g.dones.Add(-1)
+		g.Report(provider, backend, ticket, e, firstByte)
+		if inner != nil {
+			inner(e, firstByte)
+		}
+	}
+}
+
+func (g *recGate) acquire(provider, backend string) (uint64, func(*llm.Error, time.Duration), *llm.Skip) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.inner != nil {
+		done, sk := g.inner.Allow(provider, backend)
+		if sk != nil {
+			return 0, nil, sk
+		}
+		g.issued++
+		return 100 + g.issued, done, nil
+	}
 	if err := g.refuse[backend]; err != nil {
-		return 0, err
+		return 0, nil, skipOf(err)
 	}
 	if err := g.deny[backend]; err != nil {
-		return 0, err
+		return 0, nil, skipOf(err)
 	}
 	g.issued++
-	return 100 + g.issued, nil
+	return 100 + g.issued, nil, nil
 }
 
 func (g *recGate) Report(provider, backend string, ticket uint64, e *llm.Error, firstByte time.Duration) {
@@ -276,9 +319,6 @@ func (g *recGate) Report(provider, backend string, ticket uint64, e *llm.Error, 
 	g.tickets = append(g.tickets, ticket)
 	g.firstByte = append(g.firstByte, firstByte)
 	g.mu.Unlock()
-	if g.inner != nil {
-		g.inner.Report(provider, backend, ticket, e, firstByte)
-	}
 }
 
 // checkAcquired checks the gate's log: every call is made right after the
@@ -384,7 +424,7 @@ func newHarnessGate(t *testing.T, inner router.Gate, contexts ...int) *harness {
 			Models: []router.ModelSpec{{ID: "m", Context: ctxLen}}, Up: up})
 	}
 	spec.Chains = []router.ChainSpec{{Name: "main", Backends: []string{"a/m", "b/m", "c/m"}}}
-	h.r = router.New(router.Build(spec), h.gate, h.rec, quiet)
+	h.r = router.New(router.Build(spec), h.gate, h.rec, nil, quiet)
 	h.sink = &recSink{ups: h.ups}
 	return h
 }

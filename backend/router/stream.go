@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"time"
 
 	"freelane/backend/llm"
 )
@@ -12,7 +11,7 @@ import (
 // fail over. From that delta on the stream is committed to this backend:
 // whatever happens next is written to the client and errCommitted returned.
 func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a *attempt, sink Sink) error {
-	t0 := time.Now()
+	t0 := r.clock.Now()
 	st, err := b.Up.Stream(ctx, req, b.Model)
 	if err != nil {
 		return err
@@ -45,8 +44,9 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		// First content: commit. The header shows this attempt as the one
 		// serving.
 		a.keep(ev.Data)
-		a.TTFT = time.Since(t0)
+		a.TTFT = r.clock.Since(t0)
 		a.Class = llm.OK
+		a.committed, a.fail = true, sink.Fail
 		if ev.Usage != nil {
 			a.usage = ev.Usage
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/llm"
 )
 
@@ -28,6 +29,9 @@ type LogOptions struct {
 	// NoLedger writes the request rows only, without usage ledger rows
 	// (for measuring what the ledger costs).
 	NoLedger bool
+	// Clock drives the flush interval, retry backoff and drop warnings
+	// (default: the wall clock).
+	Clock clock.Clock
 }
 
 // Defaults for LogOptions.
@@ -103,6 +107,7 @@ func NewRequestLog(db *DB, opts LogOptions) *RequestLog {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Clock = clock.OrReal(opts.Clock)
 	return &RequestLog{
 		db:   db,
 		opts: opts,
@@ -140,7 +145,7 @@ func (l *RequestLog) Dropped() uint64 { return l.dropped.Load() }
 // drop counts n lost traces and warns at most once per dropWarnEvery.
 func (l *RequestLog) drop(n int, why string) {
 	total := l.dropped.Add(uint64(n))
-	now := time.Now().UnixNano()
+	now := l.opts.Clock.Now().UnixNano()
 	last := l.lastWarn.Load()
 	if now-last >= int64(dropWarnEvery) && l.lastWarn.CompareAndSwap(last, now) {
 		l.log.Warn("dropping request traces", "reason", why, "dropped_total", total)
@@ -181,7 +186,7 @@ func (l *RequestLog) Run(ctx context.Context) error {
 	// Writes must survive the cancellation that stops the loop, or the
 	// shutdown drain would fail on its first statement.
 	wctx := context.WithoutCancel(ctx)
-	ticker := time.NewTicker(l.opts.FlushInterval)
+	ticker, tick := l.opts.Clock.NewTicker(l.opts.FlushInterval)
 	defer ticker.Stop()
 	batch := l.newBatch()
 	for {
@@ -192,7 +197,7 @@ func (l *RequestLog) Run(ctx context.Context) error {
 				_ = l.flush(wctx, batch)
 				batch = resetBatch(batch)
 			}
-		case <-ticker.C:
+		case <-tick:
 			if len(batch) > 0 {
 				_ = l.flush(wctx, batch)
 				batch = resetBatch(batch)
@@ -277,10 +282,7 @@ func (l *RequestLog) flush(ctx context.Context, batch []llm.Trace) error {
 			break
 		}
 		l.log.Warn("request log write failed; retrying", "rows", len(batch), "attempt", attempt, "err", err)
-		select {
-		case <-time.After(writeBackoff * time.Duration(attempt)):
-		case <-ctx.Done():
-		}
+		clock.Sleep(l.opts.Clock, writeBackoff*time.Duration(attempt), ctx.Done())
 	}
 	l.log.Error("request log write failed; dropping batch", "rows", len(batch), "err", err)
 	l.dropped.Add(uint64(len(batch)))

@@ -133,7 +133,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 		}
 		start := t.Start
 		if start.IsZero() {
-			start = time.Now()
+			start = d.clock.Now()
 		}
 		attempts, err := encodeAttempts(t.Attempts)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // PutState stores the document value under name, replacing what was there.
@@ -13,7 +12,7 @@ func (d *DB) PutState(ctx context.Context, name string, value []byte) error {
 	_, err := d.sql.ExecContext(ctx,
 		`INSERT INTO state (name, value, updated_at) VALUES (?, ?, ?)
 		 ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		name, string(value), time.Now().UnixMilli())
+		name, string(value), d.clock.Now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("store: save state %s: %w", name, err)
 	}

@@ -21,6 +21,8 @@ import (
 
 	// Registers the "sqlite3" database/sql driver.
 	_ "github.com/mattn/go-sqlite3"
+
+	"freelane/backend/clock"
 )
 
 // ErrSchemaTooNew is returned (wrapped) by Open when the database was last
@@ -49,16 +51,24 @@ type migration struct {
 
 // DB is the opened SQLite database. It is safe for concurrent use.
 type DB struct {
-	sql  *sql.DB
-	path string
+	sql   *sql.DB
+	path  string
+	clock clock.Clock
 }
+
+// Option changes how Open sets up a DB.
+type Option func(*DB)
+
+// WithClock dates what the database stamps itself (state documents,
+// traces that carry no start time) from c instead of the wall clock.
+func WithClock(c clock.Clock) Option { return func(d *DB) { d.clock = clock.OrReal(c) } }
 
 // Open opens (creating if necessary) the SQLite database at path and brings
 // its schema up to date. The parent directory is created with mode 0700 and
 // the database file is kept at mode 0600, since the data directory is
 // private to the user. A database already migrated past the newest schema
 // this build knows is refused with an error wrapping ErrSchemaTooNew.
-func Open(ctx context.Context, path string) (*DB, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: resolve %q: %w", path, err)
@@ -86,7 +96,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)
 	}
-	d := &DB{sql: sqlDB, path: abs}
+	d := &DB{sql: sqlDB, path: abs, clock: clock.Real{}}
+	for _, o := range opts {
+		o(d)
+	}
 	if err := sqlDB.PingContext(ctx); err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)

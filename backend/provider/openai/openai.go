@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/llm"
 	"freelane/backend/sse"
 )
@@ -46,8 +47,9 @@ type Options struct {
 	StreamUsage bool
 
 	Logger *slog.Logger
-	// Now is the clock used to interpret absolute rate-limit reset times.
-	Now func() time.Time
+	// Clock runs the first-token and idle timers and reads absolute
+	// rate-limit reset times (default: the wall clock).
+	Clock clock.Clock
 	// Transport overrides the HTTP transport (tests, benchmarks).
 	Transport http.RoundTripper
 }
@@ -69,9 +71,7 @@ func New(o Options) *Client {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.OrReal(o.Clock)
 	tr := o.Transport
 	if tr == nil {
 		tr = &http.Transport{
@@ -136,7 +136,7 @@ func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, er
 	if rerr != nil && ctx.Err() != nil {
 		return nil, llm.ClassifyTransport(ctx, rerr)
 	}
-	e := llm.ClassifyResponse(resp.StatusCode, resp.Header, body, c.o.Now())
+	e := llm.ClassifyResponse(resp.StatusCode, resp.Header, body, c.o.Clock.Now())
 	if c.o.APIKey != "" && strings.Contains(e.Message, c.o.APIKey) {
 		// Some servers echo the key they rejected; the message is shown
 		// to clients and logged, so the key must not be in it.
@@ -159,7 +159,7 @@ func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (
 		return nil, err
 	}
 	defer resp.Body.Close()
-	idle := newIdleReader(resp.Body, c.o.IdleTimeout, cancel)
+	idle := newIdleReader(c.o.Clock, resp.Body, c.o.IdleTimeout, cancel)
 	defer idle.stop()
 	body, err := io.ReadAll(io.LimitReader(idle, maxBody+1))
 	if err != nil {
@@ -265,11 +265,11 @@ func present(raw json.RawMessage) bool {
 type idleReader struct {
 	r     io.Reader
 	d     time.Duration
-	timer *time.Timer
+	timer clock.Timer
 }
 
-func newIdleReader(r io.Reader, d time.Duration, cancel context.CancelCauseFunc) *idleReader {
-	return &idleReader{r: r, d: d, timer: time.AfterFunc(d, func() { cancel(llm.ErrIdleTimeout) })}
+func newIdleReader(clk clock.Clock, r io.Reader, d time.Duration, cancel context.CancelCauseFunc) *idleReader {
+	return &idleReader{r: r, d: d, timer: clk.AfterFunc(d, func() { cancel(llm.ErrIdleTimeout) })}
 }
 
 func (i *idleReader) Read(p []byte) (int, error) {
@@ -287,7 +287,7 @@ func (i *idleReader) stop() { i.timer.Stop() }
 // the stream.
 func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (llm.EventStream, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	firstToken := time.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })
+	firstToken := c.o.Clock.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })
 	hr, err := c.newRequest(ctx, req, model)
 	if err != nil {
 		firstToken.Stop()
@@ -300,7 +300,7 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (ll
 		cancel(nil)
 		return nil, err
 	}
-	idle := newIdleReader(resp.Body, c.o.IdleTimeout, cancel)
+	idle := newIdleReader(c.o.Clock, resp.Body, c.o.IdleTimeout, cancel)
 	return &stream{
 		ctx: ctx, cancel: cancel, resp: resp, idle: idle, firstToken: firstToken,
 		sse: sse.NewReader(idle, maxEvent), log: c.o.Logger, provider: c.o.Name, ep: req.Endpoint,
@@ -313,7 +313,7 @@ type stream struct {
 	cancel     context.CancelCauseFunc
 	resp       *http.Response
 	idle       *idleReader
-	firstToken *time.Timer
+	firstToken clock.Timer
 	sse        *sse.Reader
 	log        *slog.Logger
 	provider   string
