@@ -96,6 +96,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)
 	}
+	// Without WithClock (tools and tests that only read) the database
+	// stamps on the wall clock.
 	d := &DB{sql: sqlDB, path: abs, clock: clock.Real{}}
 	for _, o := range opts {
 		o(d)
