@@ -30,6 +30,8 @@ type step struct {
 	cancel bool
 	// pause delays the step, so a stream's TTFT and total latency differ.
 	pause time.Duration
+	// panics, when set, makes Next panic with it: a bug in an adapter.
+	panics any
 }
 
 func held(data string) step    { return step{ev: llm.Event{Kind: llm.Held, Data: []byte(data)}} }
@@ -122,6 +124,9 @@ func (s *fakeStream) Next() (llm.Event, error) {
 	s.i++
 	if st.pause > 0 {
 		time.Sleep(st.pause)
+	}
+	if st.panics != nil {
+		panic(st.panics)
 	}
 	if st.cancel {
 		s.up.cancel()
