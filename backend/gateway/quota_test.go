@@ -259,7 +259,13 @@ func TestConcurrentRequestsDoNotOverspend(t *testing.T) {
 	if r := e.do("PUT", "/api/budgets", body, nil); r.status != 200 {
 		t.Fatalf("put budgets: %d %s", r.status, r.body)
 	}
-	e.up.SetDefault(fakeupstream.Behavior{HeaderDelay: 50 * time.Millisecond})
+	// Every upstream answer is held until all 50 requests have reached an
+	// upstream, so all 50 are in flight at once: none can settle (and so
+	// free room) before the last is admitted.
+	release := make(chan struct{})
+	e.up.SetDefault(fakeupstream.Behavior{Hold: release})
+	arrived := func() int { return e.up.Calls("ma") + e.up.Calls("mb") + e.up.Calls("mc") }
+	before := arrived()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	paid := 0
@@ -273,6 +279,17 @@ func TestConcurrentRequestsDoNotOverspend(t *testing.T) {
 			}
 		})
 	}
+	for deadline := time.Now().Add(20 * time.Second); arrived()-before < 50; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			wg.Wait()
+			t.Fatalf("only %d of 50 requests reached an upstream", arrived()-before)
+		}
+	}
+	if v := budgets(); v.Spent+v.Reserved > v.Limit+1e-12 {
+		t.Errorf("reserved %v on top of %v spent passes the limit %v", v.Reserved, v.Spent, v.Limit)
+	}
+	close(release)
 	wg.Wait()
 	v := budgets()
 	if v.Reserved != 0 {

@@ -84,6 +84,10 @@ type Behavior struct {
 	// HeaderDelay is slept before anything else happens. The sleep ends
 	// early, and the request is abandoned, when the client goes away.
 	HeaderDelay time.Duration
+	// Hold, when set, keeps the answer back until the channel is closed
+	// (after HeaderDelay), so a test can have many requests in flight at
+	// once and release them together. The client going away ends it early.
+	Hold <-chan struct{}
 	// FirstTokenDelay applies to streams. The headers, a role-only chunk
 	// {"delta":{"role":"assistant"}} and a chunk with empty content "" are
 	// sent and flushed at once; the first content chunk follows after this
@@ -368,6 +372,19 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+// hold waits for release, or until the client goes away or the server
+// closes. It reports whether release came.
+func (s *Server) hold(ctx context.Context, release <-chan struct{}) bool {
+	select {
+	case <-release:
 		return true
 	case <-ctx.Done():
 		return false

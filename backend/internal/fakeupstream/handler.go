@@ -201,6 +201,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		x.gone()
 		return
 	}
+	if b.Hold != nil && !s.hold(x.ctx, b.Hold) {
+		x.gone()
+		return
+	}
 	switch {
 	case b.Reset:
 		x.reset()
