@@ -12,7 +12,7 @@ HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
 CONFIG  ?= backend/config/example.yaml
 ARGS    ?=
 
-.PHONY: all deps deps-test frontend build run serve test test-go test-frontend test-browser test-desktop vet bench bench-go bench-load clean
+.PHONY: all deps deps-test frontend build run serve test test-go test-go-tz test-frontend test-browser test-desktop vet bench bench-go bench-load clean
 
 all: build
 
@@ -48,10 +48,16 @@ vet:
 	go vet -tags $(TAGS) ./app
 	go vet -tags smoke ./app
 
-test: deps-test vet test-go test-frontend test-browser test-desktop
+test: deps-test vet test-go test-go-tz test-frontend test-browser test-desktop
 
 test-go:
 	go test -race -count=1 -timeout 15m ./...
+
+# test-go-tz runs the backend tests again in a zone with daylight saving
+# time and a negative offset, where a local calendar day (budgets, the
+# ledger, credits) is not the UTC one.
+test-go-tz:
+	TZ=America/Los_Angeles go test -count=1 -timeout 15m ./backend/...
 
 test-frontend:
 	cd frontend && npm run check && npm test

@@ -58,13 +58,20 @@ func testConfig(url string) *config.Config {
 
 func newEnv(t *testing.T, mutate func(*config.Config)) *env {
 	t.Helper()
+	return newEnvAt(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), mutate)
+}
+
+// newEnvAt is newEnv with the gateway's clock starting at start; it moves
+// with real time from there, and tests jump it with Advance and Set.
+func newEnvAt(t *testing.T, start time.Time, mutate func(*config.Config)) *env {
+	t.Helper()
 	up := fakeupstream.Start()
 	t.Cleanup(up.Close)
 	cfg := testConfig(up.URL)
 	if mutate != nil {
 		mutate(cfg)
 	}
-	e := &env{t: t, up: up, clock: clocktest.Following(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)), dir: t.TempDir()}
+	e := &env{t: t, up: up, clock: clocktest.Following(start), dir: t.TempDir()}
 	e.start(cfg)
 	return e
 }

@@ -177,7 +177,7 @@ func TestBudgetFreeOnlySkipsPaidBackends(t *testing.T) {
 	}
 	st := e.state()
 	b := st.Budgets[0]
-	if b.ID != "global|day" || b.Spent > b.Limit || b.Spent <= 0 || st.Spend.Today != b.Spent || !b.ResetsAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
+	if b.ID != "global|day" || b.Spent > b.Limit || b.Spent <= 0 || st.Spend.Today != b.Spent || !b.ResetsAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local)) {
 		t.Fatalf("budget view %+v, spend %+v", b, st.Spend)
 	}
 	if st.Requests[0].Attempts[0].Backend != "a/ma" || st.Requests[0].Cost != 0 {
@@ -197,7 +197,7 @@ func TestBudgetBlockAnswers402ButFreeBackendsServe(t *testing.T) {
 	}
 	_ = json.Unmarshal(r.body, &body)
 	if r.status != http.StatusPaymentRequired || body.Error.Type != "insufficient_quota" || body.Error.Code != "budget_exceeded" ||
-		!strings.Contains(body.Error.Message, `the monthly budget of chain "paid" of $0.00`) || !strings.Contains(body.Error.Message, "it resets at 2026-12-01T00:00:00Z") {
+		!strings.Contains(body.Error.Message, `the monthly budget of chain "paid" of $0.00`) || !strings.Contains(body.Error.Message, "it resets at "+time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local).UTC().Format(time.RFC3339)) {
 		t.Fatalf("block: %d %s", r.status, r.body)
 	}
 	if r.attempts() != "a/ma=skip(quota)" || e.up.Calls("ma") != 0 {
@@ -348,7 +348,8 @@ func TestExpiringCreditMovesAheadOfTheFreePool(t *testing.T) {
 	if got := order(); got != "a/ma,c/mc,b/mb,l/ml" {
 		t.Fatalf("auto with a running credit: %s", got)
 	}
-	e.clock.Advance(36*time.Hour - time.Second) // 2026-12-01 23:59:59 UTC
+	// Credits run to the end of their last local day.
+	e.clock.Set(time.Date(2026, 12, 2, 0, 0, 0, 0, time.Local).Add(-time.Second))
 	e.g.CheckCredits()
 	if got := order(); got != "a/ma,c/mc,b/mb,l/ml" {
 		t.Fatalf("on the credit's last day: %s", got)
@@ -369,7 +370,8 @@ func (e *env) waitUsage(n int64) {
 		var u struct {
 			Rows []struct{ Requests int64 } `json:"rows"`
 		}
-		r := e.do("GET", "/api/usage?group_by=chain&from=2026-11-01", "", nil)
+		from := e.clock.Now().AddDate(0, 0, -40).Format(time.DateOnly)
+		r := e.do("GET", "/api/usage?group_by=chain&from="+from, "", nil)
 		_ = json.Unmarshal(r.body, &u)
 		var total int64
 		for _, row := range u.Rows {
