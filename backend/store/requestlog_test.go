@@ -67,6 +67,8 @@ func sampleTrace(i int) llm.Trace {
 			a.Status = 0
 			a.Latency = 0
 			a.Reason = "cooling down"
+			until := time.Date(2026, 12, 1, 0, 1, 0, 0, time.UTC)
+			a.Skip, a.Until, a.Budget = llm.SkipCooling, &until, i%2 == 0
 		}
 		if seq == 2 {
 			a.TTFT = time.Duration(55_555_555 + i)

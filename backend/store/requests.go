@@ -51,17 +51,20 @@ const insertLedgerSQL = `INSERT INTO ledger (
 // storedAttempt is an attempt as kept in the attempts JSON column, with
 // durations in milliseconds like the other columns.
 type storedAttempt struct {
-	Backend   string    `json:"backend"`
-	Class     llm.Class `json:"class"`
-	Status    int       `json:"status,omitempty"`
-	LatencyMS float64   `json:"latency_ms"`
-	TTFTMS    float64   `json:"ttft_ms,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	Skipped   bool      `json:"skipped,omitempty"`
-	Prompt    int       `json:"prompt_tokens,omitempty"`
-	Complete  int       `json:"completion_tokens,omitempty"`
-	Cost      float64   `json:"cost,omitempty"`
-	Estimated bool      `json:"estimated,omitempty"`
+	Backend   string       `json:"backend"`
+	Class     llm.Class    `json:"class"`
+	Status    int          `json:"status,omitempty"`
+	LatencyMS float64      `json:"latency_ms"`
+	TTFTMS    float64      `json:"ttft_ms,omitempty"`
+	Reason    string       `json:"reason,omitempty"`
+	Skipped   bool         `json:"skipped,omitempty"`
+	Skip      llm.SkipWord `json:"skip,omitempty"`
+	Until     *time.Time   `json:"until,omitempty"`
+	Budget    bool         `json:"budget,omitempty"`
+	Prompt    int          `json:"prompt_tokens,omitempty"`
+	Complete  int          `json:"completion_tokens,omitempty"`
+	Cost      float64      `json:"cost,omitempty"`
+	Estimated bool         `json:"estimated,omitempty"`
 }
 
 func encodeAttempts(as []llm.Attempt) (string, error) {
@@ -71,7 +74,7 @@ func encodeAttempts(as []llm.Attempt) (string, error) {
 	out := make([]storedAttempt, len(as))
 	for i, a := range as {
 		out[i] = storedAttempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
-			LatencyMS: durationMS(a.Latency), Reason: a.Reason, Skipped: a.Skipped,
+			LatencyMS: durationMS(a.Latency), Reason: a.Reason, Skipped: a.Skipped, Skip: a.Skip, Until: a.Until, Budget: a.Budget,
 			Prompt: a.PromptTokens, Complete: a.CompletionTokens, Cost: a.Cost, Estimated: a.Estimated}
 		if a.TTFT > 0 {
 			out[i].TTFTMS = durationMS(a.TTFT)
@@ -90,6 +93,7 @@ func decodeAttempts(s string) ([]llm.Attempt, error) {
 	for i, a := range in {
 		out[i] = llm.Attempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
 			Latency: msDuration(a.LatencyMS), TTFT: msDuration(a.TTFTMS), Reason: a.Reason, Skipped: a.Skipped,
+			Skip: a.Skip, Until: a.Until, Budget: a.Budget,
 			PromptTokens: a.Prompt, CompletionTokens: a.Complete, Cost: a.Cost, Estimated: a.Estimated}
 	}
 	return out, nil

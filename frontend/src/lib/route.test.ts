@@ -58,6 +58,15 @@ describe("quota skips, tokens and cost", () => {
     expect(tokensEstimated(trace("r"))).toBe(false);
   });
 
+  it("names a skip by the word the router recorded, not by its reason", () => {
+    const skip = (extra: Partial<Parameters<typeof attemptWord>[0]>) =>
+      attemptWord({ backend: "x", class: "quota", skipped: true, reason: "x: something else entirely", latency_ns: 0, ...extra });
+    expect(skip({ skip: "quota" })).toBe("quota used");
+    expect(skip({ skip: "quota", budget: true })).toBe("over budget");
+    expect(skip({ class: "transient", skip: "half_open" })).toBe("half-open");
+    expect(skip({ class: "rate_limited", skip: "cooling", until: "2026-12-01T00:01:00Z" })).toBe("cooling down");
+  });
+
   it("takes tokens and cost from the trace, else from its attempts", () => {
     expect(traceTokens(trace("a"))).toBe(30);
     const t = trace("b", {

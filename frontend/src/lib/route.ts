@@ -1,8 +1,8 @@
 import { fmtMs, nsToMs } from "./format";
 import type { Attempt, Trace } from "./types";
 
-// Words for the reasons a backend was skipped. The router writes the reason
-// as "<word> until 14:03:07 (detail)" and the first word is one of these.
+// Words for the reasons a backend was skipped, keyed by the skip word the
+// router records with each skip (the same word as in X-FreeLane-Attempts).
 const SKIP_WORDS: Record<string, string> = {
   open: "open",
   half_open: "half-open",
@@ -10,6 +10,7 @@ const SKIP_WORDS: Record<string, string> = {
   key_disabled: "key disabled",
   retired: "retired",
   too_long: "too long",
+  quota: "quota used",
 };
 
 // Skips by class rather than by the reason's first word: a quota skip's
@@ -44,7 +45,11 @@ export function classWord(cls: string): string {
 /** What happened at one attempt, in a word or two: "429", "open", "timeout". */
 export function attemptWord(a: Attempt): string {
   if (a.skipped) {
-    // A budget's refusal is a quota skip whose reason starts "budget: ".
+    if (a.budget) return SKIP_CLASS_WORDS.budget;
+    if (a.skip) return SKIP_WORDS[a.skip] ?? a.skip.replace(/_/g, " ");
+    // Requests logged before skips carried their word: a budget's refusal
+    // is a quota skip whose reason starts "budget: ", a breaker's reason
+    // starts with its word.
     if (/^budget\b/i.test((a.reason ?? "").trim())) return SKIP_CLASS_WORDS.budget;
     if (SKIP_CLASS_WORDS[a.class]) return SKIP_CLASS_WORDS[a.class];
     const first = (a.reason ?? "").trim().split(/\s+/)[0] ?? "";

@@ -124,6 +124,12 @@ export interface Attempt {
   ttft_ns?: number;
   reason?: string;
   skipped?: boolean;
+  /** Why a skipped backend was passed by, in one word, as the router decided it. */
+  skip?: "open" | "half_open" | "cooling" | "key_disabled" | "retired" | "quota" | "too_long";
+  /** When a skipped backend may serve again. */
+  until?: string;
+  /** True when a money budget kept the backend out. */
+  budget?: boolean;
   prompt_tokens?: number;
   completion_tokens?: number;
   /** Money, in the user's currency. */
