@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,5 +217,29 @@ func TestChainRoundTripAndDefault(t *testing.T) {
 	// generated false takes auto over as it is.
 	if err := c.UpdateChain(ctx, "auto", control.ChainInput{Generated: ptr(false)}, auto); err != nil || !c.UserChain("auto") {
 		t.Fatalf("take over: %v", err)
+	}
+}
+
+func TestLimitsEntryMustFitItsPath(t *testing.T) {
+	r := newRig(t)
+	c := r.open(patchSeed())
+	var ce *control.Error
+	in := control.ModelLimitsInput{Provider: ptr("other"), Model: ptr("big")}
+	if err := c.SetModelLimits(context.Background(), "groq", "big", in); !errors.As(err, &ce) || ce.Param != "provider" {
+		t.Errorf("provider mismatch: %v", err)
+	}
+	if err := (control.ModelLimitsInput{Price: &control.PriceJSON{Input: 1}}).Check("groq", ""); !errors.As(err, &ce) || ce.Param != "price" {
+		t.Errorf("provider price: %v", err)
+	}
+	// An explicit default reset stays as written when it is sent back.
+	cfg := patchSeed()
+	cfg.Providers[0].Limits = &config.Limits{Reset: "daily 00:00 UTC"}
+	c = r.open(cfg)
+	entry := c.Limits()[0]
+	if err := c.SetProviderLimits(context.Background(), "groq", &entry.Limits); err != nil {
+		t.Fatal(err)
+	}
+	if l := stored(c).Limits; l == nil || l.Reset != "daily 00:00 UTC" || !strings.Contains(entry.Limits.Reset, "daily") {
+		t.Errorf("limits %+v", l)
 	}
 }
