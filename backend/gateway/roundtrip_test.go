@@ -180,7 +180,7 @@ func diff(path string, a, b reflect.Value) []string {
 	case reflect.Pointer:
 		if a.IsNil() || b.IsNil() {
 			if a.IsNil() != b.IsNil() {
-				return []string{fmt.Sprintf("%s: %v != %v", path, a, b)}
+				return []string{fmt.Sprintf("%s: %s != %s", path, show(a), show(b))}
 			}
 			return nil
 		}
@@ -206,6 +206,14 @@ func diff(path string, a, b reflect.Value) []string {
 		}
 		return nil
 	}
+}
+
+// show prints a pointer as what it points to.
+func show(v reflect.Value) string {
+	if v.IsNil() {
+		return "nil"
+	}
+	return fmt.Sprintf("&%#v", v.Elem().Interface())
 }
 
 // sameConfig fails the test unless the stored configuration is want.
