@@ -215,23 +215,10 @@ func (h *adminHandlers) updateProvider(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+// patchProvider serves PATCH, which does what PUT does: both change only
+// the fields the body carries (see control.ProviderInput).
 func (h *adminHandlers) patchProvider(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Disabled *bool `json:"disabled"`
-	}
-	if !decode(w, r, &in) {
-		return
-	}
-	if in.Disabled == nil {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "send {\"disabled\": true} or {\"disabled\": false}", "disabled")
-		return
-	}
-	v, err := h.a.Control().SetDisabled(r.Context(), r.PathValue("name"), *in.Disabled)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	h.updateProvider(w, r)
 }
 
 func (h *adminHandlers) deleteProvider(w http.ResponseWriter, r *http.Request) {
@@ -344,7 +331,9 @@ func (h *adminHandlers) deleteChain(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandlers) setSettings(w http.ResponseWriter, r *http.Request) {
-	var in control.Settings
+	// The body is decoded onto the current settings, so the keys it
+	// leaves out keep their values instead of falling back to defaults.
+	in := h.a.Control().Settings()
 	if !decode(w, r, &in) {
 		return
 	}

@@ -140,13 +140,16 @@ func (h *adminHandlers) setBudgets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandlers) setProviderLimits(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Limits *control.LimitsJSON `json:"limits"`
-	}
+	var in control.ModelLimitsInput
 	if !decode(w, r, &in) {
 		return
 	}
-	if err := h.a.Control().SetProviderLimits(r.Context(), r.PathValue("provider"), in.Limits); err != nil {
+	provider := r.PathValue("provider")
+	if err := in.Check(provider, ""); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := h.a.Control().SetProviderLimits(r.Context(), provider, in.Limits); err != nil {
 		fail(w, err)
 		return
 	}

@@ -111,7 +111,14 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 				p.APIKey = ""
 			}
 		}
-		c.doc, c.seededFrom = doc, o.SeedPath
+		// Hold the seed as it is stored and read back (defaults filled in,
+		// references kept), so that the dashboard sees now what it would
+		// see after a restart.
+		stored, err := clone(doc)
+		if err != nil {
+			return nil, fmt.Errorf("control: the configuration cannot be stored: %w", err)
+		}
+		c.doc, c.seededFrom = stored, o.SeedPath
 	default:
 		raw, ok, err := c.db.GetState(ctx, docConfig)
 		if err != nil {

@@ -12,14 +12,17 @@ import (
 	"freelane/backend/vault"
 )
 
-// ModelSpec is a model as the API shows and accepts it.
+// ModelSpec is a model as the API shows and accepts it. On an edit, an entry
+// whose id the provider already serves starts from the stored model, so the
+// keys it leaves out keep their stored values (see ProviderInput).
 type ModelSpec struct {
 	ID        string  `json:"id"`
 	ParamsB   float64 `json:"params_b"`
 	Context   int     `json:"context"`
 	MaxOutput int     `json:"max_output"`
-	// Limits, Price and CreditExpires are shown always; on input, absent
-	// (nil) keeps what the model had.
+	// Limits and CreditExpires are always shown, Price when the model has
+	// one. On input, absent or null (nil) keeps what the model had; all
+	// zero limits, a zero price or an empty date removes them.
 	Limits        *LimitsJSON `json:"limits,omitempty"`
 	Price         *PriceJSON  `json:"price,omitempty"`
 	CreditExpires *string     `json:"credit_expires,omitempty"`
@@ -41,40 +44,83 @@ type KeyInfo struct {
 	Env    []string `json:"env"`
 }
 
-// ProviderView is a provider as the dashboard shows it.
+// ProviderView is a provider as the dashboard shows it. It shows the
+// configuration as stored, ${ENV} references included, so that what a
+// client reads can be sent back unchanged (see ProviderInput) without
+// turning references into their values, or revealing those values.
 type ProviderView struct {
-	Name     string            `json:"name"`
-	Kind     string            `json:"kind"`
-	Tier     string            `json:"tier"`
-	Default  bool              `json:"default"`
-	BaseURL  string            `json:"base_url"`
-	Keyless  bool              `json:"keyless"`
-	Disabled bool              `json:"disabled"`
-	Probe    bool              `json:"probe"`
-	Headers  map[string]string `json:"headers"`
-	Key      KeyInfo           `json:"key"`
-	Models   []ModelSpec       `json:"models"`
-	Timeouts Timeouts          `json:"timeouts"`
-	Limits   LimitsJSON        `json:"limits"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Tier     string `json:"tier"`
+	Default  bool   `json:"default"`
+	BaseURL  string `json:"base_url"`
+	Keyless  bool   `json:"keyless"`
+	Disabled bool   `json:"disabled"`
+	// Probe and StreamUsage show what the settings mean, with the
+	// defaults applied, rather than whether they are set explicitly.
+	Probe       bool              `json:"probe"`
+	StreamUsage bool              `json:"stream_usage"`
+	Headers     map[string]string `json:"headers"`
+	Key         KeyInfo           `json:"key"`
+	Models      []ModelSpec       `json:"models"`
+	Timeouts    Timeouts          `json:"timeouts"`
+	Limits      LimitsJSON        `json:"limits"`
 }
 
-// ProviderInput is what the dashboard sends to add or change a provider.
+// ProviderInput is what the dashboard sends to add a provider (POST
+// /api/providers) or to change one (PUT or PATCH /api/providers/{name},
+// which do the same).
+//
+// A change is a patch of the provider as stored: it starts from the stored
+// configuration and changes only the fields whose keys the body carries.
+// Everything else stays exactly as stored, including the settings the API
+// has no field for and ${ENV} references. A key that is present sets its
+// field to the value sent, null to the zero value (no headers, false), with
+// these exceptions:
+//   - name, if given, must be the provider's own name: providers cannot be
+//     renamed.
+//   - probe and stream_usage: null goes back to the default. A value that
+//     means what the stored setting already means (probe true for a free
+//     provider that has no probe setting) leaves the setting as stored, so
+//     a view sent back changes nothing. The meaning is taken with the tier
+//     the edit leaves, so a tier change sent with a probe value keeps that
+//     value.
+//   - models replaces the list of models, in the order given. An entry
+//     whose id the provider already serves starts from that model and
+//     changes only the keys it carries; an entry with a new id starts empty.
+//   - timeouts: each duration key counts on its own; "" is the default.
+//   - limits and the models' limits, price and credit_expires: null keeps
+//     what is stored, and so does a value equal to what the view shows for
+//     it; otherwise all zero limits, a zero price or "" removes them.
+//   - api_key is write-only: null keeps the key, "" removes the key pasted
+//     in the dashboard, and a key never replaces an ${ENV} reference in the
+//     configuration (the dashboard key wins over it).
+//   - key is the view's read-only description of the key. It is accepted
+//     so that a view can be sent back as it is, and ignored.
+//
+// An add starts from an empty provider, so keys left out take the defaults,
+// and probe and stream_usage are stored as sent. An input built in Go
+// rather than decoded from JSON carries every field, its nil pointers
+// standing for null.
 type ProviderInput struct {
-	Name     string            `json:"name"`
-	Kind     string            `json:"kind"`
-	Tier     string            `json:"tier"`
-	Default  bool              `json:"default"`
-	BaseURL  string            `json:"base_url"`
-	Keyless  bool              `json:"keyless"`
-	Disabled bool              `json:"disabled"`
-	Probe    *bool             `json:"probe"`
-	Headers  map[string]string `json:"headers"`
-	Models   []ModelSpec       `json:"models"`
-	Timeouts Timeouts          `json:"timeouts"`
-	// Limits, when given, replace the provider's limits; nil keeps them.
-	Limits *LimitsJSON `json:"limits"`
-	// APIKey is write-only; nil leaves the stored key alone.
-	APIKey *string `json:"api_key"`
+	Name        string            `json:"name"`
+	Kind        string            `json:"kind"`
+	Tier        string            `json:"tier"`
+	Default     bool              `json:"default"`
+	BaseURL     string            `json:"base_url"`
+	Keyless     bool              `json:"keyless"`
+	Disabled    bool              `json:"disabled"`
+	Probe       *bool             `json:"probe"`
+	StreamUsage *bool             `json:"stream_usage"`
+	Headers     map[string]string `json:"headers"`
+	Models      []ModelSpec       `json:"models"`
+	Timeouts    Timeouts          `json:"timeouts"`
+	Limits      *LimitsJSON       `json:"limits"`
+	APIKey      *string           `json:"api_key"`
+	Key         *KeyInfo          `json:"key"`
+
+	// sent is nil for an input built in Go.
+	sent *sent
 }
 
 // Settings are the global settings the dashboard edits.
@@ -116,21 +162,28 @@ func parseDur(param, s string) (time.Duration, error) {
 func (c *Control) Providers() []ProviderView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Only the key state comes from the effective configuration; the rest
+	// is the document, whose ${ENV} references must not be expanded.
 	eff, err := c.effective(c.doc)
 	if err != nil {
 		eff = c.doc
 	}
-	out := make([]ProviderView, 0, len(eff.Providers))
-	for _, p := range eff.Providers {
-		out = append(out, c.view(p))
+	out := make([]ProviderView, 0, len(c.doc.Providers))
+	for i, p := range c.doc.Providers {
+		key := p.APIKey
+		if i < len(eff.Providers) && eff.Providers[i].Name == p.Name {
+			key = eff.Providers[i].APIKey
+		}
+		out = append(out, c.view(p, key))
 	}
 	return out
 }
 
-func (c *Control) view(p config.Provider) ProviderView {
+// view shows the stored provider p, whose effective key is key.
+func (c *Control) view(p config.Provider, key string) ProviderView {
 	v := ProviderView{
 		Name: p.Name, Kind: p.Kind, Tier: p.Tier, Default: p.Default, BaseURL: p.BaseURL, Keyless: p.Keyless,
-		Disabled: p.Disabled, Probe: p.Probed(), Headers: p.Headers,
+		Disabled: p.Disabled, Probe: p.Probed(), StreamUsage: p.WantsStreamUsage(), Headers: p.Headers,
 		Timeouts: Timeouts{Connect: dur(p.Timeouts.Connect), Header: dur(p.Timeouts.Header), FirstToken: dur(p.Timeouts.FirstToken), Idle: dur(p.Timeouts.Idle)},
 	}
 	if v.Headers == nil {
@@ -148,13 +201,13 @@ func (c *Control) view(p config.Provider) ProviderView {
 		v.Key.Source = SourceKeyless
 	case stored && k.Source == SourceDashboard:
 		v.Key.Source = SourceDashboard
-	case p.APIKey != "" && len(p.APIKeyEnv) > 0 && (!stored || c.envSet(p.APIKeyEnv)):
+	case key != "" && len(p.APIKeyEnv) > 0 && (!stored || c.envSet(p.APIKeyEnv)):
 		v.Key.Source = SourceEnv
 	case stored:
 		v.Key.Source = k.Source
 	}
-	if p.APIKey != "" {
-		v.Key.Set, v.Key.Masked = true, vault.Mask(p.APIKey)
+	if key != "" {
+		v.Key.Set, v.Key.Masked = true, vault.Mask(key)
 	}
 	return v
 }
@@ -178,51 +231,97 @@ func (c *Control) Provider(name string) (ProviderView, error) {
 	return ProviderView{}, userErr(http.StatusNotFound, "name", "there is no provider %q", name)
 }
 
-func toProvider(in ProviderInput) (config.Provider, error) {
-	p := config.Provider{
-		Name: strings.TrimSpace(in.Name), Kind: in.Kind, Tier: in.Tier, Default: in.Default,
-		BaseURL: strings.TrimSpace(in.BaseURL), Keyless: in.Keyless, Disabled: in.Disabled, Probe: in.Probe, Headers: in.Headers,
+// applyTo changes p by what in carries, as ProviderInput describes; create
+// says p is a new, empty provider.
+func (in *ProviderInput) applyTo(p *config.Provider, create bool) error {
+	if in.has("kind") {
+		p.Kind = in.Kind
 	}
-	for _, m := range in.Models {
-		cm := config.Model{ID: strings.TrimSpace(m.ID), ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput,
-			Limits: toLimits(m.Limits)}
-		if m.Price != nil && (m.Price.Input != 0 || m.Price.Output != 0) {
-			cm.Price = &config.Price{Input: m.Price.Input, Output: m.Price.Output}
-		}
-		if m.CreditExpires != nil {
-			cm.CreditExpires = strings.TrimSpace(*m.CreditExpires)
-		}
-		p.Models = append(p.Models, cm)
+	if in.has("tier") {
+		p.Tier = in.Tier
 	}
-	p.Limits = toLimits(in.Limits)
-	var err error
+	if in.has("default") {
+		p.Default = in.Default
+	}
+	if in.has("base_url") {
+		p.BaseURL = strings.TrimSpace(in.BaseURL)
+	}
+	if in.has("keyless") {
+		p.Keyless = in.Keyless
+	}
+	if in.has("disabled") {
+		p.Disabled = in.Disabled
+	}
+	// After the tier: what an unset probe means depends on it.
+	if in.has("probe") {
+		p.Probe = boolSetting(p.Probe, p.Probed(), in.Probe, create)
+	}
+	if in.has("stream_usage") {
+		p.StreamUsage = boolSetting(p.StreamUsage, p.WantsStreamUsage(), in.StreamUsage, create)
+	}
+	if in.has("headers") {
+		p.Headers = in.Headers
+	}
+	if in.has("models") {
+		models := make([]config.Model, 0, len(in.Models))
+		for j, spec := range in.Models {
+			id := strings.TrimSpace(spec.ID)
+			var m config.Model
+			if k := slices.IndexFunc(p.Models, func(om config.Model) bool { return om.ID == id }); k >= 0 {
+				m = p.Models[k]
+			}
+			m.ID = id
+			if in.hasModelField(j, "params_b") {
+				m.ParamsB = spec.ParamsB
+			}
+			if in.hasModelField(j, "context") {
+				m.Context = spec.Context
+			}
+			if in.hasModelField(j, "max_output") {
+				m.MaxOutput = spec.MaxOutput
+			}
+			m.Limits = mergeLimits(m.Limits, spec.Limits)
+			m.Price = mergePrice(m.Price, spec.Price)
+			if spec.CreditExpires != nil {
+				m.CreditExpires = strings.TrimSpace(*spec.CreditExpires)
+			}
+			models = append(models, m)
+		}
+		p.Models = models
+	}
+	p.Limits = mergeLimits(p.Limits, in.Limits)
 	for _, f := range []struct {
-		param string
-		in    string
-		out   *time.Duration
+		key string
+		in  string
+		out *time.Duration
 	}{
-		{"timeouts.connect", in.Timeouts.Connect, &p.Timeouts.Connect},
-		{"timeouts.header", in.Timeouts.Header, &p.Timeouts.Header},
-		{"timeouts.first_token", in.Timeouts.FirstToken, &p.Timeouts.FirstToken},
-		{"timeouts.idle", in.Timeouts.Idle, &p.Timeouts.Idle},
+		{"connect", in.Timeouts.Connect, &p.Timeouts.Connect},
+		{"header", in.Timeouts.Header, &p.Timeouts.Header},
+		{"first_token", in.Timeouts.FirstToken, &p.Timeouts.FirstToken},
+		{"idle", in.Timeouts.Idle, &p.Timeouts.Idle},
 	} {
-		if *f.out, err = parseDur(f.param, f.in); err != nil {
-			return p, err
+		if !in.hasTimeout(f.key) {
+			continue
 		}
+		d, err := parseDur("timeouts."+f.key, f.in)
+		if err != nil {
+			return err
+		}
+		*f.out = d
 	}
-	return p, nil
+	return nil
 }
 
 // AddProvider adds a provider, with its key when one is given.
 func (c *Control) AddProvider(ctx context.Context, in ProviderInput) (ProviderView, error) {
-	p, err := toProvider(in)
-	if err != nil {
+	p := config.Provider{Name: strings.TrimSpace(in.Name)}
+	if err := in.applyTo(&p, true); err != nil {
 		return ProviderView{}, err
 	}
 	if p.Name == "" {
 		return ProviderView{}, userErr(http.StatusBadRequest, "name", "name is required")
 	}
-	err = c.update(ctx, "", func(doc *config.Config) error {
+	err := c.update(ctx, "", func(doc *config.Config) error {
 		if providerIndex(doc, p.Name) >= 0 {
 			return userErr(http.StatusConflict, "name", "a provider named %q already exists", p.Name)
 		}
@@ -246,24 +345,22 @@ func scoped(err error, prefix string) error {
 	return err
 }
 
-// UpdateProvider replaces a provider's settings (its name stays).
+// UpdateProvider changes a stored provider by what in carries and leaves
+// everything else as stored (see ProviderInput). Its name stays.
 func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderInput) (ProviderView, error) {
-	p, err := toProvider(in)
-	if err != nil {
-		return ProviderView{}, err
-	}
-	if p.Name != "" && p.Name != name {
+	if n := strings.TrimSpace(in.Name); in.has("name") && n != "" && n != name {
 		return ProviderView{}, userErr(http.StatusBadRequest, "name", "a provider cannot be renamed; add a new one and delete %q", name)
 	}
-	p.Name = name
-	err = c.update(ctx, "", func(doc *config.Config) error {
+	err := c.update(ctx, "", func(doc *config.Config) error {
 		i := providerIndex(doc, name)
 		if i < 0 {
 			return userErr(http.StatusNotFound, "name", "there is no provider %q", name)
 		}
-		p.APIKey = doc.Providers[i].APIKey // keep an environment reference
-		keepQuota(&p, doc.Providers[i], in)
-		doc.Providers[i] = p
+		// doc is the update's own copy, so the stored provider can be
+		// changed in place.
+		if err := in.applyTo(&doc.Providers[i], false); err != nil {
+			return err
+		}
 		return c.setKeyLocked(name, in.APIKey)
 	})
 	if err != nil {
@@ -350,11 +447,23 @@ func (c *Control) setKeyLocked(provider string, key *string) error {
 	return nil
 }
 
-// ChainInput edits a chain; nil fields stay as they are.
+// ChainInput edits a chain; nil fields stay as they are. Generated and
+// Default are fields of the chain view, accepted so that a chain read with
+// GET /api/chains can be sent back as it is:
+//   - Generated true says the chain is FreeLane's generated auto chain and
+//     asks to keep it so: sending its current backends back then stores
+//     nothing. False asks to take it over as a user chain, with its current
+//     backends unless others are sent. A user chain cannot be made
+//     generated; deleting the chain auto hands it back to FreeLane.
+//   - Default true makes the chain the one "auto" routes to; false, sent
+//     for the chain that is the default, gives auto back to FreeLane's own
+//     chain. A value that is already so changes nothing.
 type ChainInput struct {
-	Name     *string   `json:"name"`
-	Backends *[]string `json:"backends"`
-	Strategy *string   `json:"strategy"`
+	Name      *string   `json:"name"`
+	Backends  *[]string `json:"backends"`
+	Strategy  *string   `json:"strategy"`
+	Generated *bool     `json:"generated"`
+	Default   *bool     `json:"default"`
 }
 
 func checkStrategy(s *string) error {
@@ -382,36 +491,85 @@ func (c *Control) CreateChain(ctx context.Context, name string, backends []strin
 	}), "chains[")
 }
 
-// UpdateChain renames a chain or sets its backends. The generated auto
-// chain becomes a user chain the first time it is edited; autoOrder is its
-// current order, used when only a rename is asked.
+// UpdateChain renames a chain, sets its backends or makes it the default.
+// The generated auto chain becomes a user chain the first time it is given
+// backends or a new name (see ChainInput for keeping it generated);
+// autoOrder is its current order, used when only a rename is asked.
 func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, autoOrder []string) error {
 	if err := checkStrategy(in.Strategy); err != nil {
 		return err
 	}
 	return scoped(c.update(ctx, "", func(doc *config.Config) error {
 		i := chainIndex(doc, name)
-		if i < 0 {
-			if name != "auto" {
-				return userErr(http.StatusNotFound, "name", "there is no chain %q", name)
+		renamed := in.Name != nil && strings.TrimSpace(*in.Name) != name
+		switch {
+		case i >= 0 && in.Generated != nil && *in.Generated:
+			return userErr(http.StatusBadRequest, "generated", "chain %q is a user chain, not generated; delete it to hand %q back to FreeLane", name, "auto")
+		case i < 0 && name != "auto":
+			return userErr(http.StatusNotFound, "name", "there is no chain %q", name)
+		case i < 0:
+			keep := in.Generated != nil && *in.Generated
+			takeOver := renamed || (in.Generated != nil && !*in.Generated) ||
+				(in.Backends != nil && !(keep && slices.Equal(*in.Backends, autoOrder)))
+			if takeOver {
+				doc.Chains = append(doc.Chains, config.Chain{Name: "auto", Backends: slices.Clone(autoOrder)})
+				i = len(doc.Chains) - 1
 			}
-			doc.Chains = append(doc.Chains, config.Chain{Name: "auto", Backends: autoOrder})
-			i = len(doc.Chains) - 1
 		}
-		if in.Backends != nil {
+		if i >= 0 && in.Backends != nil {
 			if len(*in.Backends) == 0 {
 				return userErr(http.StatusBadRequest, "backends", "a chain needs at least one backend; delete the chain instead")
 			}
 			doc.Chains[i].Backends = *in.Backends
 		}
-		if in.Name != nil && *in.Name != name {
-			if chainIndex(doc, *in.Name) >= 0 {
+		final := name
+		if renamed {
+			final = strings.TrimSpace(*in.Name)
+			if chainIndex(doc, final) >= 0 {
 				return userErr(http.StatusConflict, "name", "a chain named %q already exists", *in.Name)
 			}
-			doc.Chains[i].Name = strings.TrimSpace(*in.Name)
+			doc.Chains[i].Name = final
+			if doc.DefaultChain == name {
+				// auto follows the chain it routes to under its new name.
+				doc.DefaultChain = final
+			}
+		}
+		if in.Default != nil {
+			return setDefault(doc, final, *in.Default)
 		}
 		return nil
 	}), "chains[")
+}
+
+// defaultName names the chain "auto" routes to, as the chain view shows
+// it: the default chain, unless it is unset or a user chain named auto
+// overrides it.
+func defaultName(doc *config.Config) string {
+	if doc.DefaultChain != "" && chainIndex(doc, "auto") < 0 && chainIndex(doc, doc.DefaultChain) >= 0 {
+		return doc.DefaultChain
+	}
+	return "auto"
+}
+
+// setDefault makes chain the one "auto" routes to (on) or stops it being
+// that (off), leaving doc alone when that is already so.
+func setDefault(doc *config.Config, chain string, on bool) error {
+	is := defaultName(doc) == chain
+	switch {
+	case on == is:
+		return nil
+	case on && chain == "auto":
+		doc.DefaultChain = ""
+	case on && chainIndex(doc, "auto") >= 0:
+		return userErr(http.StatusBadRequest, "default", "a user chain named auto exists, and auto always routes to it; rename or delete it first")
+	case on:
+		doc.DefaultChain = chain
+	case chain == "auto":
+		return userErr(http.StatusBadRequest, "default", "auto is the default unless another chain is; make another chain the default instead")
+	default:
+		doc.DefaultChain = ""
+	}
+	return nil
 }
 
 // DeleteChain removes a chain. Deleting "auto" hands it back to FreeLane.
@@ -511,34 +669,4 @@ func (c *Control) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return fmt.Sprintf("%d providers, %d chains, %d stored keys", len(c.doc.Providers), len(c.doc.Chains), len(c.keys))
-}
-
-// keepQuota carries limits, prices and credits over from the stored
-// provider where the edit did not send them: a form that knows nothing of
-// budgets must not wipe them.
-func keepQuota(p *config.Provider, old config.Provider, in ProviderInput) {
-	if in.Limits == nil {
-		p.Limits = old.Limits
-	}
-	for j := range p.Models {
-		m := &p.Models[j]
-		var spec ModelSpec
-		if j < len(in.Models) {
-			spec = in.Models[j]
-		}
-		for _, om := range old.Models {
-			if om.ID != m.ID {
-				continue
-			}
-			if spec.Limits == nil {
-				m.Limits = om.Limits
-			}
-			if spec.Price == nil {
-				m.Price = om.Price
-			}
-			if spec.CreditExpires == nil {
-				m.CreditExpires = om.CreditExpires
-			}
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"freelane/backend/config"
 	"freelane/backend/quota"
@@ -36,20 +37,58 @@ type LimitsEntry struct {
 	CreditExpires string     `json:"credit_expires"`
 }
 
-// ModelLimitsInput is the body of PUT /api/limits/{provider}/{model}.
-// Nil fields are left as they are.
+// ModelLimitsInput is the body of PUT /api/limits/{provider}/{model} and
+// of PUT /api/limits/{provider}. It has the shape of a LimitsEntry, so an
+// entry read with GET /api/limits can be sent back as it is. Nil fields are
+// left as they are, and so are values equal to what GET shows for them, in
+// the form they are stored (an explicit "daily 00:00 UTC" reset or a zero
+// price stays written). Provider and Model, when given, must name the entry
+// the path names; a provider's own entry takes no price and no credit.
 type ModelLimitsInput struct {
+	Provider      *string     `json:"provider"`
+	Model         *string     `json:"model"`
 	Limits        *LimitsJSON `json:"limits"`
 	Price         *PriceJSON  `json:"price"`
 	CreditExpires *string     `json:"credit_expires"`
 }
 
-// BudgetJSON is a budget as the API accepts it.
+// Check reports an input that does not fit the entry of provider and model
+// (model "" for the provider's own limits), naming the field.
+func (in ModelLimitsInput) Check(provider, model string) error {
+	if in.Provider != nil && *in.Provider != provider {
+		return userErr(http.StatusBadRequest, "provider", "provider is %q but the path names %q; leave it out or make them agree", *in.Provider, provider)
+	}
+	if in.Model != nil && *in.Model != model {
+		return userErr(http.StatusBadRequest, "model", "model is %q but the path names %q; leave it out or make them agree", *in.Model, model)
+	}
+	if model != "" {
+		return nil
+	}
+	if in.Price != nil {
+		return userErr(http.StatusBadRequest, "price", "a provider has no price; set prices per model with PUT /api/limits/%s/{model}", provider)
+	}
+	if in.CreditExpires != nil && strings.TrimSpace(*in.CreditExpires) != "" {
+		return userErr(http.StatusBadRequest, "credit_expires", "a provider has no credit; set credit_expires per model with PUT /api/limits/%s/{model}", provider)
+	}
+	return nil
+}
+
+// BudgetJSON is a budget as the API accepts it. ID, Spent, Reserved,
+// Fraction, ResetsAt and Exceeded are the budget view's read-only fields:
+// they are accepted so that the list read with GET /api/budgets can be sent
+// back as it is, and ignored.
 type BudgetJSON struct {
 	Scope  string  `json:"scope"`
 	Period string  `json:"period"`
 	Limit  float64 `json:"limit"`
 	Action string  `json:"action"`
+
+	ID       string     `json:"id,omitempty"`
+	Spent    float64    `json:"spent,omitempty"`
+	Reserved float64    `json:"reserved,omitempty"`
+	Fraction float64    `json:"fraction,omitempty"`
+	ResetsAt *time.Time `json:"resets_at,omitempty"`
+	Exceeded bool       `json:"exceeded,omitempty"`
 }
 
 func limitsJSON(l *config.Limits) LimitsJSON {
@@ -100,7 +139,8 @@ func (c *Control) Limits() []LimitsEntry {
 	return out
 }
 
-// SetProviderLimits replaces the limits shared by a provider's models.
+// SetProviderLimits replaces the limits shared by a provider's models; a
+// value equal to what Limits shows for them leaves them as stored.
 func (c *Control) SetProviderLimits(ctx context.Context, provider string, in *LimitsJSON) error {
 	if in == nil {
 		return userErr(http.StatusBadRequest, "limits", "send {\"limits\": {...}}; all zero removes them")
@@ -110,7 +150,7 @@ func (c *Control) SetProviderLimits(ctx context.Context, provider string, in *Li
 		if i < 0 {
 			return userErr(http.StatusNotFound, "provider", "there is no provider %q", provider)
 		}
-		doc.Providers[i].Limits = toLimits(in)
+		doc.Providers[i].Limits = mergeLimits(doc.Providers[i].Limits, in)
 		return nil
 	})
 	return scoped(err, "providers[")
@@ -118,6 +158,9 @@ func (c *Control) SetProviderLimits(ctx context.Context, provider string, in *Li
 
 // SetModelLimits changes a model's limits, price and credit expiry.
 func (c *Control) SetModelLimits(ctx context.Context, provider, model string, in ModelLimitsInput) error {
+	if err := in.Check(provider, model); err != nil {
+		return err
+	}
 	err := c.update(ctx, "", func(doc *config.Config) error {
 		i := providerIndex(doc, provider)
 		if i < 0 {
@@ -129,15 +172,8 @@ func (c *Control) SetModelLimits(ctx context.Context, provider, model string, in
 			if m.ID != model {
 				continue
 			}
-			if in.Limits != nil {
-				m.Limits = toLimits(in.Limits)
-			}
-			if in.Price != nil {
-				m.Price = &config.Price{Input: in.Price.Input, Output: in.Price.Output}
-				if *m.Price == (config.Price{}) {
-					m.Price = nil
-				}
-			}
+			m.Limits = mergeLimits(m.Limits, in.Limits)
+			m.Price = mergePrice(m.Price, in.Price)
 			if in.CreditExpires != nil {
 				m.CreditExpires = strings.TrimSpace(*in.CreditExpires)
 			}

@@ -108,6 +108,31 @@ describe("ProviderForm", () => {
     expect(f.calls[0].body).not.toHaveProperty("api_key");
   });
 
+  it("asks for usage in streams unless the box is unticked", async () => {
+    const f = fakeFetch(() => ({ status: 201, body: provider("strict", { stream_usage: false }) }));
+    vi.stubGlobal("fetch", f.fn);
+    render(ProviderForm, { existing: [] });
+    const box = screen.getByRole("checkbox", { name: "Ask for usage in streams" }) as HTMLInputElement;
+    expect(box.checked).toBe(true);
+
+    await type("Name", "strict");
+    await type("Base URL", "https://strict.example/v1");
+    await type("Model id", "m");
+    await fireEvent.click(box);
+    await submit();
+    await waitFor(() => expect(f.calls).toHaveLength(1));
+    expect(f.calls[0].body).toMatchObject({ name: "strict", stream_usage: false });
+
+    // Ticked, the default, it is not sent: the server asks by default.
+    await waitFor(() => expect(box.checked).toBe(true));
+    await type("Name", "easy");
+    await type("Base URL", "https://easy.example/v1");
+    await type("Model id", "m");
+    await submit();
+    await waitFor(() => expect(f.calls).toHaveLength(2));
+    expect(f.calls[1].body).not.toHaveProperty("stream_usage");
+  });
+
   it("shows an error without a field at the form's button", async () => {
     vi.stubGlobal("fetch", fakeFetch(() => ({ status: 409, body: { error: { message: "a provider named x already exists", param: null } } })).fn);
     render(ProviderForm, { existing: [] });

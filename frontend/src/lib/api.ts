@@ -87,6 +87,9 @@ export const api = {
   addProvider: (p: ProviderInput) => request<ProviderView>("POST", "/api/providers", p),
   setProviderDisabled: (name: string, disabled: boolean) =>
     request<ProviderView>("PATCH", `/api/providers/${seg(name)}`, { disabled }),
+  /** PATCH changes only the fields sent, so every other setting of the provider stays as stored. */
+  setProviderStreamUsage: (name: string, on: boolean) =>
+    request<ProviderView>("PATCH", `/api/providers/${seg(name)}`, { stream_usage: on }),
   deleteProvider: (name: string) => request<void>("DELETE", `/api/providers/${seg(name)}`),
   testProvider: (name: string, model?: string) =>
     request<TestResult>("POST", `/api/providers/${seg(name)}/test`, model ? { model } : {}),

@@ -81,6 +81,8 @@ export interface ProviderView {
   keyless: boolean;
   disabled: boolean;
   probe: boolean;
+  /** Whether streamed requests ask the upstream for usage (stream_options); false for servers that reject it. */
+  stream_usage: boolean;
   headers: Record<string, string>;
   key: KeyInfo;
   models: ModelSpec[];
@@ -103,6 +105,7 @@ export interface ProviderInput {
   disabled?: boolean;
   default?: boolean;
   probe?: boolean;
+  stream_usage?: boolean;
   headers?: Record<string, string>;
   models: ModelSpec[];
   timeouts?: Partial<Timeouts>;

@@ -82,6 +82,33 @@ describe("Providers", () => {
     await waitFor(() => expect(f.calls[0]).toMatchObject({ method: "DELETE", url: "/api/providers/groq" }));
   });
 
+  it("switches usage in streams with a PATCH that carries nothing else", async () => {
+    const state = live.snapshot!;
+    let refuse = false;
+    const f = fakeFetch((method, url) =>
+      url === "/api/state"
+        ? { body: state }
+        : refuse
+          ? { status: 500, body: { error: { message: "the change could not be saved", param: null } } }
+          : { body: provider("groq", { stream_usage: false }) },
+    );
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    const card = screen.getByTestId("provider-groq");
+    const box = within(card).getByRole("checkbox", { name: "Ask for usage in streams" }) as HTMLInputElement;
+    expect(box.checked).toBe(true);
+    await fireEvent.click(box);
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PATCH", url: "/api/providers/groq", body: { stream_usage: false } }));
+
+    // A refused change puts the box back and says why.
+    refuse = true;
+    f.calls.length = 0;
+    const other = within(screen.getByTestId("provider-cerebras")).getByRole("checkbox", { name: "Ask for usage in streams" }) as HTMLInputElement;
+    await fireEvent.click(other);
+    await waitFor(() => expect(within(screen.getByTestId("provider-cerebras")).getByRole("alert").textContent).toContain("could not be saved"));
+    expect(other.checked).toBe(true);
+  });
+
   it("opens the form with an empty state when there is no provider", () => {
     live.applySnapshot(snapshot({ providers: [], backends: [], chains: [] }));
     render(Providers);

@@ -48,6 +48,7 @@ export function provider(name: string, over: Partial<ProviderView> = {}): Provid
     keyless: false,
     disabled: false,
     probe: true,
+    stream_usage: true,
     headers: {},
     key: { set: true, masked: "sk-...a1b2", source: "dashboard", env: [] },
     models: [{ id: "m1", params_b: 70, context: 131072, max_output: 0 }],
