@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/url"
 	"reflect"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"freelane/backend/config"
-	"freelane/backend/gateway"
 )
 
 const (
@@ -348,15 +345,6 @@ func TestAdminRoundTripChangesNothing(t *testing.T) {
 	if err := e.g.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := gateway.New(context.Background(), gateway.Options{DataDir: e.dir, Listen: "127.0.0.1:0", Logger: log, Clock: e.clock, ManualProbes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Shutdown(context.Background()) })
-	e.g, e.base = g, "http://"+g.Addr()
+	e.start(nil)
 	e.sameConfig("after a restart,", want)
 }
