@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wailsapp/wails/v2"
@@ -32,6 +34,10 @@ const desktopBuilt = true
 // announced on the event bus refresh it at once; this catches the rest
 // (recovered backends, today's count).
 const trayRefresh = 2 * time.Second
+
+// quitRetry is how often a signal's quit is asked again until the app has
+// ended.
+const quitRetry = 500 * time.Millisecond
 
 // desktop is the running desktop app: one window, one tray, the router.
 type desktop struct {
@@ -53,6 +59,8 @@ type desktop struct {
 
 	stop  context.CancelFunc // stops the loops below
 	loops sync.WaitGroup
+	// quitMu keeps a repeated quit from saving the geometry twice at once.
+	quitMu sync.Mutex
 }
 
 // runDesktop opens the window and the tray and returns when the user quits
@@ -68,6 +76,17 @@ func runDesktop(g *gateway.Gateway, inst *instance, f *serveFlags, log *slog.Log
 	defer d.os.Close()
 	d.loadGeometry()
 	d.tray = newTray(d, log)
+
+	// A signal that arrives before GTK's main loop runs is lost by Wails'
+	// own handler (its quit finds no loop to end), and the app would then
+	// run on. So the window also owns SIGINT and SIGTERM, and keeps asking
+	// to quit until it has.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ended := make(chan struct{})
+	defer close(ended)
+	go d.quitOnSignal(sigs, ended)
 
 	err := wails.Run(&options.App{
 		Title:     "FreeLane",
@@ -147,6 +166,8 @@ func (d *desktop) domReady(ctx context.Context) {
 // beforeQuit runs when the app is about to quit (tray Quit, a signal):
 // remember the window and stop the loops that talk to it.
 func (d *desktop) beforeQuit(ctx context.Context) bool {
+	d.quitMu.Lock()
+	defer d.quitMu.Unlock()
 	if d.stop != nil {
 		d.stop()
 		d.loops.Wait()
@@ -180,6 +201,33 @@ func (d *desktop) quit() {
 	if ctx != nil {
 		d.log.Info("quit from the tray")
 		runtime.Quit(ctx)
+	}
+}
+
+// quitOnSignal quits the app once a signal arrives, again every
+// quitRetry until it has ended, because a quit asked before the main loop
+// started does nothing.
+func (d *desktop) quitOnSignal(sigs <-chan os.Signal, ended <-chan struct{}) {
+	select {
+	case <-sigs:
+	case <-ended:
+		return
+	}
+	d.log.Info("signal received: closing the window")
+	t, tick := d.g.Clock().NewTicker(quitRetry)
+	defer t.Stop()
+	for {
+		d.mu.Lock()
+		ctx := d.wctx
+		d.mu.Unlock()
+		if ctx != nil {
+			runtime.Quit(ctx)
+		}
+		select {
+		case <-tick:
+		case <-ended:
+			return
+		}
 	}
 }
 
