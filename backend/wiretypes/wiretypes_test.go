@@ -47,7 +47,8 @@ func TestWireTypes(t *testing.T) {
 	}
 }
 
-// lineDiff shows the lines between the longest common head and tail.
+// lineDiff shows the lines between the longest common head and tail, with
+// two lines of context.
 func lineDiff(a, b string) string {
 	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
 	head := 0
@@ -58,16 +59,23 @@ func lineDiff(a, b string) string {
 	for tail < len(al)-head && tail < len(bl)-head && al[len(al)-1-tail] == bl[len(bl)-1-tail] {
 		tail++
 	}
-	var out []string
-	out = append(out, fmt.Sprintf("@@ line %d", head+1))
+	const context = 2
+	from := max(head-context, 0)
+	out := []string{fmt.Sprintf("@@ line %d", from+1)}
+	for _, l := range al[from:head] {
+		out = append(out, "  "+l)
+	}
 	for _, l := range al[head : len(al)-tail] {
 		out = append(out, "- "+l)
 	}
 	for _, l := range bl[head : len(bl)-tail] {
 		out = append(out, "+ "+l)
 	}
-	if len(out) > 41 {
-		out = append(out[:41], fmt.Sprintf("... and %d more lines", len(out)-41))
+	for _, l := range al[len(al)-tail : min(len(al)-tail+context, len(al))] {
+		out = append(out, "  "+l)
+	}
+	if len(out) > 45 {
+		out = append(out[:45], fmt.Sprintf("... and %d more lines", len(out)-45))
 	}
 	return strings.Join(out, "\n")
 }
