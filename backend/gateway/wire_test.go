@@ -121,9 +121,10 @@ func TestWireShapesOfABusyGateway(t *testing.T) {
 		c.Providers[0].Models[0].CreditExpires = "2026-12-31"
 		c.Providers[1].Limits = &config.Limits{RPM: 30, TPD: 500000}
 		c.Providers[1].Headers = map[string]string{"X-Title": "FreeLane"}
+		up := c.Providers[0].BaseURL
 		c.Providers = append(c.Providers,
-			config.Provider{Name: "nokey", Kind: "openai", Tier: "free", BaseURL: e0URL(c), Models: []config.Model{{ID: "mn"}}, Timeouts: fastTimeouts},
-			config.Provider{Name: "off", Kind: "openai", Tier: "free", BaseURL: e0URL(c), APIKey: "sk-test-off", Disabled: true, Models: []config.Model{{ID: "mo"}}, Timeouts: fastTimeouts},
+			config.Provider{Name: "nokey", Kind: "openai", Tier: "free", BaseURL: up, Models: []config.Model{{ID: "mn"}}, Timeouts: fastTimeouts},
+			config.Provider{Name: "off", Kind: "openai", Tier: "free", BaseURL: up, APIKey: "sk-test-off", Disabled: true, Models: []config.Model{{ID: "mo"}}, Timeouts: fastTimeouts},
 		)
 		c.Chains[0].Backends = append(c.Chains[0].Backends, "nokey/mn")
 	})
@@ -207,9 +208,6 @@ func (w wire) waitLedger() {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// e0URL is the fake upstream the test config points its providers at.
-func e0URL(c *config.Config) string { return c.Providers[0].BaseURL }
 
 // TestWireShapesOfAnEmptyGateway checks a gateway with nothing configured,
 // where every list is empty and Go writes null for the nil ones.

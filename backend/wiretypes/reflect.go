@@ -32,6 +32,8 @@ func values[S ~string](vs ...S) []string {
 	return out
 }
 
+var thisPackage = reflect.TypeFor[endpoint]().PkgPath()
+
 // marshalled are the types with their own JSON encoding, and what that
 // encoding is. A type with a MarshalJSON or MarshalText method that is not
 // listed here stops the generator, since reflection cannot tell what it
@@ -209,8 +211,8 @@ func build(root string, c contract) (*Schema, error) {
 	for _, t := range c.Roots {
 		b.expr(t, "")
 	}
-	b.decls["Endpoints"] = &Decl{Name: "Endpoints", Fields: routes, Doc: "Endpoints lists every admin route with the JSON body it takes and what it answers\n" +
-		"with status 2xx (void: no body). Any route answers an ErrorBody on 4xx and 5xx."}
+	b.add(&Decl{Name: "Endpoints", Fields: routes, Doc: "Endpoints lists every admin route with the JSON body it takes and what it\n" +
+		"answers with status 2xx (void: no body). Any route answers an ErrorBody\non 4xx and 5xx."}, nil)
 
 	for _, e := range c.Enums {
 		if e.Name == "" {
@@ -499,7 +501,8 @@ func (b *builder) declare(t reflect.Type, name string) {
 			st, _ = ts.Type.(*ast.StructType)
 		}
 		d.Doc = retitle(doc, t.Name(), name)
-		if t.PkgPath() != reflect.TypeFor[endpoint]().PkgPath() {
+		// The stand-ins declared here name their handler in their doc.
+		if t.PkgPath() != thisPackage {
 			d.Doc = strings.TrimSpace(d.Doc + "\n\nGo: " + goName(t) + ".")
 		}
 	}

@@ -148,8 +148,9 @@ export interface DefaultChainInput {
 }
 
 /**
- * Endpoints lists every admin route with the JSON body it takes and what it answers
- * with status 2xx (void: no body). Any route answers an ErrorBody on 4xx and 5xx.
+ * Endpoints lists every admin route with the JSON body it takes and what it
+ * answers with status 2xx (void: no body). Any route answers an ErrorBody
+ * on 4xx and 5xx.
  */
 export interface Endpoints {
   "GET /api/state": {
