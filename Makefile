@@ -12,7 +12,7 @@ HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
 CONFIG  ?= backend/config/example.yaml
 ARGS    ?=
 
-.PHONY: all deps deps-test frontend build run serve test test-go test-go-tz test-frontend test-browser test-desktop vet bench bench-go bench-load clean
+.PHONY: all deps deps-test frontend build run serve test test-go test-go-tz test-frontend test-browser test-desktop vet wiretypes bench bench-go bench-load clean
 
 all: build
 
@@ -47,6 +47,12 @@ vet:
 	go vet ./...
 	go vet -tags $(TAGS) ./app
 	go vet -tags smoke ./app
+
+# wiretypes rewrites frontend/src/lib/wire.gen.ts, the dashboard's types of
+# the admin API and websocket, from the Go types; test-go fails while the
+# committed file differs.
+wiretypes:
+	go test ./backend/wiretypes -run TestWireTypes -update
 
 test: deps-test vet test-go test-go-tz test-frontend test-browser test-desktop
 

@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LimitsEntry } from "../lib/types";
-import { fakeFetch, provider } from "../test/fixtures";
+import { fakeFetch, limits, provider } from "../test/fixtures";
 import LimitsForm from "./LimitsForm.svelte";
 
 afterEach(() => {
@@ -15,7 +15,7 @@ const providers = [
 ];
 const entries: LimitsEntry[] = [
   { provider: "groq", model: "", limits: { rpm: 30, rpd: 1000, tpm: 6000, tpd: 500000, concurrency: 4, reset: "weekly mon 08:00 Europe/Berlin" }, price: null, credit_expires: "" },
-  { provider: "groq", model: "llama-3.3-70b", limits: { rpd: 500 }, price: { input: 0.15, output: 0.6 }, credit_expires: "2026-12-31" },
+  { provider: "groq", model: "llama-3.3-70b", limits: limits({ rpd: 500 }), price: { input: 0.15, output: 0.6 }, credit_expires: "2026-12-31" },
 ];
 
 const form = () => screen.getByTestId("limits-form");
@@ -126,7 +126,7 @@ describe("LimitsForm", () => {
   });
 
   it("falls back to the provider list's own fields", () => {
-    const p = provider("groq", { limits: { rpd: 14400, reset: "rolling 24h" }, models: [{ id: "m", params_b: 1, context: 1, max_output: 0, price: { input: 1, output: 2 } }] });
+    const p = provider("groq", { limits: limits({ rpd: 14400, reset: "rolling 24h" }), models: [{ id: "m", params_b: 1, context: 1, max_output: 0, price: { input: 1, output: 2 } }] });
     render(LimitsForm, { providers: [p], entries: null });
     expect(byId("limits-rpd").value).toBe("14400");
     expect((within(form()).getByRole("radio", { name: /Rolling 24 hours/ }) as HTMLInputElement).checked).toBe(true);

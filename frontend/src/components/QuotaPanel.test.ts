@@ -1,7 +1,7 @@
 import { cleanup, render, screen, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { live } from "../lib/live.svelte";
-import { budget, limitUse, NOW, quota, snapshot } from "../test/fixtures";
+import { budget, limitUse, NOW, quota, snapshot, update } from "../test/fixtures";
 import QuotaPanel from "./QuotaPanel.svelte";
 
 const MIN = 60_000;
@@ -49,21 +49,22 @@ describe("QuotaPanel", () => {
     await tick();
     expect(screen.getByTestId("quota-reset-groq/llama").textContent?.trim()).toBe("Daily tokens: resets in 3 h");
 
-    live.applyUpdate({
-      type: "update",
-      time: at(13 * MIN),
-      backends: [],
-      requests: [],
-      events: [],
-      totals: { requests_today: 1, rps_1m: 0 },
-      quotas: [
-        quota("groq/llama", {
-          exhausted: true,
-          reason: "groq: daily tokens used, resets 15:12 UTC",
-          limits: [limitUse("tpd", 500_000, 500_000, { resets_at: at(3 * HOUR + 12 * MIN) })],
-        }),
-      ],
-    });
+    live.applyUpdate(
+      update({
+        time: at(13 * MIN),
+        backends: [],
+        requests: [],
+        events: [],
+        totals: { requests_today: 1, rps_1m: 0 },
+        quotas: [
+          quota("groq/llama", {
+            exhausted: true,
+            reason: "groq: daily tokens used, resets 15:12 UTC",
+            limits: [limitUse("tpd", 500_000, 500_000, { resets_at: at(3 * HOUR + 12 * MIN) })],
+          }),
+        ],
+      }),
+    );
     await tick();
     const groq = screen.getByTestId("quota-bar-groq/llama");
     expect(groq.dataset.level).toBe("full");
@@ -85,16 +86,17 @@ describe("QuotaPanel", () => {
     expect(screen.getByTestId("spend-month").textContent).toContain("$3.50");
     expect(screen.getByTestId("spend-month").textContent).toContain("of $20.00 monthly budget");
 
-    live.applyUpdate({
-      type: "update",
-      time: at(1000),
-      backends: [],
-      requests: [],
-      events: [],
-      totals: { requests_today: 1, rps_1m: 0 },
-      spend: { today: 1.02, month: 4.1 },
-      budgets: [budget("global", "day", { spent: 1.02, exceeded: true, action: "block" })],
-    });
+    live.applyUpdate(
+      update({
+        time: at(1000),
+        backends: [],
+        requests: [],
+        events: [],
+        totals: { requests_today: 1, rps_1m: 0 },
+        spend: { today: 1.02, month: 4.1 },
+        budgets: [budget("global", "day", { spent: 1.02, exceeded: true, action: "block" })],
+      }),
+    );
     await tick();
     expect(screen.getByTestId("spend-today-amount").textContent).toBe("$1.02");
     expect(screen.getByTestId("spend-today").dataset.level).toBe("full");

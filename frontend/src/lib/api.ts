@@ -7,18 +7,19 @@
 import type {
   ApiErrorBody,
   BudgetInput,
-  BudgetView,
-  ChainView,
-  Limits,
-  LimitsEntry,
-  Price,
+  Endpoints,
+  FailureClass,
+  LimitsInput,
+  ModelLimitsInput,
   ProviderInput,
-  ProviderView,
-  Snapshot,
-  TestResult,
-  Trace,
-  UsageReport,
+  UsageGrouping,
 } from "./types";
+
+type Route = keyof Endpoints;
+/** What a route answers with status 2xx, as the Go side writes it. */
+type Answer<R extends Route> = Endpoints[R]["response"];
+/** The body a route takes, as the Go side reads it; keys left out take Go's zero value. */
+type Body<R extends Route> = Endpoints[R]["request"];
 
 export class ApiError extends Error {
   /** HTTP status, 0 when the server could not be reached. */
@@ -81,51 +82,73 @@ export async function request<T>(method: string, path: string, body?: unknown): 
 const seg = encodeURIComponent;
 
 export const api = {
-  state: () => request<Snapshot>("GET", "/api/state"),
+  state: () => request<Answer<"GET /api/state">>("GET", "/api/state"),
 
-  providers: () => request<ProviderView[]>("GET", "/api/providers"),
-  addProvider: (p: ProviderInput) => request<ProviderView>("POST", "/api/providers", p),
+  providers: () => request<Answer<"GET /api/providers">>("GET", "/api/providers"),
+  addProvider: (p: ProviderInput) => request<Answer<"POST /api/providers">>("POST", "/api/providers", p),
   setProviderDisabled: (name: string, disabled: boolean) =>
-    request<ProviderView>("PATCH", `/api/providers/${seg(name)}`, { disabled }),
+    request<Answer<"PATCH /api/providers/{name}">>("PATCH", `/api/providers/${seg(name)}`, {
+      disabled,
+    } satisfies Partial<Body<"PATCH /api/providers/{name}">>),
   /** PATCH changes only the fields sent, so every other setting of the provider stays as stored. */
   setProviderStreamUsage: (name: string, on: boolean) =>
-    request<ProviderView>("PATCH", `/api/providers/${seg(name)}`, { stream_usage: on }),
-  deleteProvider: (name: string) => request<void>("DELETE", `/api/providers/${seg(name)}`),
+    request<Answer<"PATCH /api/providers/{name}">>("PATCH", `/api/providers/${seg(name)}`, {
+      stream_usage: on,
+    } satisfies Partial<Body<"PATCH /api/providers/{name}">>),
+  deleteProvider: (name: string) => request<Answer<"DELETE /api/providers/{name}">>("DELETE", `/api/providers/${seg(name)}`),
   testProvider: (name: string, model?: string) =>
-    request<TestResult>("POST", `/api/providers/${seg(name)}/test`, model ? { model } : {}),
-  setKey: (name: string, key: string) => request<ProviderView>("PUT", `/api/providers/${seg(name)}/key`, { key }),
-  deleteKey: (name: string) => request<ProviderView>("DELETE", `/api/providers/${seg(name)}/key`),
+    request<Answer<"POST /api/providers/{name}/test">>(
+      "POST",
+      `/api/providers/${seg(name)}/test`,
+      (model ? { model } : {}) satisfies Partial<Body<"POST /api/providers/{name}/test">>,
+    ),
+  setKey: (name: string, key: string) =>
+    request<Answer<"PUT /api/providers/{name}/key">>("PUT", `/api/providers/${seg(name)}/key`, {
+      key,
+    } satisfies Body<"PUT /api/providers/{name}/key">),
+  deleteKey: (name: string) => request<Answer<"DELETE /api/providers/{name}/key">>("DELETE", `/api/providers/${seg(name)}/key`),
 
-  chains: () => request<ChainView[]>("GET", "/api/chains"),
+  chains: () => request<Answer<"GET /api/chains">>("GET", "/api/chains"),
   createChain: (name: string, backends: string[]) =>
-    request<ChainView>("POST", "/api/chains", { name, backends, strategy: "ordered" }),
+    request<Answer<"POST /api/chains">>("POST", "/api/chains", {
+      name,
+      backends,
+      strategy: "ordered",
+    } satisfies Body<"POST /api/chains">),
   setChainBackends: (name: string, backends: string[]) =>
-    request<ChainView>("PUT", `/api/chains/${seg(name)}`, { backends }),
-  renameChain: (name: string, to: string) => request<ChainView>("PUT", `/api/chains/${seg(name)}`, { name: to }),
-  deleteChain: (name: string) => request<void>("DELETE", `/api/chains/${seg(name)}`),
+    request<Answer<"PUT /api/chains/{name}">>("PUT", `/api/chains/${seg(name)}`, {
+      backends,
+    } satisfies Partial<Body<"PUT /api/chains/{name}">>),
+  renameChain: (name: string, to: string) =>
+    request<Answer<"PUT /api/chains/{name}">>("PUT", `/api/chains/${seg(name)}`, {
+      name: to,
+    } satisfies Partial<Body<"PUT /api/chains/{name}">>),
+  deleteChain: (name: string) => request<Answer<"DELETE /api/chains/{name}">>("DELETE", `/api/chains/${seg(name)}`),
 
-  requests: (q: { limit?: number; chain?: string; backend?: string; class?: string; before?: string } = {}) => {
+  requests: (q: { limit?: number; chain?: string; backend?: string; class?: FailureClass; before?: string } = {}) => {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") params.set(k, String(v));
     const qs = params.toString();
-    return request<Trace[]>("GET", `/api/requests${qs ? "?" + qs : ""}`);
+    return request<Answer<"GET /api/requests">>("GET", `/api/requests${qs ? "?" + qs : ""}`);
   },
 
   /** Pauses or resumes routing: while paused /v1 answers 503. */
-  setRouting: (paused: boolean) => request<unknown>("PUT", "/api/routing", { paused }),
+  setRouting: (paused: boolean) =>
+    request<Answer<"PUT /api/routing">>("PUT", "/api/routing", { paused } satisfies Body<"PUT /api/routing">),
 
-  budgets: () => request<BudgetView[]>("GET", "/api/budgets"),
+  budgets: () => request<Answer<"GET /api/budgets">>("GET", "/api/budgets"),
   /** Replaces every budget with this list. */
-  setBudgets: (list: BudgetInput[]) => request<BudgetView[]>("PUT", "/api/budgets", list),
+  setBudgets: (list: BudgetInput[]) =>
+    request<Answer<"PUT /api/budgets">>("PUT", "/api/budgets", list satisfies Body<"PUT /api/budgets">),
 
-  limits: () => request<LimitsEntry[]>("GET", "/api/limits"),
-  setProviderLimits: (provider: string, limits: Limits) =>
-    request<unknown>("PUT", `/api/limits/${seg(provider)}`, { limits }),
-  setModelLimits: (provider: string, model: string, body: { limits: Limits; price: Price | null; credit_expires: string }) =>
-    request<unknown>("PUT", `/api/limits/${seg(provider)}/${modelPath(model)}`, body),
+  limits: () => request<Answer<"GET /api/limits">>("GET", "/api/limits"),
+  setProviderLimits: (provider: string, limits: LimitsInput) =>
+    request<Answer<"PUT /api/limits/{provider}">>("PUT", `/api/limits/${seg(provider)}`, { limits }),
+  setModelLimits: (provider: string, model: string, body: ModelLimitsInput) =>
+    request<Answer<"PUT /api/limits/{provider}/{model...}">>("PUT", `/api/limits/${seg(provider)}/${modelPath(model)}`, body),
 
-  usage: (q: { from: string; to: string; group_by: string }) =>
-    request<UsageReport>("GET", `/api/usage?${usageQuery(q)}`),
+  usage: (q: { from: string; to: string; group_by: UsageGrouping }) =>
+    request<Answer<"GET /api/usage">>("GET", `/api/usage?${usageQuery(q)}`),
 };
 
 /** A model id as URL path segments: its slashes stay slashes ("{model...}" on the server). */

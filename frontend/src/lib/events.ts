@@ -1,7 +1,7 @@
 import { fmtUntil } from "./format";
-import type { FreeLaneEvent } from "./types";
+import type { EventKind, FreeLaneEvent } from "./types";
 
-const KIND_WORDS: Record<string, string> = {
+const KIND_WORDS: Record<EventKind, string> = {
   state: "breaker",
   cooldown: "rate limited",
   retired: "retired",

@@ -7,7 +7,7 @@
 // 0.5 s, doubling up to 10 s, back to 0.5 s once a snapshot arrives.
 
 import { api } from "./api";
-import type { BackendView, LiveMessage, Snapshot, Trace, UpdateMessage, WindowName } from "./types";
+import type { BackendView, LiveMessage, Snapshot, SnapshotBody, Trace, UpdateMessage, WindowName } from "./types";
 
 export const MIN_DELAY_MS = 500;
 export const MAX_DELAY_MS = 10_000;
@@ -170,21 +170,18 @@ export class LiveStore {
     }
   }
 
-  /** Replaces the whole state, as a snapshot frame or GET /api/state does. */
-  applySnapshot(s: Snapshot): void {
+  /**
+   * Replaces the whole state, as a snapshot frame or GET /api/state does.
+   * The server sends null for the lists it has nothing in (no backends
+   * configured, no events yet); the store keeps them as empty lists.
+   */
+  applySnapshot(s: SnapshotBody): void {
     const snap: Snapshot = {
       ...s,
       backends: s.backends ?? [],
-      providers: s.providers ?? [],
       chains: s.chains ?? [],
       missing_keys: s.missing_keys ?? [],
-      requests: s.requests ?? [],
       events: s.events ?? [],
-      totals: s.totals ?? { requests_today: 0, rps_1m: 0 },
-      routing_paused: s.routing_paused ?? false,
-      quotas: s.quotas ?? [],
-      budgets: s.budgets ?? [],
-      spend: s.spend ?? { today: 0, month: 0 },
     };
     this.snapshot = snap;
     this.#sample(Date.now() / 1000, snap.backends);
@@ -220,13 +217,13 @@ export class LiveStore {
       backends,
       requests,
       events,
-      totals: u.totals ?? cur.totals,
-      // Quotas, budgets and spend come as full lists (they are small), so
-      // they replace what was there; an update without them changes nothing.
-      quotas: u.quotas ?? cur.quotas,
-      budgets: u.budgets ?? cur.budgets,
-      spend: u.spend ?? cur.spend,
-      routing_paused: typeof u.routing_paused === "boolean" ? u.routing_paused : cur.routing_paused,
+      totals: u.totals,
+      // Quotas, budgets and spend come as full lists in every update (they
+      // are small), so they replace what was there.
+      quotas: u.quotas,
+      budgets: u.budgets,
+      spend: u.spend,
+      routing_paused: u.routing_paused,
     };
     const t = Date.parse(u.time);
     this.#sample(Number.isNaN(t) ? Date.now() / 1000 : t / 1000, backends);

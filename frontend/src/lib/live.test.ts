@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { backend, budget, limitUse, quota, snapshot, trace } from "../test/fixtures";
+import { backend, budget, limitUse, quota, snapshot, trace, update } from "../test/fixtures";
 import { LiveStore, MAX_DELAY_MS, type SocketLike } from "./live.svelte";
-import type { UpdateMessage } from "./types";
 
 /** A fake WebSocket: the test opens, feeds and closes it by hand. */
 class FakeSocket implements SocketLike {
@@ -26,9 +25,6 @@ class FakeSocket implements SocketLike {
   }
 }
 
-function update(over: Partial<UpdateMessage> = {}): UpdateMessage {
-  return { type: "update", time: "2025-03-01T12:00:05Z", backends: [], requests: [], events: [], totals: { requests_today: 1, rps_1m: 1 }, ...over };
-}
 
 describe("LiveStore messages", () => {
   it("applies a snapshot, then merges updates", () => {
@@ -69,14 +65,17 @@ describe("LiveStore messages", () => {
     expect(s.snapshot!.requests.map((r) => r.id)).toEqual(["r3", "r2", "r1"]);
   });
 
-  it("merges quotas, budgets, spend and the routing pause from snapshots and updates", () => {
+  it("keeps the lists an empty server sends as null as empty lists", () => {
     const s = new LiveStore();
-    // A server without issue 6 sends none of them: the store fills defaults.
-    const old = snapshot();
-    for (const k of ["quotas", "budgets", "spend", "routing_paused"] as const) delete (old as Partial<typeof old>)[k];
-    s.applySnapshot(old);
-    expect(s.snapshot).toMatchObject({ quotas: [], budgets: [], spend: { today: 0, month: 0 }, routing_paused: false });
+    s.applySnapshot({ ...snapshot(), backends: null, chains: null, missing_keys: null, events: null, providers: [], requests: [] });
+    expect(s.snapshot).toMatchObject({ backends: [], chains: [], missing_keys: [], events: [] });
+    // An update with no backends changes none.
+    s.applyUpdate(update({ backends: null }));
+    expect(s.snapshot!.backends).toEqual([]);
+  });
 
+  it("replaces quotas, budgets, spend and the routing pause from snapshots and updates", () => {
+    const s = new LiveStore();
     s.handleMessage(JSON.stringify({ type: "snapshot", data: snapshot() }));
     expect(s.snapshot!.quotas.map((q) => q.backend)).toEqual(["groq/llama", "cerebras/qwen"]);
     expect(s.snapshot!.spend).toEqual({ today: 0.42, month: 3.5 });
@@ -90,11 +89,6 @@ describe("LiveStore messages", () => {
     expect(s.snapshot!.spend).toEqual({ today: 1.02, month: 4.1 });
     expect(s.snapshot!.routing_paused).toBe(true);
 
-    // An update without them keeps what is there.
-    s.applyUpdate(update());
-    expect(s.snapshot!.quotas).toEqual([q]);
-    expect(s.snapshot!.spend.today).toBe(1.02);
-    expect(s.snapshot!.routing_paused).toBe(true);
     s.applyUpdate(update({ routing_paused: false, quotas: [] }));
     expect(s.snapshot!.routing_paused).toBe(false);
     expect(s.snapshot!.quotas).toEqual([]);

@@ -50,18 +50,12 @@ describe("quota thresholds", () => {
     expect(headlineLimit(quota("x", { limits: [c] }))).toBeNull();
   });
 
-  it("gives each limit row a unique id, naming the provider's limits", () => {
-    const rows = limitRows(
-      quota("groq/llama", {
-        limits: [limitUse("rpd", 1, 500), limitUse("rpm", 1, 30), limitUse("rpd", 1, 1000, { scope: "provider" })],
-      }),
-    );
+  it("gives each limit row a unique id, numbering a second one of a kind", () => {
+    const rows = limitRows(quota("groq/llama", { limits: [limitUse("rpd", 1, 500), limitUse("rpm", 1, 30)] }));
     expect(rows.map((r) => [r.id, r.label])).toEqual([
       ["rpm", "Requests per minute"],
       ["rpd", "Daily requests"],
-      ["rpd-provider", "Daily requests (all groq models)"],
     ]);
-    // Without the scope field the second one of a kind is numbered.
     expect(limitRows(quota("g/x", { limits: [limitUse("rpd", 1, 1000), limitUse("rpd", 1, 500)] })).map((r) => r.id)).toEqual(["rpd", "rpd-2"]);
   });
 

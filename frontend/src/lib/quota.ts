@@ -88,23 +88,22 @@ export function sortedLimits(limits: LimitUse[]): LimitUse[] {
 
 export interface LimitRow {
   limit: LimitUse;
-  /** Unique within the backend: "rpd", "rpd-provider", or "rpd-2" for a second one of a kind. */
+  /** Unique within the backend: "rpd", or "rpd-2" for a second one of a kind. */
   id: string;
-  /** "Daily requests", or "Daily requests (all groq models)" for a provider's limit. */
+  /** "Daily requests". */
   label: string;
 }
 
 /**
  * The rows of a backend's quota: its limits sorted, each with a unique id
  * and a label. A backend can carry the same kind twice (its provider's and
- * its own); the provider's is named when the server says which is which.
+ * its own); the server does not say which is which, so the second one of a
+ * kind is numbered.
  */
 export function limitRows(q: QuotaView): LimitRow[] {
-  const provider = q.backend.split("/")[0];
   const seen = new Map<string, number>();
   return sortedLimits(q.limits).map((l) => {
     const base = LIMIT_LABELS[l.kind] ?? l.kind;
-    if (l.scope === "provider") return { limit: l, id: `${l.kind}-provider`, label: `${base} (all ${provider} models)` };
     const n = (seen.get(l.kind) ?? 0) + 1;
     seen.set(l.kind, n);
     return { limit: l, id: n === 1 ? l.kind : `${l.kind}-${n}`, label: base };

@@ -1,5 +1,5 @@
 import { fmtMs, nsToMs } from "./format";
-import type { Attempt, Trace } from "./types";
+import type { Attempt, FailureClass, Trace } from "./types";
 
 // Words for the reasons a backend was skipped, keyed by the skip word the
 // router records with each skip (the same word as in X-FreeLane-Attempts).
@@ -22,8 +22,9 @@ const SKIP_CLASS_WORDS: Record<string, string> = {
 };
 
 // Words for failure classes when an attempt has no HTTP status (timeouts,
-// refused connections, empty answers).
-const CLASS_WORDS: Record<string, string> = {
+// refused connections, empty answers). A budget's refusal is no class of
+// its own: it is a quota skip whose reason names the budget.
+const CLASS_WORDS: Record<FailureClass, string> = {
   ok: "ok",
   rate_limited: "rate limited",
   transient: "failed",
@@ -34,11 +35,10 @@ const CLASS_WORDS: Record<string, string> = {
   caller: "rejected",
   cancelled: "cancelled",
   quota: "quota used",
-  budget: "over budget",
 };
 
 /** A human word for a failure class: "rate_limited" -> "rate limited". */
-export function classWord(cls: string): string {
+export function classWord(cls: FailureClass): string {
   return CLASS_WORDS[cls] ?? cls.replace(/_/g, " ");
 }
 
@@ -113,16 +113,8 @@ export function tokensEstimated(t: Trace): boolean {
 
 /** The tokens of a request: its usage block, or else the sum over its attempts. */
 export function traceTokens(t: Trace): number {
-  if (t.usage?.total_tokens) return t.usage.total_tokens;
+  if (t.usage.total_tokens) return t.usage.total_tokens;
   let n = 0;
   for (const a of t.attempts ?? []) n += (a.prompt_tokens ?? 0) + (a.completion_tokens ?? 0);
   return n;
-}
-
-/** The cost of a request: its own figure, or else the sum over its attempts. */
-export function traceCost(t: Trace): number {
-  if (typeof t.cost === "number") return t.cost;
-  let c = 0;
-  for (const a of t.attempts ?? []) c += a.cost ?? 0;
-  return c;
 }

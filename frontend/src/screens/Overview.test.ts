@@ -2,7 +2,7 @@ import { cleanup, fireEvent, render, screen, within } from "@testing-library/sve
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { live } from "../lib/live.svelte";
 import { ui } from "../lib/nav.svelte";
-import { backend, metricWindow, snapshot } from "../test/fixtures";
+import { backend, metricWindow, snapshot, update } from "../test/fixtures";
 import Overview from "./Overview.svelte";
 
 beforeEach(() => {
@@ -57,14 +57,15 @@ describe("Overview", () => {
   it("follows live updates", async () => {
     live.applySnapshot(snapshot());
     render(Overview);
-    live.applyUpdate({
-      type: "update",
-      time: new Date().toISOString(),
-      backends: [backend("cerebras/qwen", { windows: { "1m": metricWindow({ latency_ms: { p50: 95, p95: 200, p99: 300 } }), "5m": metricWindow(), "1h": metricWindow() } })],
-      requests: [],
-      events: [],
-      totals: { requests_today: 1300, rps_1m: 5 },
-    });
+    live.applyUpdate(
+      update({
+        time: new Date().toISOString(),
+        backends: [backend("cerebras/qwen", { windows: { "1m": metricWindow({ latency_ms: { p50: 95, p95: 200, p99: 300 } }), "5m": metricWindow(), "1h": metricWindow() } })],
+        requests: [],
+        events: [],
+        totals: { requests_today: 1300, rps_1m: 5 },
+      }),
+    );
     await Promise.resolve();
     const row = screen.getByTestId("backend-row-cerebras/qwen");
     expect(row.querySelector('[data-col="p50"]')?.textContent?.trim()).toBe("95 ms");

@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
-import { fakeFetch, snapshot, trace } from "../test/fixtures";
+import { fakeFetch, snapshot, trace, update } from "../test/fixtures";
 import Requests from "./Requests.svelte";
 
 const failover = trace("r2", {
@@ -36,7 +36,7 @@ describe("Requests", () => {
     expect(ids()).toEqual(["request-row-r2", "request-row-r1", "request-row-r0"]);
 
     // A new request over the websocket goes on top.
-    live.applyUpdate({ type: "update", time: "", backends: [], events: [], totals: { requests_today: 0, rps_1m: 0 }, requests: [trace("r3", { start: "2025-03-01T12:01:00Z" })] });
+    live.applyUpdate(update({ time: "", backends: [], events: [], totals: { requests_today: 0, rps_1m: 0 }, requests: [trace("r3", { start: "2025-03-01T12:01:00Z" })] }));
     await waitFor(() => expect(ids()[0]).toBe("request-row-r3"));
 
     await fireEvent.change(screen.getByTestId("filter-chain"), { target: { value: "coding" } });

@@ -1,5 +1,18 @@
-// Hand-made API data for the unit tests, shaped exactly like the contract.
-import type { BackendView, BudgetView, LimitUse, MetricWindow, ProviderView, QuotaView, Snapshot, Trace, UsageRow } from "../lib/types";
+// Hand-made API data for the unit tests, typed by the generated wire types
+// so they stay shaped like what the server sends.
+import type {
+  BackendView,
+  BudgetView,
+  Limits,
+  LimitUse,
+  MetricWindow,
+  ProviderView,
+  QuotaView,
+  Snapshot,
+  Trace,
+  UpdateMessage,
+  UsageRow,
+} from "../lib/types";
 
 /** The clock the quota fixtures are written against: 2026-11-30 12:00 UTC. */
 export const NOW = Date.parse("2026-11-30T12:00:00Z");
@@ -53,6 +66,7 @@ export function provider(name: string, over: Partial<ProviderView> = {}): Provid
     key: { set: true, masked: "sk-...a1b2", source: "dashboard", env: [] },
     models: [{ id: "m1", params_b: 70, context: 131072, max_output: 0 }],
     timeouts: { connect: "10s", header: "30s", first_token: "20s", idle: "30s" },
+    limits: limits(),
     ...over,
   };
 }
@@ -61,7 +75,7 @@ export function trace(id: string, over: Partial<Trace> = {}): Trace {
   return {
     id,
     start: "2025-03-01T12:00:00Z",
-    endpoint: "chat",
+    endpoint: "chat/completions",
     model: "auto",
     chain: "auto",
     backend: "cerebras/qwen",
@@ -70,6 +84,7 @@ export function trace(id: string, over: Partial<Trace> = {}): Trace {
     class: "ok",
     latency_ns: 412_000_000,
     usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
+    cost: 0,
     attempts: [{ backend: "cerebras/qwen", class: "ok", status: 200, latency_ns: 400_000_000 }],
     ...over,
   };
@@ -88,8 +103,8 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     ],
     providers: [provider("groq"), provider("cerebras"), provider("ollama", { keyless: true, key: { set: false, masked: "", source: "keyless", env: [] } })],
     chains: [
-      { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "ordered", generated: true },
-      { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "ordered", generated: false },
+      { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "ordered", generated: true, default: true },
+      { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "ordered", generated: false, default: false },
     ],
     missing_keys: [],
     requests: [trace("r1")],
@@ -115,6 +130,29 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     spend: { today: 0.42, month: 3.5 },
     ...over,
   };
+}
+
+/** An update as the server sends it: no news, the snapshot's quotas, budgets and spend. */
+export function update(over: Partial<UpdateMessage> = {}): UpdateMessage {
+  const s = snapshot();
+  return {
+    type: "update",
+    time: "2025-03-01T12:00:05Z",
+    backends: [],
+    requests: [],
+    events: [],
+    totals: { requests_today: 1, rps_1m: 1 },
+    routing_paused: false,
+    quotas: s.quotas,
+    budgets: s.budgets,
+    spend: s.spend,
+    ...over,
+  };
+}
+
+/** Limits as the server shows them: 0 for no limit, the default reset. */
+export function limits(over: Partial<Limits> = {}): Limits {
+  return { rpm: 0, rpd: 0, tpm: 0, tpd: 0, concurrency: 0, reset: "daily 00:00 UTC", ...over };
 }
 
 export function limitUse(kind: LimitUse["kind"], used: number, limit: number, over: Partial<LimitUse> = {}): LimitUse {

@@ -5,7 +5,7 @@
 
 import { cleanup, render, screen, waitFor } from "@testing-library/svelte";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { fakeFetch, snapshot, usageRow } from "./fixtures";
+import { fakeFetch, snapshot, update, usageRow } from "./fixtures";
 
 const original = {
   NumberFormat: Intl.NumberFormat,
@@ -97,7 +97,7 @@ describe("LANG=C", () => {
     const { default: Overview } = await import("../screens/Overview.svelte");
     const snap = snapshot();
     live.applySnapshot(snap);
-    live.applyUpdate({ type: "update", time: new Date(Date.now() + 2000).toISOString(), backends: snap.backends, requests: [], events: [], totals: snap.totals });
+    live.applyUpdate(update({ time: new Date(Date.now() + 2000).toISOString(), backends: snap.backends, totals: snap.totals }));
     render(Overview);
 
     const row = screen.getByTestId("backend-row-groq/llama");

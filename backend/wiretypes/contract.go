@@ -1,0 +1,287 @@
+package wiretypes
+
+import (
+	"reflect"
+	"time"
+
+	"freelane/backend/api"
+	"freelane/backend/breaker"
+	"freelane/backend/config"
+	"freelane/backend/control"
+	"freelane/backend/events"
+	"freelane/backend/gateway"
+	"freelane/backend/llm"
+	"freelane/backend/quota"
+	"freelane/backend/store"
+)
+
+// File is where the TypeScript goes, relative to the repository.
+const File = "frontend/src/lib/wire.gen.ts"
+
+// Describe builds the description of FreeLane's wire types. It reads doc
+// comments, and the values of enums that have no constants, from the Go
+// source of the repository at root.
+func Describe(root string) (*Schema, error) { return build(root, freelane) }
+
+// contract is what crosses the wire and what reflection cannot tell.
+type contract struct {
+	Endpoints []endpoint
+	// Roots are types that cross the wire outside any one endpoint.
+	Roots []reflect.Type
+	Enums []enum
+	// NeverNull are slice and map fields that the code always fills in,
+	// so they are never null although Go could write null for them.
+	NeverNull []fieldKey
+	// Mirrors are the stand-ins for bodies the handlers declare as
+	// anonymous or unexported structs, with where each is declared.
+	Mirrors []mirror
+}
+
+// endpoint is one admin route.
+type endpoint struct {
+	// Route is the method and pattern, as registered: "GET /api/state".
+	Route string
+	Doc   string
+	// Request is the JSON body decoded, Response the one written; nil for
+	// none.
+	Request, Response reflect.Type
+	// Text is set when the answer is not JSON.
+	Text bool
+	// NeverNull is set when the answer is a list the handler never leaves
+	// nil.
+	NeverNull bool
+	// Messages are the websocket's messages, for /api/ws.
+	Messages []reflect.Type
+}
+
+// enum is a set of strings a value takes.
+type enum struct {
+	// Name is the TypeScript alias; "" writes a single value inline.
+	Name string
+	Doc  string
+	// Type is the named Go string type whose values these are, or nil
+	// when Fields, plain string fields, hold them.
+	Type   reflect.Type
+	Fields []fieldKey
+	// Values are the Go constants themselves.
+	Values []string
+	// Dir is the package that declares the constants; with ConstType (the
+	// constants' type, by default Type's name) or Prefix (untyped
+	// constants' common name prefix) it lets a test find a constant that
+	// Values lacks.
+	Dir, ConstType, Prefix string
+	// Scan is set for values no constant names: they are the string
+	// literals the code in Dir stores in Fields[0].
+	Scan bool
+}
+
+// mirror names the source of a body that a stand-in type describes:
+// a named type (TypeName), or the `var in struct{...}` of a handler method
+// (Func) or of the function literal registered for Route.
+type mirror struct {
+	Type                  reflect.Type
+	Dir                   string
+	TypeName, Func, Route string
+}
+
+var freelane = contract{
+	Endpoints: []endpoint{
+		{Route: "GET /api/state", Response: typeOf[gateway.Snapshot]()},
+		{Route: "GET /api/ws", Doc: "The websocket: its messages, not an answer.", Messages: []reflect.Type{typeOf[snapshotMessage](), typeOf[gateway.Update]()}},
+
+		{Route: "GET /api/providers", Response: typeOf[[]control.ProviderView](), NeverNull: true},
+		{Route: "POST /api/providers", Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
+		{Route: "PUT /api/providers/{name}", Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
+		{Route: "PATCH /api/providers/{name}", Doc: "The same body as PUT; fields left out keep their stored values.",
+			Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
+		{Route: "DELETE /api/providers/{name}"},
+		{Route: "POST /api/providers/{name}/test", Doc: "The body may be left out: the provider's first model is tested.",
+			Request: typeOf[providerTest](), Response: typeOf[api.TestResult]()},
+		{Route: "PUT /api/providers/{name}/key", Request: typeOf[keyInput](), Response: typeOf[control.ProviderView]()},
+		{Route: "DELETE /api/providers/{name}/key", Response: typeOf[control.ProviderView]()},
+
+		{Route: "GET /api/chains", Response: typeOf[[]api.ChainView]()},
+		{Route: "POST /api/chains", Request: typeOf[chainCreate](), Response: typeOf[api.ChainView]()},
+		{Route: "PUT /api/chains/{name}", Request: typeOf[control.ChainInput](), Response: typeOf[api.ChainView]()},
+		{Route: "DELETE /api/chains/{name}"},
+		{Route: "PUT /api/default-chain", Request: typeOf[defaultChainInput](), Response: typeOf[[]api.ChainView]()},
+
+		{Route: "GET /api/settings", Response: typeOf[control.Settings]()},
+		{Route: "PUT /api/settings", Request: typeOf[control.Settings](), Response: typeOf[control.Settings]()},
+
+		{Route: "GET /api/requests", Doc: "Query: limit, chain, backend, class, before (RFC 3339).",
+			Response: typeOf[[]llm.Trace](), NeverNull: true},
+		{Route: "GET /api/usage", Doc: "Query: from and to (RFC 3339 times or YYYY-MM-DD dates), group_by.",
+			Response: typeOf[usageReport]()},
+		{Route: "GET /api/usage.csv", Doc: "The ledger as CSV, for the same from and to as /api/usage.", Text: true},
+
+		{Route: "GET /api/budgets", Response: typeOf[[]quota.BudgetView](), NeverNull: true},
+		{Route: "PUT /api/budgets", Doc: "The list replaces every budget.",
+			Request: typeOf[[]control.BudgetJSON](), Response: typeOf[[]quota.BudgetView](), NeverNull: true},
+		{Route: "GET /api/limits", Response: typeOf[[]control.LimitsEntry](), NeverNull: true},
+		{Route: "PUT /api/limits/{provider}", Request: typeOf[control.ModelLimitsInput](), Response: typeOf[[]control.LimitsEntry](), NeverNull: true},
+		{Route: "PUT /api/limits/{provider}/{model...}", Request: typeOf[control.ModelLimitsInput](), Response: typeOf[[]control.LimitsEntry](), NeverNull: true},
+
+		{Route: "GET /api/routing", Response: typeOf[routingState]()},
+		{Route: "PUT /api/routing", Request: typeOf[routingInput](), Response: typeOf[routingState]()},
+	},
+	Roots: []reflect.Type{typeOf[errorBody]()},
+	Enums: []enum{
+		{Name: "BreakerState", Type: typeOf[breaker.State](), Dir: "backend/breaker",
+			Values: values(breaker.Closed, breaker.Open, breaker.HalfOpen)},
+		{Name: "FailureClass", Type: typeOf[llm.Class](), Dir: "backend/llm",
+			Values: values(llm.OK, llm.RateLimited, llm.Transient, llm.Soft, llm.Credential, llm.Gone, llm.TooLong, llm.Caller, llm.Cancelled, llm.Quota)},
+		{Name: "SkipWord", Type: typeOf[llm.SkipWord](), Dir: "backend/llm",
+			Values: values(llm.SkipOpen, llm.SkipHalfOpen, llm.SkipCooling, llm.SkipKeyDisabled, llm.SkipRetired, llm.SkipQuota, llm.SkipTooLong)},
+		{Name: "EventKind", Type: typeOf[events.Kind](), Dir: "backend/events",
+			Values: values(events.StateChange, events.Cooldown, events.Retired, events.Restored, events.KeyDisabled, events.Health, events.Probe,
+				events.Offline, events.Online, events.Paused, events.Resumed,
+				events.QuotaWarning, events.QuotaExhausted, events.BudgetWarning, events.BudgetExceeded)},
+		{Name: "EventLevel", Type: typeOf[events.Level](), Dir: "backend/events",
+			Values: values(events.Info, events.Warn, events.Alert)},
+		{Name: "RequestEndpoint", Doc: "RequestEndpoint is the OpenAI API a request came in on.",
+			Fields: []fieldKey{field[llm.Trace]("Endpoint")}, Dir: "backend/llm", ConstType: "Endpoint",
+			Values: values(llm.Chat, llm.Completions, llm.Embeddings)},
+		{Name: "Tier", Doc: "Tier is how a provider is paid for: the user's own key, a free tier, or a local server.",
+			Fields: []fieldKey{field[gateway.BackendView]("Tier"), field[control.ProviderView]("Tier"), field[control.ProviderInput]("Tier")},
+			Dir:    "backend/config", Prefix: "Tier",
+			Values: values(config.TierOwn, config.TierFree, config.TierLocal)},
+		{Name: "ProviderKind", Doc: "ProviderKind is a provider's wire protocol.",
+			Fields: []fieldKey{field[control.ProviderView]("Kind"), field[control.ProviderInput]("Kind")},
+			Dir:    "backend/config", Prefix: "Kind",
+			Values: values(config.KindOpenAI)},
+		{Name: "KeySource", Doc: "KeySource is where a provider's key comes from.",
+			Fields: []fieldKey{field[control.KeyInfo]("Source")}, Dir: "backend/control", Prefix: "Source",
+			Values: values(control.SourceDashboard, control.SourceConfig, control.SourceEnv, control.SourceNone, control.SourceKeyless)},
+		{Name: "BudgetPeriod", Doc: "BudgetPeriod is the local calendar period a budget covers.",
+			Fields: []fieldKey{field[quota.BudgetView]("Period"), field[control.BudgetJSON]("Period")}, Dir: "backend/quota", Prefix: "Period",
+			Values: values(quota.PeriodDay, quota.PeriodMonth)},
+		{Name: "BudgetAction", Doc: "BudgetAction is what happens once a budget is spent: paid backends are\nskipped (free-only), or requests nothing free can serve are refused (block).",
+			Fields: []fieldKey{field[quota.BudgetView]("Action"), field[control.BudgetJSON]("Action")}, Dir: "backend/quota", Prefix: "Action",
+			Values: values(quota.ActionFreeOnly, quota.ActionBlock)},
+		{Name: "LimitKind", Doc: "LimitKind names a limit: requests or tokens per minute or day, or\nrequests at once.",
+			Fields: []fieldKey{field[quota.LimitUse]("Kind")}, Dir: "backend/quota", Prefix: "Kind",
+			Values: values(quota.KindRPM, quota.KindRPD, quota.KindTPM, quota.KindTPD, quota.KindConcurrency)},
+		{Name: "UsageGrouping", Doc: "UsageGrouping is what /api/usage adds up by.",
+			Fields: []fieldKey{field[usageReport]("GroupBy")}, Dir: "backend/store", Prefix: "By",
+			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend)},
+		{Name: "BackendStatus", Doc: "BackendStatus is what a backend is doing now, as the gateway reports it.",
+			Fields: []fieldKey{field[gateway.BackendView]("Status")}, Dir: "backend/gateway", Scan: true},
+		{Name: "ChainStrategy", Doc: "ChainStrategy is how a chain picks its backends.",
+			Fields: []fieldKey{field[api.ChainView]("Strategy"), field[control.ChainInput]("Strategy"), field[chainCreate]("Strategy")},
+			Dir:    "backend/gateway", Scan: true},
+		{Fields: []fieldKey{field[gateway.Update]("Type")}, Dir: "backend/gateway", Scan: true},
+		// The hub writes this one from an anonymous struct; the gateway's
+		// wire test reads it from a real websocket.
+		{Fields: []fieldKey{field[snapshotMessage]("Type")}, Values: []string{"snapshot"}},
+	},
+	NeverNull: []fieldKey{
+		// control.Providers, feed.Recent, quota.Quotas and quota.Budgets
+		// make their lists.
+		field[gateway.Snapshot]("Providers"),
+		field[gateway.Snapshot]("Requests"),
+		field[gateway.Snapshot]("Quotas"),
+		field[gateway.Snapshot]("Budgets"),
+		// update replaces no requests and no events by empty lists.
+		field[gateway.Update]("Requests"),
+		field[gateway.Update]("Events"),
+		field[gateway.Update]("Quotas"),
+		field[gateway.Update]("Budgets"),
+		// metrics.Windows makes the map of every window.
+		field[gateway.BackendView]("Windows"),
+		// The provider view fills in no headers as {}, copies the key's
+		// variables into a fresh list and has a model for each of the
+		// provider's, which validation requires at least one of.
+		field[control.ProviderView]("Headers"),
+		field[control.ProviderView]("Models"),
+		field[control.KeyInfo]("Env"),
+		// chains starts every chain's list empty.
+		field[api.ChainView]("Backends"),
+		// quota.Quotas starts every backend's list empty.
+		field[quota.QuotaView]("Limits"),
+		// store.Usage makes its rows.
+		field[usageReport]("Rows"),
+	},
+	Mirrors: []mirror{
+		{Type: typeOf[providerTest](), Dir: "backend/api", Func: "testProvider"},
+		{Type: typeOf[keyInput](), Dir: "backend/api", Func: "setKey"},
+		{Type: typeOf[chainCreate](), Dir: "backend/api", Func: "createChain"},
+		{Type: typeOf[defaultChainInput](), Dir: "backend/api", Route: "PUT /api/default-chain"},
+		{Type: typeOf[routingInput](), Dir: "backend/api", Route: "PUT /api/routing"},
+		{Type: typeOf[routingState](), Dir: "backend/api", TypeName: "routingState"},
+		{Type: typeOf[usageReport](), Dir: "backend/api", TypeName: "usageAnswer"},
+		{Type: typeOf[errorBody](), Dir: "backend/api", TypeName: "errorBody"},
+		{Type: typeOf[errorDetail](), Dir: "backend/api", TypeName: "errorDetail"},
+	},
+}
+
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// The types below stand in for bodies the handlers declare as anonymous or
+// unexported structs, which reflection cannot reach from here. Each must
+// match its source field for field: TestMirrorsMatchTheHandlers compares
+// them.
+
+// providerTest is the body of POST /api/providers/{name}/test.
+type providerTest struct {
+	Model string `json:"model"`
+}
+
+// keyInput is the body of PUT /api/providers/{name}/key.
+type keyInput struct {
+	Key string `json:"key"`
+}
+
+// chainCreate is the body of POST /api/chains.
+type chainCreate struct {
+	Name     string   `json:"name"`
+	Backends []string `json:"backends"`
+	Strategy *string  `json:"strategy"`
+}
+
+// defaultChainInput is the body of PUT /api/default-chain; "" makes the
+// generated auto chain the default.
+type defaultChainInput struct {
+	Name string `json:"name"`
+}
+
+// routingInput is the body of PUT /api/routing; paused is required.
+type routingInput struct {
+	Paused *bool `json:"paused"`
+}
+
+// routingState is the answer of /api/routing.
+type routingState struct {
+	Paused bool `json:"paused"`
+}
+
+// usageReport is the answer of GET /api/usage: ledger totals from From
+// (inclusive) to To (exclusive).
+type usageReport struct {
+	From    time.Time        `json:"from"`
+	To      time.Time        `json:"to"`
+	GroupBy string           `json:"group_by"`
+	Rows    []store.UsageRow `json:"rows"`
+}
+
+// errorBody is what every /api route answers on 4xx and 5xx, in the
+// OpenAI shape.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+// errorDetail is an error's message, type, code and the request field it
+// blames.
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Code    string  `json:"code,omitempty"`
+	Param   *string `json:"param"`
+}
+
+// snapshotMessage is the websocket's first message, and the message after
+// every configuration change: the full state the dashboard starts from.
+type snapshotMessage struct {
+	Type string           `json:"type"`
+	Data gateway.Snapshot `json:"data"`
+}
