@@ -1,9 +1,9 @@
 import { fmtMs, nsToMs } from "./format";
-import type { Attempt, FailureClass, Trace } from "./types";
+import type { Attempt, FailureClass, SkipWord, Trace } from "./types";
 
 // Words for the reasons a backend was skipped, keyed by the skip word the
 // router records with each skip (the same word as in X-FreeLane-Attempts).
-const SKIP_WORDS: Record<string, string> = {
+const SKIP_WORDS: Record<SkipWord, string> = {
   open: "open",
   half_open: "half-open",
   cooling: "cooling down",
@@ -46,14 +46,14 @@ export function classWord(cls: FailureClass): string {
 export function attemptWord(a: Attempt): string {
   if (a.skipped) {
     if (a.budget) return SKIP_CLASS_WORDS.budget;
-    if (a.skip) return SKIP_WORDS[a.skip] ?? a.skip.replace(/_/g, " ");
+    if (a.skip) return SKIP_WORDS[a.skip];
     // Requests logged before skips carried their word: a budget's refusal
     // is a quota skip whose reason starts "budget: ", a breaker's reason
     // starts with its word.
     if (/^budget\b/i.test((a.reason ?? "").trim())) return SKIP_CLASS_WORDS.budget;
     if (SKIP_CLASS_WORDS[a.class]) return SKIP_CLASS_WORDS[a.class];
     const first = (a.reason ?? "").trim().split(/\s+/)[0] ?? "";
-    return SKIP_WORDS[first] ?? (first || "skipped");
+    return (SKIP_WORDS as Record<string, string>)[first] ?? (first || "skipped");
   }
   if (a.class === "ok") return "ok";
   if (a.status && a.status !== 200) return String(a.status);

@@ -32,6 +32,7 @@ export type {
   ProviderView,
   QuotaView,
   Settings,
+  SkipWord,
   SnapshotMessage,
   Spend,
   TestResult,
