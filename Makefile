@@ -47,6 +47,8 @@ vet:
 	go vet ./...
 	go vet -tags $(TAGS) ./app
 	go vet -tags smoke ./app
+	staticcheck ./backend/...
+	staticcheck -tags $(TAGS) ./app
 
 # wiretypes rewrites frontend/src/lib/wire.gen.ts, the dashboard's types of
 # the admin API and websocket, from the Go types; test-go fails while the

@@ -30,10 +30,6 @@ type Limits struct {
 	Reset                           Rule
 }
 
-func (l Limits) any() bool {
-	return l.RPM > 0 || l.RPD > 0 || l.TPM > 0 || l.TPD > 0 || l.Concurrency > 0
-}
-
 // Price is money per million tokens.
 type Price struct {
 	Input  float64 `json:"input"`

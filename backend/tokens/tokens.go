@@ -30,16 +30,17 @@ const maxExact = 64 << 10
 
 var (
 	once sync.Once
-	enc  *tiktoken.Tiktoken
-	// loadErr stays set if the embedded tables cannot be read, in which
-	// case Count falls back to bytes/4.
-	loadErr error
+	// enc stays nil if the embedded tables cannot be read, in which case
+	// Count falls back to bytes/4.
+	enc *tiktoken.Tiktoken
 )
 
 func encoder() *tiktoken.Tiktoken {
 	once.Do(func() {
 		tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
-		enc, loadErr = tiktoken.GetEncoding("cl100k_base")
+		if e, err := tiktoken.GetEncoding("cl100k_base"); err == nil {
+			enc = e
+		}
 	})
 	return enc
 }

@@ -172,19 +172,20 @@ func TestMirrorsMatchTheHandlers(t *testing.T) {
 // The types below try the generator's rules on a small contract.
 
 type sample struct {
-	Name     string            `json:"name"`
-	Count    int64             `json:"count,omitempty"`
-	At       time.Time         `json:"at"`
-	Until    time.Time         `json:"until,omitzero"`
-	Took     time.Duration     `json:"took_ns"`
-	Next     *time.Time        `json:"next"`
-	Maybe    *other            `json:"maybe,omitempty"`
-	List     []other           `json:"list"`
-	Full     []string          `json:"full"`
-	Tags     map[string]string `json:"tags,omitempty"`
-	Color    color             `json:"color"`
-	Mode     string            `json:"mode"`
-	Hidden   string            `json:"-"`
+	Name   string            `json:"name"`
+	Count  int64             `json:"count,omitempty"`
+	At     time.Time         `json:"at"`
+	Until  time.Time         `json:"until,omitzero"`
+	Took   time.Duration     `json:"took_ns"`
+	Next   *time.Time        `json:"next"`
+	Maybe  *other            `json:"maybe,omitempty"`
+	List   []other           `json:"list"`
+	Full   []string          `json:"full"`
+	Tags   map[string]string `json:"tags,omitempty"`
+	Color  color             `json:"color"`
+	Mode   string            `json:"mode"`
+	Hidden string            `json:"-"`
+	//lint:ignore U1000 an unexported field the generator must leave out
 	internal string
 	Inner    struct {
 		On bool `json:"on"`
