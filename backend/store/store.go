@@ -19,8 +19,9 @@ import (
 	"strings"
 	"time"
 
-	// Registers the "sqlite3" database/sql driver.
-	_ "github.com/mattn/go-sqlite3"
+	// The "sqlite3" database/sql driver, registered by the import, and its
+	// error codes.
+	"github.com/mattn/go-sqlite3"
 
 	"freelane/backend/clock"
 )
@@ -102,7 +103,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	for _, o := range opts {
 		o(d)
 	}
-	if err := sqlDB.PingContext(ctx); err != nil {
+	if err := d.ping(ctx); err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)
 	}
@@ -111,6 +112,25 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// ping opens the first connection, which switches a new file to WAL. When
+// several processes open a new file at once, SQLite refuses a switch that
+// could deadlock with another one's with SQLITE_BUSY at once, without
+// waiting for busy_timeout; the file is in WAL mode once one switch has
+// won, so a short retry lets the others open it.
+func (d *DB) ping(ctx context.Context) error {
+	const attempts = 20
+	for i := 1; ; i++ {
+		err := d.sql.PingContext(ctx)
+		var se sqlite3.Error
+		if err == nil || i == attempts || !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) {
+			return err
+		}
+		if !clock.Sleep(d.clock, time.Duration(i)*10*time.Millisecond, ctx.Done()) {
+			return ctx.Err()
+		}
+	}
 }
 
 // dsn builds the go-sqlite3 URI for an absolute path. The path is escaped
