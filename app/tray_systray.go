@@ -31,7 +31,15 @@ type systrayUI struct {
 	chainOrder                                               []string
 	chainsStop                                               chan struct{} // ends the current chain items' click loops
 	stopClicks                                               chan struct{}
+	// work queues the clicked items' actions for one goroutine that runs
+	// them in order. The systray library drops a click that nobody is
+	// receiving at that moment, so the loops that receive clicks only
+	// queue and never wait on an action.
+	work chan func()
 }
+
+// clickQueue is how many clicked actions may wait for the one before.
+const clickQueue = 32
 
 // newTray returns the tray, or noTray when none can run here. Without a
 // DBus session bus fyne's systray would crash at shutdown (it closes a
@@ -46,7 +54,7 @@ func newTray(act trayActions, log *slog.Logger) trayUI {
 		_ = conn // shared; systray uses the same connection
 	}
 	t := &systrayUI{act: act, log: log, ready: make(chan struct{}), chainItems: map[string]*systray.MenuItem{},
-		stopClicks: make(chan struct{}), first: true}
+		stopClicks: make(chan struct{}), work: make(chan func(), clickQueue), first: true}
 	t.startFn, t.endFn = systray.RunWithExternalLoop(t.onReady, nil)
 	return t
 }
@@ -80,6 +88,28 @@ func (t *systrayUI) onReady() {
 	t.mu.Unlock()
 	close(t.ready)
 	go t.clicks()
+	go t.runActions()
+}
+
+// runActions runs the queued actions of clicks, in click order, until the
+// tray ends.
+func (t *systrayUI) runActions() {
+	for {
+		select {
+		case <-t.stopClicks:
+			return
+		case f := <-t.work:
+			f()
+		}
+	}
+}
+
+// do queues a click's action.
+func (t *systrayUI) do(f func()) {
+	select {
+	case t.work <- f:
+	case <-t.stopClicks:
+	}
 }
 
 // clicks runs the fixed items' actions until the tray ends.
@@ -89,18 +119,22 @@ func (t *systrayUI) clicks() {
 		case <-t.stopClicks:
 			return
 		case <-t.open.ClickedCh:
-			t.act.show()
+			t.do(func() { t.act.show() })
 		case <-t.copyURL.ClickedCh:
-			t.act.copyEndpoint()
+			t.do(t.act.copyEndpoint)
 		case <-t.pause.ClickedCh:
-			t.mu.Lock()
-			paused := t.last.paused
-			t.mu.Unlock()
-			t.act.setPaused(!paused)
+			// The state is read when the action runs, so two quick clicks
+			// pause and resume.
+			t.do(func() {
+				t.mu.Lock()
+				paused := t.last.paused
+				t.mu.Unlock()
+				t.act.setPaused(!paused)
+			})
 		case <-t.autostart.ClickedCh:
-			t.act.setAutostart(!t.autostart.Checked())
+			t.do(func() { t.act.setAutostart(!t.autostart.Checked()) })
 		case <-t.quit.ClickedCh:
-			t.act.quit()
+			t.do(t.act.quit)
 			return
 		}
 	}
@@ -179,7 +213,7 @@ func (t *systrayUI) rebuildChains(chains []string) {
 					if !ok {
 						return
 					}
-					t.act.setDefaultChain(name)
+					t.do(func() { t.act.setDefaultChain(name) })
 				}
 			}
 		}(name, it)
