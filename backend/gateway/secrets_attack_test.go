@@ -338,3 +338,25 @@ func TestAttackNoAdminResponseHoldsASecret(t *testing.T) {
 	}
 	noSecret(t, "the websocket", wsMessages(t, e, 500*time.Millisecond))
 }
+
+// TestAttackRedactionKnowsTheCurrentSecrets echoes a key pasted after the
+// start, and checks that a key shorter than eight characters does not turn
+// the letters of a message into markers.
+func TestAttackRedactionKnowsTheCurrentSecrets(t *testing.T) {
+	e, _ := attackEnv(t, func(c *config.Config) {
+		short := c.Providers[0]
+		short.Name, short.APIKey, short.Headers = "short", "k", nil
+		c.Providers = append(c.Providers, short)
+	})
+	e.up.SetDefault(fakeupstream.Behavior{Status: 503, Body: `{"error":{"message":"mock key k and sk-NEW-PLANTED-0123456789 rejected"}}`})
+	if r := e.do("PUT", "/api/providers/paid/key", `{"key":"sk-NEW-PLANTED-0123456789"}`, nil); r.status != 200 {
+		t.Fatalf("PUT key: %d %s", r.status, r.body)
+	}
+	// A 503's message becomes the attempt's reason, which the client's
+	// error lists.
+	r := e.post("/v1/chat/completions", chat("short/mok", false))
+	noSecret(t, "the client answer", r.body)
+	if msg := r.errorMessage(); !strings.Contains(msg, "mock key k and [redacted key] rejected") {
+		t.Errorf("message %q", msg)
+	}
+}
