@@ -51,8 +51,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Redactor removes configured secrets from everything built from the
 	// upstream's answers before it is cut to a message length. The
-	// gateway shares one that knows every provider's secrets; without one
-	// the client redacts its own key and header values.
+	// gateway shares one that knows every provider's current secrets. The
+	// client also redacts its own key and header values, which a request
+	// still in flight after a change may use when the shared one has
+	// forgotten them.
 	Redactor Redactor
 	// Clock runs the first-token and idle timers and reads absolute
 	// rate-limit reset times (default: the wall clock).
@@ -73,14 +75,20 @@ type Client struct {
 	http *http.Client
 }
 
-// ownSecrets is the Redactor of a client that was given none.
-func ownSecrets(o Options) Redactor {
+// ownSecrets is a Redactor of the client's own key and header values.
+func ownSecrets(o Options) *redact.Redactor {
 	s := []redact.Secret{redact.Key(o.APIKey)}
 	for _, v := range o.Headers {
 		s = append(s, redact.Header(v))
 	}
 	return redact.New(s...)
 }
+
+// both redacts with the shared Redactor, then with the client's own.
+type both struct{ shared, own Redactor }
+
+func (b both) String(s string) string { return b.own.String(b.shared.String(s)) }
+func (b both) Bytes(p []byte) []byte  { return b.own.Bytes(b.shared.Bytes(p)) }
 
 // New returns a Client for the provider. Zero timeouts get FreeLane's
 // defaults: connect 10 s, headers 30 s, first token 20 s, idle 30 s.
@@ -96,6 +104,8 @@ func New(o Options) *Client {
 	o.Clock = clock.OrReal(o.Clock)
 	if o.Redactor == nil {
 		o.Redactor = ownSecrets(o)
+	} else {
+		o.Redactor = both{shared: o.Redactor, own: ownSecrets(o)}
 	}
 	tr := o.Transport
 	if tr == nil {
