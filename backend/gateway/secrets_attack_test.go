@@ -16,6 +16,7 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/gateway"
+	"freelane/backend/internal/clocktest"
 	"freelane/backend/internal/fakeupstream"
 	"freelane/backend/store"
 )
@@ -50,9 +51,9 @@ func attackEnv(t *testing.T, mutate func(*config.Config)) (*env, *syncBuffer) {
 		mutate(cfg)
 	}
 	logs := &syncBuffer{}
-	e := &env{t: t, up: up, dir: t.TempDir()}
+	e := &env{t: t, up: up, dir: t.TempDir(), clock: clocktest.Following(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 	g, err := gateway.New(context.Background(), gateway.Options{
-		Config: cfg, DataDir: e.dir, ManualProbes: true,
+		Config: cfg, DataDir: e.dir, ManualProbes: true, Clock: e.clock,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -358,5 +359,34 @@ func TestAttackRedactionKnowsTheCurrentSecrets(t *testing.T) {
 	noSecret(t, "the client answer", r.body)
 	if msg := r.errorMessage(); !strings.Contains(msg, "mock key k and [redacted key] rejected") {
 		t.Errorf("message %q", msg)
+	}
+}
+
+// TestAttackConfigFileMoveForgetsTheDashboardKey pastes a key in the
+// dashboard, then restarts with a config file that points the provider at
+// another server: the key was given for the old address only.
+func TestAttackConfigFileMoveForgetsTheDashboardKey(t *testing.T) {
+	e, _ := attackEnv(t, func(c *config.Config) { c.Providers[0].APIKey = "" })
+	if r := e.do("PUT", "/api/providers/paid/key", `{"key":"`+plantedKey+`"}`, nil); r.status != 200 {
+		t.Fatalf("PUT key: %d %s", r.status, r.body)
+	}
+	if err := e.g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	other := fakeupstream.Start()
+	t.Cleanup(other.Close)
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Providers = []config.Provider{{Name: "paid", Kind: "openai", Tier: "own", BaseURL: other.URL,
+		Models: []config.Model{{ID: "mok", Context: 8192}}, Timeouts: fastTimeouts}}
+	e.start(cfg)
+	e.do("POST", "/api/providers/paid/test", "", nil)
+	e.post("/v1/chat/completions", chat("paid/mok", false))
+	for _, req := range other.Requests() {
+		noSecret(t, "the Authorization sent to the file's new base_url", []byte(req.Header.Get("Authorization")))
+	}
+	r := e.do("GET", "/api/providers", "", nil)
+	if !strings.Contains(string(r.body), `"key":{"set":false`) {
+		t.Errorf("the moved provider still has a key: %s", r.body)
 	}
 }
