@@ -2,8 +2,9 @@
 // dashboard edits. It keeps the configuration document and the encrypted
 // keys in SQLite, validates every change with the same rules as the config
 // file, and hands the effective configuration (with keys) to the gateway,
-// which rebuilds routing for the next request. Keys never leave it in
-// plaintext except inside that effective configuration.
+// which rebuilds routing for the next request. Keys and header values are
+// sealed at rest and never leave it in plaintext except inside that
+// effective configuration; views show them masked.
 package control
 
 import (
@@ -139,8 +140,13 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 		}
 	}
 	prev, err := c.loadStored(ctx)
-	if err != nil && o.Seed == nil {
-		return nil, err
+	if err != nil {
+		if o.Seed == nil {
+			return nil, err
+		}
+		// The seed replaces the stored configuration anyway; only the
+		// bindings of old keys are lost with it.
+		c.log.Warn("the stored configuration cannot be read; the config file replaces it", "err", err)
 	}
 	switch {
 	case o.Seed != nil:
