@@ -31,6 +31,10 @@ import (
 const (
 	maxBody  = 64 << 20
 	maxEvent = 8 << 20
+	// maxErrorBody is how much of an error answer is kept; errorSlack is
+	// read beyond it, longer than any key, for redaction before the cut.
+	maxErrorBody = 64 << 10
+	errorSlack   = 4 << 10
 )
 
 // Options configures one upstream provider.
@@ -175,7 +179,9 @@ func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, er
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	// A little more than is kept is read, so that a secret that crosses the
+	// limit is redacted whole before the body is cut to it.
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+errorSlack))
 	if rerr != nil && ctx.Err() != nil {
 		return nil, c.transport(ctx, rerr)
 	}
@@ -183,6 +189,9 @@ func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, er
 	// anything it was sent. The body is passed through to clients, logged
 	// and stored, so the secrets go before anything is read from it.
 	body = c.o.Redactor.Bytes(body)
+	if len(body) > maxErrorBody {
+		body = body[:maxErrorBody]
+	}
 	e := llm.ClassifyResponse(resp.StatusCode, resp.Header, body, c.o.Clock.Now())
 	if resp.StatusCode/100 == 3 {
 		// Transient: the request never reached a model, so another backend
