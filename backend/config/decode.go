@@ -20,7 +20,11 @@ import (
 // the line of every field path for the validator.
 type decoder struct {
 	lookupEnv func(string) (string, bool)
-	problems  []Problem
+	// verbatim keeps every value as written, references and "$${"
+	// escapes included, while still recording and checking references
+	// (see ParseTemplate).
+	verbatim bool
+	problems []Problem
 
 	// lines maps a field path to the line of its value.
 	lines map[string]int
@@ -304,7 +308,11 @@ func (d *decoder) expand(s, path string, line int) (string, bool) {
 		rest := s[i:]
 		switch {
 		case strings.HasPrefix(rest, "$${"):
-			b.WriteString("${")
+			if d.verbatim {
+				b.WriteString("$${")
+			} else {
+				b.WriteString("${")
+			}
 			i += 3
 		case strings.HasPrefix(rest, "${"):
 			end := strings.IndexByte(rest, '}')
@@ -320,12 +328,16 @@ func (d *decoder) expand(s, path string, line int) (string, bool) {
 			if !slices.Contains(d.envRefs[path], name) {
 				d.envRefs[path] = append(d.envRefs[path], name)
 			}
+			i += end + 1
+			if d.verbatim {
+				b.WriteString(rest[:end+1])
+				continue
+			}
 			val, ok := d.lookupEnv(name)
 			if !ok && !slices.Contains(d.envUnset[path], name) {
 				d.envUnset[path] = append(d.envUnset[path], name)
 			}
 			b.WriteString(val)
-			i += end + 1
 		default:
 			b.WriteByte(s[i])
 			i++

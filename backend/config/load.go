@@ -38,13 +38,43 @@ func Parse(filename string, data []byte, lookupEnv func(string) (string, bool)) 
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
+	return parse(filename, data, newDecoder(lookupEnv))
+}
+
+// ParseTemplate parses and validates a document as Parse does, but keeps
+// every value as written: ${NAME} references and "$${" escapes stay in the
+// text, and APIKeyEnv still names the variables api_key refers to. It is
+// for a configuration that is stored and edited, and expanded with Parse
+// only when it is used, so that a value stays what it was written as.
+// Validation sees the unexpanded text.
+func ParseTemplate(filename string, data []byte) (*Config, []Problem, error) {
+	d := newDecoder(func(string) (string, bool) { return "", false })
+	d.verbatim = true
+	return parse(filename, data, d)
+}
+
+// Escape returns the text of s as a literal value: "${" in it becomes
+// "$${", so expanding the result gives s back and never reads the
+// environment. Values that come from anywhere but the config file, such as
+// the admin API, are stored escaped.
+func Escape(s string) string { return strings.ReplaceAll(s, "${", "$${") }
+
+// Unescape is the text a value without references expands to: what
+// Escape was given.
+func Unescape(s string) string { return strings.ReplaceAll(s, "$${", "${") }
+
+// HasRef reports whether the value s refers to an environment variable.
+func HasRef(s string) bool {
+	return strings.Contains(strings.ReplaceAll(s, "$${", ""), "${")
+}
+
+func parse(filename string, data []byte, d *decoder) (*Config, []Problem, error) {
 	root, problem := parseYAML(data)
 	if problem != nil {
 		return nil, []Problem{*problem}, &ValidationError{File: filename, Problems: []Problem{*problem}}
 	}
 
 	cfg := &Config{}
-	d := newDecoder(lookupEnv)
 	if root != nil {
 		d.decode(root, reflect.ValueOf(cfg).Elem(), "")
 	}

@@ -2,8 +2,9 @@
 // dashboard edits. It keeps the configuration document and the encrypted
 // keys in SQLite, validates every change with the same rules as the config
 // file, and hands the effective configuration (with keys) to the gateway,
-// which rebuilds routing for the next request. Keys never leave it in
-// plaintext except inside that effective configuration.
+// which rebuilds routing for the next request. Keys and header values are
+// sealed at rest and never leave it in plaintext except inside that
+// effective configuration; views show them masked.
 package control
 
 import (
@@ -27,8 +28,9 @@ import (
 
 // State document names.
 const (
-	docConfig = "config"
-	docKeys   = "keys"
+	docConfig  = "config"
+	docKeys    = "keys"
+	docHeaders = "headers"
 )
 
 // Key sources, as the dashboard shows them.
@@ -46,6 +48,49 @@ type Applier func(cfg *config.Config) error
 type sealedKey struct {
 	Sealed string `json:"sealed"`
 	Source string `json:"source"`
+	// Bound is the sealed destination (see binding) the key was given
+	// for. A key is only ever sent there: when the provider's base_url or
+	// headers change without the key being given again, the key goes.
+	Bound string `json:"bound,omitempty"`
+}
+
+// binding is what a key is bound to: the provider's base_url and headers,
+// as stored (references unexpanded).
+func binding(p *config.Provider) string {
+	var b strings.Builder
+	b.WriteString(p.BaseURL)
+	for _, name := range slices.Sorted(maps.Keys(p.Headers)) {
+		fmt.Fprintf(&b, "\n%s: %s", strings.ToLower(name), p.Headers[name])
+	}
+	return b.String()
+}
+
+func bindLabel(provider string) string { return provider + "\x00binding" }
+
+func headerLabel(provider, name string) string {
+	return provider + "\x00header\x00" + strings.ToLower(name)
+}
+
+// boundTo reports whether the key k was given for the destination of p. A
+// key stored before keys were bound has no binding, and is taken to be
+// bound to what it was stored with.
+func (c *Control) boundTo(k sealedKey, p *config.Provider) bool {
+	if k.Bound == "" {
+		return true
+	}
+	b, err := c.vault.Open(k.Bound, bindLabel(p.Name))
+	return err == nil && b == binding(p)
+}
+
+// bindKeys binds every stored key that has no binding yet to its
+// provider's destination in doc.
+func (c *Control) bindKeys(doc *config.Config) {
+	for name, k := range c.keys {
+		if p, ok := doc.Provider(name); ok && k.Bound == "" {
+			k.Bound = c.vault.Seal(binding(p), bindLabel(name))
+			c.keys[name] = k
+		}
+	}
 }
 
 // Control owns the editable configuration. It is safe for concurrent use.
@@ -94,11 +139,33 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 			return nil, fmt.Errorf("control: stored keys are damaged: %w", err)
 		}
 	}
+	prev, err := c.loadStored(ctx)
+	if err != nil {
+		if o.Seed == nil {
+			return nil, err
+		}
+		// The seed replaces the stored configuration anyway; only the
+		// bindings of old keys are lost with it.
+		c.log.Warn("the stored configuration cannot be read; the config file replaces it", "err", err)
+	}
 	switch {
 	case o.Seed != nil:
 		doc := o.Seed
+		if prev != nil {
+			// Keys stored before keys were bound belong to the address
+			// they were stored with.
+			c.bindKeys(prev)
+		}
 		for i := range doc.Providers {
 			p := &doc.Providers[i]
+			if k, ok := c.keys[p.Name]; ok && k.Source == SourceDashboard && !c.boundTo(k, p) {
+				// The file now sends this provider somewhere else (or
+				// with other headers); the key pasted in the dashboard
+				// was given for the old destination only.
+				delete(c.keys, p.Name)
+				c.log.Warn("the key pasted in the dashboard was for another base_url or other headers, so it is not sent to the new ones; paste it again to use it there",
+					"provider", p.Name, "base_url", p.BaseURL)
+			}
 			switch {
 			case len(p.APIKeyEnv) > 0:
 				// Keep the reference, not the value: the environment stays
@@ -119,21 +186,12 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 			return nil, fmt.Errorf("control: the configuration cannot be stored: %w", err)
 		}
 		c.doc, c.seededFrom = stored, o.SeedPath
+	case prev != nil:
+		c.doc = prev
 	default:
-		raw, ok, err := c.db.GetState(ctx, docConfig)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			doc, _, err := config.Parse("stored configuration", raw, keepRefs)
-			if err != nil {
-				return nil, fmt.Errorf("control: the stored configuration is invalid: %w", err)
-			}
-			c.doc = doc
-		} else {
-			c.doc = config.Default()
-		}
+		c.doc = config.Default()
 	}
+	c.bindKeys(c.doc)
 	if err := c.persist(ctx, c.doc); err != nil {
 		return nil, err
 	}
@@ -149,9 +207,42 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 	return c, nil
 }
 
-// keepRefs leaves ${VAR} references in place when the stored document is
-// parsed, so keys from the environment are read fresh each time.
-func keepRefs(name string) (string, bool) { return "${" + name + "}", true }
+// loadStored reads the stored configuration with its sealed header values
+// put back; nil when none is stored. References stay unexpanded, so keys
+// from the environment are read fresh each time.
+func (c *Control) loadStored(ctx context.Context) (*config.Config, error) {
+	raw, ok, err := c.db.GetState(ctx, docConfig)
+	if err != nil || !ok {
+		return nil, err
+	}
+	doc, _, err := config.ParseTemplate("stored configuration", raw)
+	if err != nil {
+		return nil, fmt.Errorf("control: the stored configuration is invalid: %w", err)
+	}
+	hraw, ok, err := c.db.GetState(ctx, docHeaders)
+	if err != nil || !ok {
+		return doc, err
+	}
+	var sealed map[string]map[string]string
+	if err := json.Unmarshal(hraw, &sealed); err != nil {
+		return nil, fmt.Errorf("control: stored header values are damaged: %w", err)
+	}
+	for i := range doc.Providers {
+		p := &doc.Providers[i]
+		for name, v := range sealed[p.Name] {
+			if _, ok := p.Headers[name]; !ok {
+				continue
+			}
+			h, err := c.vault.Open(v, headerLabel(p.Name, name))
+			if err != nil {
+				c.log.Error("cannot open a stored header value", "provider", p.Name, "header", name, "err", err)
+				continue
+			}
+			p.Headers[name] = h
+		}
+	}
+	return doc, nil
+}
 
 // OnChange registers f to run after every applied change.
 func (c *Control) OnChange(f func()) {
@@ -197,7 +288,7 @@ func clone(doc *config.Config) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := config.Parse("configuration", b, keepRefs)
+	out, _, err := config.ParseTemplate("configuration", b)
 	return out, err
 }
 
@@ -231,9 +322,42 @@ func (c *Control) effective(doc *config.Config) (*config.Config, error) {
 	return eff, nil
 }
 
+// persist stores doc and the keys. Header values are secret-ish (tokens,
+// account ids), so literal ones are sealed like keys and stored apart from
+// the document, which holds them empty; references are stored as they are.
 func (c *Control) persist(ctx context.Context, doc *config.Config) error {
-	b, err := marshal(doc)
+	open := *doc
+	open.Providers = slices.Clone(doc.Providers)
+	sealed := map[string]map[string]string{}
+	for i := range open.Providers {
+		p := &open.Providers[i]
+		if len(p.Headers) == 0 {
+			continue
+		}
+		hs := maps.Clone(p.Headers)
+		for name, v := range hs {
+			if v == "" || config.HasRef(v) {
+				continue
+			}
+			if sealed[p.Name] == nil {
+				sealed[p.Name] = map[string]string{}
+			}
+			sealed[p.Name][name] = c.vault.Seal(v, headerLabel(p.Name, name))
+			hs[name] = ""
+		}
+		p.Headers = hs
+	}
+	b, err := marshal(&open)
 	if err != nil {
+		return err
+	}
+	hb, err := json.Marshal(sealed)
+	if err != nil {
+		return fmt.Errorf("control: encoding header values: %w", err)
+	}
+	// The sealed values go first, so that a stored document never names
+	// header values that were not stored.
+	if err := c.db.PutState(ctx, docHeaders, hb); err != nil {
 		return err
 	}
 	if err := c.db.PutState(ctx, docConfig, b); err != nil {
@@ -273,6 +397,7 @@ func (c *Control) update(ctx context.Context, scope string, fn func(doc *config.
 		c.keys = oldKeys
 		return err
 	}
+	c.unbind(c.doc, next)
 	checked, err := clone(next)
 	if err != nil {
 		c.keys = oldKeys
@@ -297,6 +422,33 @@ func (c *Control) update(ctx context.Context, scope string, fn func(doc *config.
 		f()
 	}
 	return nil
+}
+
+// unbind forgets the credentials of every provider whose destination
+// (base_url or headers) differs between old and next, unless this change
+// gave them anew: a stored key, and an api_key that refers to the
+// environment, would otherwise follow the provider to wherever the change
+// points it. A key given in the same change has no binding yet and is
+// bound to the new destination.
+func (c *Control) unbind(old, next *config.Config) {
+	for i := range next.Providers {
+		p := &next.Providers[i]
+		was, ok := old.Provider(p.Name)
+		if !ok || binding(was) == binding(p) {
+			continue
+		}
+		k, stored := c.keys[p.Name]
+		if given := stored && k.Bound == ""; given {
+			continue
+		}
+		if stored {
+			delete(c.keys, p.Name)
+		}
+		if config.HasRef(p.APIKey) {
+			p.APIKey, p.APIKeyEnv = "", nil
+		}
+	}
+	c.bindKeys(next)
 }
 
 // validationError turns the config validator's first problem into an Error

@@ -65,6 +65,10 @@ type ProviderView struct {
 	Models      []ModelSpec       `json:"models"`
 	Timeouts    Timeouts          `json:"timeouts"`
 	Limits      LimitsJSON        `json:"limits"`
+	// Notice, only in the answer to an edit, says what the edit removed
+	// besides what it was asked to: a key and header values stay bound
+	// to the base_url and headers they were given with.
+	Notice string `json:"notice,omitempty"`
 }
 
 // ProviderInput is what the dashboard sends to add a provider (POST
@@ -96,7 +100,16 @@ type ProviderView struct {
 //     in the dashboard, and a key never replaces an ${ENV} reference in the
 //     configuration (the dashboard key wins over it).
 //   - key is the view's read-only description of the key. It is accepted
-//     so that a view can be sent back as it is, and ignored.
+//     so that a view can be sent back as it is, and ignored; so is notice.
+//   - headers: a value sent as the view shows it (masked, or the
+//     reference it is) keeps the stored value.
+//   - A change of base_url or headers removes the stored key, and an
+//     api_key that refers to the environment, unless api_key is sent too:
+//     a key is only sent to the destination it was given for. A change of
+//     base_url also removes the header values the body does not send in
+//     full. The answer's notice says what went.
+//   - Every string is taken literally: "${NAME}" is not expanded (only
+//     the config file refers to the environment).
 //
 // An add starts from an empty provider, so keys left out take the defaults,
 // and probe and stream_usage are stored as sent. An input built in Go
@@ -118,6 +131,7 @@ type ProviderInput struct {
 	Limits      *LimitsJSON       `json:"limits"`
 	APIKey      *string           `json:"api_key"`
 	Key         *KeyInfo          `json:"key"`
+	Notice      *string           `json:"notice,omitempty"`
 
 	// sent is nil for an input built in Go.
 	sent *sent
@@ -182,16 +196,17 @@ func (c *Control) Providers() []ProviderView {
 // view shows the stored provider p, whose effective key is key.
 func (c *Control) view(p config.Provider, key string) ProviderView {
 	v := ProviderView{
-		Name: p.Name, Kind: p.Kind, Tier: p.Tier, Default: p.Default, BaseURL: p.BaseURL, Keyless: p.Keyless,
-		Disabled: p.Disabled, Probe: p.Probed(), StreamUsage: p.WantsStreamUsage(), Headers: p.Headers,
+		Name: config.Unescape(p.Name), Kind: config.Unescape(p.Kind), Tier: config.Unescape(p.Tier), Default: p.Default,
+		BaseURL: config.Unescape(p.BaseURL), Keyless: p.Keyless, Disabled: p.Disabled, Probe: p.Probed(), StreamUsage: p.WantsStreamUsage(),
+		Headers:  make(map[string]string, len(p.Headers)),
 		Timeouts: Timeouts{Connect: dur(p.Timeouts.Connect), Header: dur(p.Timeouts.Header), FirstToken: dur(p.Timeouts.FirstToken), Idle: dur(p.Timeouts.Idle)},
 	}
-	if v.Headers == nil {
-		v.Headers = map[string]string{}
+	for name, hv := range p.Headers {
+		v.Headers[name] = shownHeader(hv)
 	}
 	for _, m := range p.Models {
-		lim, credit := limitsJSON(m.Limits), m.CreditExpires
-		v.Models = append(v.Models, ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput,
+		lim, credit := limitsJSON(m.Limits), config.Unescape(m.CreditExpires)
+		v.Models = append(v.Models, ModelSpec{ID: config.Unescape(m.ID), ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput,
 			Limits: &lim, Price: priceJSON(m.Price), CreditExpires: &credit})
 	}
 	v.Limits = limitsJSON(p.Limits)
@@ -234,17 +249,22 @@ func (c *Control) Provider(name string) (ProviderView, error) {
 // applyTo changes p by what in carries, as ProviderInput describes; create
 // says p is a new, empty provider.
 func (in *ProviderInput) applyTo(p *config.Provider, create bool) error {
+	// What the API is sent is taken literally: only the config file may
+	// refer to the environment, so "${" is stored escaped.
 	if in.has("kind") {
-		p.Kind = in.Kind
+		p.Kind = config.Escape(in.Kind)
 	}
 	if in.has("tier") {
-		p.Tier = in.Tier
+		p.Tier = config.Escape(in.Tier)
 	}
 	if in.has("default") {
 		p.Default = in.Default
 	}
+	moved := false
 	if in.has("base_url") {
-		p.BaseURL = strings.TrimSpace(in.BaseURL)
+		if u := strings.TrimSpace(in.BaseURL); u != config.Unescape(p.BaseURL) {
+			p.BaseURL, moved = config.Escape(u), !create
+		}
 	}
 	if in.has("keyless") {
 		p.Keyless = in.Keyless
@@ -259,18 +279,15 @@ func (in *ProviderInput) applyTo(p *config.Provider, create bool) error {
 	if in.has("stream_usage") {
 		p.StreamUsage = boolSetting(p.StreamUsage, p.WantsStreamUsage(), in.StreamUsage, create)
 	}
-	if in.has("headers") {
-		p.Headers = in.Headers
-	}
+	p.Headers = mergeHeaders(p.Headers, in.Headers, in.has("headers"), moved)
 	if in.has("models") {
 		models := make([]config.Model, 0, len(in.Models))
 		for j, spec := range in.Models {
 			id := strings.TrimSpace(spec.ID)
-			var m config.Model
-			if k := slices.IndexFunc(p.Models, func(om config.Model) bool { return om.ID == id }); k >= 0 {
+			m := config.Model{ID: config.Escape(id)}
+			if k := slices.IndexFunc(p.Models, func(om config.Model) bool { return config.Unescape(om.ID) == id }); k >= 0 {
 				m = p.Models[k]
 			}
-			m.ID = id
 			if in.hasModelField(j, "params_b") {
 				m.ParamsB = spec.ParamsB
 			}
@@ -283,7 +300,7 @@ func (in *ProviderInput) applyTo(p *config.Provider, create bool) error {
 			m.Limits = mergeLimits(m.Limits, spec.Limits)
 			m.Price = mergePrice(m.Price, spec.Price)
 			if spec.CreditExpires != nil {
-				m.CreditExpires = strings.TrimSpace(*spec.CreditExpires)
+				m.CreditExpires = config.Escape(strings.TrimSpace(*spec.CreditExpires))
 			}
 			models = append(models, m)
 		}
@@ -312,9 +329,50 @@ func (in *ProviderInput) applyTo(p *config.Provider, create bool) error {
 	return nil
 }
 
+// shownHeader is how a stored header value shows: a reference as it is
+// written, which reveals nothing, and a literal value masked like a key.
+func shownHeader(v string) string {
+	if config.HasRef(v) {
+		return v
+	}
+	return vault.Mask(config.Unescape(v))
+}
+
+// mergeHeaders returns the headers to store for headers stored as old when
+// a client sends in (sent says the input has the key). A value sent as it
+// shows (masked, or the reference it is) keeps the stored value, anything
+// else is taken literally. When the provider moved to another base_url,
+// nothing of the old headers is kept: values bound to the old address go
+// with it unless the client sends them in full.
+func mergeHeaders(old, in map[string]string, sent, moved bool) map[string]string {
+	if !sent {
+		in = nil
+		for name, v := range old {
+			if in == nil {
+				in = map[string]string{}
+			}
+			in[name] = shownHeader(v)
+		}
+	}
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for name, v := range in {
+		if ov, ok := old[name]; ok && v == shownHeader(ov) && v != "" {
+			if !moved {
+				out[name] = ov
+			}
+			continue
+		}
+		out[name] = config.Escape(v)
+	}
+	return out
+}
+
 // AddProvider adds a provider, with its key when one is given.
 func (c *Control) AddProvider(ctx context.Context, in ProviderInput) (ProviderView, error) {
-	p := config.Provider{Name: strings.TrimSpace(in.Name)}
+	p := config.Provider{Name: config.Escape(strings.TrimSpace(in.Name))}
 	if err := in.applyTo(&p, true); err != nil {
 		return ProviderView{}, err
 	}
@@ -351,6 +409,7 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 	if n := strings.TrimSpace(in.Name); in.has("name") && n != "" && n != name {
 		return ProviderView{}, userErr(http.StatusBadRequest, "name", "a provider cannot be renamed; add a new one and delete %q", name)
 	}
+	before, _ := c.Provider(name)
 	err := c.update(ctx, "", func(doc *config.Config) error {
 		i := providerIndex(doc, name)
 		if i < 0 {
@@ -366,7 +425,37 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 	if err != nil {
 		return ProviderView{}, scoped(err, "providers[")
 	}
-	return c.Provider(name)
+	v, err := c.Provider(name)
+	if err == nil {
+		v.Notice = notice(before, v, in.APIKey != nil)
+	}
+	return v, err
+}
+
+// notice says what an edit of a provider from before to after removed on
+// its own account: the key, when it was not sent, and header values.
+func notice(before, after ProviderView, keySent bool) string {
+	var gone []string
+	if before.Key.Set && !after.Key.Set && !keySent {
+		gone = append(gone, "its key")
+	}
+	if before.BaseURL != after.BaseURL {
+		var hs []string
+		for name := range before.Headers {
+			if _, ok := after.Headers[name]; !ok {
+				hs = append(hs, name)
+			}
+		}
+		if len(hs) > 0 {
+			slices.Sort(hs)
+			gone = append(gone, "the values of headers "+strings.Join(hs, ", "))
+		}
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the provider's destination changed, so FreeLane removed %s: a key and header values are only sent to the base_url and headers they were given with; send them again in the same change (api_key, headers) to use them at %s",
+		strings.Join(gone, " and "), after.BaseURL)
 }
 
 // SetDisabled enables or disables a provider.
@@ -473,9 +562,30 @@ func checkStrategy(s *string) error {
 	return nil
 }
 
+// literalChain refuses "${" in chain names and backends. The admin API's
+// input is literal, and these strings are names that other parts of the
+// configuration and the URLs of the API refer to, so rather than store
+// them escaped they are kept free of it.
+func literalChain(name *string, backends *[]string) error {
+	if name != nil && strings.Contains(*name, "${") {
+		return userErr(http.StatusBadRequest, "name", "a chain name cannot contain \"${\"")
+	}
+	if backends != nil {
+		for _, b := range *backends {
+			if strings.Contains(b, "${") {
+				return userErr(http.StatusBadRequest, "backends", "a backend cannot contain \"${\"; name it as provider/model")
+			}
+		}
+	}
+	return nil
+}
+
 // CreateChain adds a chain.
 func (c *Control) CreateChain(ctx context.Context, name string, backends []string, strategy *string) error {
 	if err := checkStrategy(strategy); err != nil {
+		return err
+	}
+	if err := literalChain(&name, &backends); err != nil {
 		return err
 	}
 	name = strings.TrimSpace(name)
@@ -497,6 +607,9 @@ func (c *Control) CreateChain(ctx context.Context, name string, backends []strin
 // autoOrder is its current order, used when only a rename is asked.
 func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, autoOrder []string) error {
 	if err := checkStrategy(in.Strategy); err != nil {
+		return err
+	}
+	if err := literalChain(in.Name, in.Backends); err != nil {
 		return err
 	}
 	return scoped(c.update(ctx, "", func(doc *config.Config) error {

@@ -169,13 +169,13 @@ func (c *Control) SetModelLimits(ctx context.Context, provider, model string, in
 		p := &doc.Providers[i]
 		for j := range p.Models {
 			m := &p.Models[j]
-			if m.ID != model {
+			if config.Unescape(m.ID) != model {
 				continue
 			}
 			m.Limits = mergeLimits(m.Limits, in.Limits)
 			m.Price = mergePrice(m.Price, in.Price)
 			if in.CreditExpires != nil {
-				m.CreditExpires = strings.TrimSpace(*in.CreditExpires)
+				m.CreditExpires = config.Escape(strings.TrimSpace(*in.CreditExpires))
 			}
 			return nil
 		}

@@ -30,6 +30,7 @@ import (
 	"freelane/backend/probe"
 	"freelane/backend/provider/openai"
 	"freelane/backend/quota"
+	"freelane/backend/redact"
 	"freelane/backend/router"
 	"freelane/backend/store"
 	"freelane/backend/vault"
@@ -79,6 +80,9 @@ type Gateway struct {
 	feed    *feed
 	hub     *hub.Hub
 	quota   *quota.Manager
+	// redact knows every configured secret; all provider clients share it,
+	// so an upstream cannot echo another provider's key either.
+	redact *redact.Redactor
 	// dashEvents feeds events to the dashboard's updates; lastUpdate is
 	// only touched by the hub's update callback.
 	dashEvents *events.Subscription
@@ -107,7 +111,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		o.Logger = slog.Default()
 	}
 	o.Clock = clock.OrReal(o.Clock)
-	g = &Gateway{o: o, log: o.Logger, clock: o.Clock}
+	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: redact.New()}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
@@ -179,6 +183,10 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
 	g.quota.Configure(quotaSettings(cfg))
+	// The secrets first too: answers to requests still in flight are
+	// redacted with the new set, which holds the keys they were sent with
+	// unless those were removed.
+	g.redact.Set(secrets(cfg))
 	now := g.clock.Now()
 	clients := map[string]*openai.Client{}
 	var targets []probe.Target
@@ -197,7 +205,7 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
 				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
-				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock,
+				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
 			})
 			clients[p.Name] = c
 			ps.Up = c
@@ -229,6 +237,19 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 		c.CloseIdle()
 	}
 	return nil
+}
+
+// secrets lists every key and header value of the configuration, disabled
+// providers' included: they may have been enabled a moment ago.
+func secrets(cfg *config.Config) []redact.Secret {
+	var out []redact.Secret
+	for _, p := range cfg.Providers {
+		out = append(out, redact.Key(p.APIKey))
+		for _, v := range p.Headers {
+			out = append(out, redact.Header(v))
+		}
+	}
+	return out
 }
 
 func (g *Gateway) probeTargets() []probe.Target {

@@ -15,12 +15,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"freelane/backend/clock"
 	"freelane/backend/llm"
+	"freelane/backend/redact"
 	"freelane/backend/sse"
 )
 
@@ -29,6 +31,10 @@ import (
 const (
 	maxBody  = 64 << 20
 	maxEvent = 8 << 20
+	// maxErrorBody is how much of an error answer is kept; errorSlack is
+	// read beyond it, longer than any key, for redaction before the cut.
+	maxErrorBody = 64 << 10
+	errorSlack   = 4 << 10
 )
 
 // Options configures one upstream provider.
@@ -47,6 +53,13 @@ type Options struct {
 	StreamUsage bool
 
 	Logger *slog.Logger
+	// Redactor removes configured secrets from everything built from the
+	// upstream's answers before it is cut to a message length. The
+	// gateway shares one that knows every provider's current secrets. The
+	// client also redacts its own key and header values, which a request
+	// still in flight after a change may use when the shared one has
+	// forgotten them.
+	Redactor Redactor
 	// Clock runs the first-token and idle timers and reads absolute
 	// rate-limit reset times (default: the wall clock).
 	Clock clock.Clock
@@ -54,11 +67,32 @@ type Options struct {
 	Transport http.RoundTripper
 }
 
+// Redactor removes secrets from upstream text (see package redact).
+type Redactor interface {
+	String(s string) string
+	Bytes(b []byte) []byte
+}
+
 // Client is one provider. It is safe for concurrent use.
 type Client struct {
 	o    Options
 	http *http.Client
 }
+
+// ownSecrets is a Redactor of the client's own key and header values.
+func ownSecrets(o Options) *redact.Redactor {
+	s := []redact.Secret{redact.Key(o.APIKey)}
+	for _, v := range o.Headers {
+		s = append(s, redact.Header(v))
+	}
+	return redact.New(s...)
+}
+
+// both redacts with the shared Redactor, then with the client's own.
+type both struct{ shared, own Redactor }
+
+func (b both) String(s string) string { return b.own.String(b.shared.String(s)) }
+func (b both) Bytes(p []byte) []byte  { return b.own.Bytes(b.shared.Bytes(p)) }
 
 // New returns a Client for the provider. Zero timeouts get FreeLane's
 // defaults: connect 10 s, headers 30 s, first token 20 s, idle 30 s.
@@ -72,6 +106,11 @@ func New(o Options) *Client {
 		o.Logger = slog.Default()
 	}
 	o.Clock = clock.OrReal(o.Clock)
+	if o.Redactor == nil {
+		o.Redactor = ownSecrets(o)
+	} else {
+		o.Redactor = both{shared: o.Redactor, own: ownSecrets(o)}
+	}
 	tr := o.Transport
 	if tr == nil {
 		tr = &http.Transport{
@@ -88,7 +127,15 @@ func New(o Options) *Client {
 	// No Client.Timeout: it would also bound reading a stream, and a long
 	// answer must never be cut by a whole-request timer (seed 000). The
 	// header, first-token and idle limits bound every wait instead.
-	return &Client{o: o, http: &http.Client{Transport: tr}}
+	//
+	// Redirects are never followed: the key, the custom headers and the
+	// prompt go to base_url and nowhere else. net/http would carry the
+	// custom headers to any host, and Authorization to the same host on
+	// another port. A 3xx is returned as it is and becomes a failure that
+	// names where the upstream pointed (see send).
+	return &Client{o: o, http: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -126,24 +173,65 @@ func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string)
 func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, error) {
 	resp, err := c.http.Do(hr)
 	if err != nil {
-		return nil, llm.ClassifyTransport(ctx, err)
+		return nil, c.transport(ctx, err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	// A little more than is kept is read, so that a secret that crosses the
+	// limit is redacted whole before the body is cut to it.
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+errorSlack))
 	if rerr != nil && ctx.Err() != nil {
-		return nil, llm.ClassifyTransport(ctx, rerr)
+		return nil, c.transport(ctx, rerr)
+	}
+	// Some servers echo the key they rejected, and a hostile one can echo
+	// anything it was sent. The body is passed through to clients, logged
+	// and stored, so the secrets go before anything is read from it.
+	body = c.o.Redactor.Bytes(body)
+	if len(body) > maxErrorBody {
+		body = body[:maxErrorBody]
 	}
 	e := llm.ClassifyResponse(resp.StatusCode, resp.Header, body, c.o.Clock.Now())
-	if c.o.APIKey != "" && strings.Contains(e.Message, c.o.APIKey) {
-		// Some servers echo the key they rejected; the message is shown
-		// to clients and logged, so the key must not be in it.
-		e.Message = strings.ReplaceAll(e.Message, c.o.APIKey, "[redacted key]")
+	if resp.StatusCode/100 == 3 {
+		// Transient: the request never reached a model, so another backend
+		// should serve it, and the breaker takes a provider that keeps
+		// redirecting out of the way. It is not the caller's fault, and
+		// not Gone either, since a redirect may be a passing thing.
+		e.Class = llm.Transient
+		e.Body = nil
+		e.Message = c.o.Redactor.String(redirectMessage(resp.StatusCode, resp.Header.Get("Location")))
 	}
 	return nil, e
 }
+
+// redirectMessage says where an upstream redirected to, and why FreeLane
+// did not go there. The location is shown without its query or user
+// information, which are none of the reader's business.
+func redirectMessage(status int, location string) string {
+	where := "elsewhere"
+	if u, err := url.Parse(location); err == nil && location != "" {
+		u.User, u.RawQuery, u.Fragment = nil, "", ""
+		where = llm.Truncate(u.String(), 120)
+	}
+	return fmt.Sprintf("HTTP %d: the upstream redirected to %s; FreeLane does not follow redirects, so the key and the prompt only go to base_url (set base_url to the new address if you trust it)", status, where)
+}
+
+// transport classifies a transport failure. Its text can name addresses
+// the upstream chose, so the message is built from a redacted copy.
+func (c *Client) transport(ctx context.Context, err error) *llm.Error {
+	return llm.ClassifyTransport(ctx, scrubbed{err: err, msg: c.o.Redactor.String(err.Error())})
+}
+
+// scrubbed is an error whose text has been redacted; errors.Is and As still
+// see the error underneath.
+type scrubbed struct {
+	err error
+	msg string
+}
+
+func (s scrubbed) Error() string { return s.msg }
+func (s scrubbed) Unwrap() error { return s.err }
 
 // Complete sends a non-streaming request and returns the whole answer, or a
 // classified error: also for a 200 that carries nothing usable.
@@ -163,12 +251,12 @@ func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (
 	defer idle.stop()
 	body, err := io.ReadAll(io.LimitReader(idle, maxBody+1))
 	if err != nil {
-		return nil, llm.ClassifyTransport(ctx, err)
+		return nil, c.transport(ctx, err)
 	}
 	if len(body) > maxBody {
 		return nil, llm.SoftError(llm.SubMalformed, "answer larger than %d MiB", maxBody>>20)
 	}
-	usage, err := checkAnswer(req.Endpoint, body)
+	usage, err := checkAnswer(req.Endpoint, body, c.o.Redactor)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +284,9 @@ type answer struct {
 
 // checkAnswer decides whether a 200 body is a real answer (design.md "soft"
 // failures) and extracts its usage.
-func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
+// Text taken from the body for a message is redacted before it is cut; a
+// usable answer is never scanned.
+func checkAnswer(ep llm.Endpoint, body []byte, red Redactor) (llm.Usage, error) {
 	var a answer
 	if err := json.Unmarshal(body, &a); err != nil {
 		return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
@@ -206,7 +296,7 @@ func checkAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 		usage = *a.Usage
 	}
 	if present(a.Error) {
-		msg := llm.ErrorMessage(body)
+		msg := red.String(llm.ErrorMessage(body))
 		if llm.QuotaText(msg) {
 			return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in a 200 answer): %s", llm.Truncate(msg, 120))
 		}
@@ -303,7 +393,7 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (ll
 	idle := newIdleReader(c.o.Clock, resp.Body, c.o.IdleTimeout, cancel)
 	return &stream{
 		ctx: ctx, cancel: cancel, resp: resp, idle: idle, firstToken: firstToken,
-		sse: sse.NewReader(idle, maxEvent), log: c.o.Logger, provider: c.o.Name, ep: req.Endpoint,
+		sse: sse.NewReader(idle, maxEvent), log: c.o.Logger, provider: c.o.Name, ep: req.Endpoint, red: c.o.Redactor,
 	}, nil
 }
 
@@ -318,6 +408,7 @@ type stream struct {
 	log        *slog.Logger
 	provider   string
 	ep         llm.Endpoint
+	red        Redactor
 	sawContent bool
 	done       bool
 	closeOnce  sync.Once
@@ -364,7 +455,7 @@ func (s *stream) Next() (llm.Event, error) {
 			if errors.Is(err, sse.ErrEventTooLarge) {
 				return llm.Event{}, llm.SoftError(llm.SubMalformed, "stream event too large")
 			}
-			return llm.Event{}, llm.ClassifyTransport(s.ctx, err)
+			return llm.Event{}, llm.ClassifyTransport(s.ctx, scrubbed{err: err, msg: s.red.String(err.Error())})
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if string(data) == "[DONE]" {
@@ -389,7 +480,7 @@ func (s *stream) Next() (llm.Event, error) {
 			continue
 		}
 		if present(c.Error) || string(ev.Name) == "error" {
-			msg := llm.ErrorMessage(data)
+			msg := s.red.String(llm.ErrorMessage(data))
 			if llm.QuotaText(msg) {
 				return llm.Event{}, &llm.Error{Class: llm.RateLimited, Status: http.StatusOK, Message: "quota exceeded mid-stream: " + llm.Truncate(msg, 120)}
 			}

@@ -529,7 +529,16 @@ export interface ProbeView {
  *     in the dashboard, and a key never replaces an ${ENV} reference in the
  *     configuration (the dashboard key wins over it).
  *   - key is the view's read-only description of the key. It is accepted
- *     so that a view can be sent back as it is, and ignored.
+ *     so that a view can be sent back as it is, and ignored; so is notice.
+ *   - headers: a value sent as the view shows it (masked, or the
+ *     reference it is) keeps the stored value.
+ *   - A change of base_url or headers removes the stored key, and an
+ *     api_key that refers to the environment, unless api_key is sent too:
+ *     a key is only sent to the destination it was given for. A change of
+ *     base_url also removes the header values the body does not send in
+ *     full. The answer's notice says what went.
+ *   - Every string is taken literally: "${NAME}" is not expanded (only
+ *     the config file refers to the environment).
  *
  * An add starts from an empty provider, so keys left out take the defaults,
  * and probe and stream_usage are stored as sent. An input built in Go
@@ -554,6 +563,7 @@ export interface ProviderInput {
   limits: LimitsJSON | null;
   api_key: string | null;
   key: KeyInfo | null;
+  notice?: string;
 }
 
 /** ProviderKind is a provider's wire protocol. */
@@ -591,6 +601,12 @@ export interface ProviderView {
   models: ModelSpec[];
   timeouts: Timeouts;
   limits: LimitsJSON;
+  /**
+   * Notice, only in the answer to an edit, says what the edit removed
+   * besides what it was asked to: a key and header values stay bound
+   * to the base_url and headers they were given with.
+   */
+  notice?: string;
 }
 
 /**

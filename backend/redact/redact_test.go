@@ -1,0 +1,106 @@
+package redact_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"freelane/backend/redact"
+)
+
+const planted = "sk-PLANTED-0123456789abcdef"
+
+func TestStringReplacesEverySecret(t *testing.T) {
+	r := redact.New(redact.Key(planted), redact.Header("hdr-secret-value"), redact.Key("k"))
+	in := "bad key " + planted + ", header hdr-secret-value, k stays k"
+	got := r.String(in)
+	want := "bad key [redacted key], header [redacted], k stays k"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestShortSecretsAreNotPatterns(t *testing.T) {
+	r := redact.New(redact.Key("k"), redact.Key("1234567"))
+	if got := r.String("mock key 1234567"); got != "mock key 1234567" {
+		t.Errorf("a short secret was used as a pattern: %q", got)
+	}
+}
+
+func TestLongerSecretWins(t *testing.T) {
+	r := redact.New(redact.Header("sk-PLANTED"), redact.Key(planted))
+	if got := r.String(planted); got != redact.KeyMarker {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestBytesRedactsJSONEscapes(t *testing.T) {
+	r := redact.New(redact.Key(planted))
+	esc := `{"error":{"message":"bad key \u0073k-PLANTED-0123456789abcdef","n":1.50}}`
+	got := r.Bytes([]byte(esc))
+	var v struct {
+		Error struct {
+			Message string      `json:"message"`
+			N       json.Number `json:"n"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(got, &v); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(v.Error.Message, planted) || v.Error.Message != "bad key [redacted key]" || v.Error.N != "1.50" {
+		t.Errorf("got %s", got)
+	}
+	plain := []byte(`{"error":"nothing here \n"}`)
+	if got := r.Bytes(plain); &got[0] != &plain[0] {
+		t.Errorf("an unchanged body was copied: %s", got)
+	}
+}
+
+func TestNilAndEmpty(t *testing.T) {
+	var r *redact.Redactor
+	if r.String(planted) != planted || string(r.Bytes([]byte(planted))) != planted {
+		t.Error("a nil Redactor changed text")
+	}
+	r = redact.New()
+	r.Set([]redact.Secret{redact.Key(planted)})
+	r.Set(nil)
+	if r.String(planted) != planted {
+		t.Error("Set(nil) kept an old secret")
+	}
+}
+
+// Twenty secrets is more than most configurations hold.
+func benchRedactor() *redact.Redactor {
+	var s []redact.Secret
+	for i := range 20 {
+		s = append(s, redact.Key(strings.Repeat(string(rune('a'+i)), 4)+"-key-0123456789abcdef"))
+	}
+	return redact.New(s...)
+}
+
+func BenchmarkStringNoSecret(b *testing.B) {
+	r := benchRedactor()
+	msg := `HTTP 400: {"error":{"message":"The model ` + strings.Repeat("x", 150) + ` does not exist","type":"invalid_request_error"}}`
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		_ = r.String(msg)
+	}
+}
+
+func BenchmarkStringWithSecret(b *testing.B) {
+	r := benchRedactor()
+	msg := `HTTP 401: {"error":{"message":"Incorrect API key provided: cccc-key-0123456789abcdef","type":"invalid_request_error"}}`
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		_ = r.String(msg)
+	}
+}
+
+func BenchmarkBytesErrorBody(b *testing.B) {
+	r := benchRedactor()
+	body := []byte(`{"error":{"message":"Rate limit reached for model llama in organization org-123 on tokens per minute","type":"tokens","code":"rate_limit_exceeded"}}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		_ = r.Bytes(body)
+	}
+}
