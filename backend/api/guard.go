@@ -50,10 +50,11 @@ func (s *Server) guardV1(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		allowed := s.originAllowed(origin)
+		// The answer depends on the Origin, so caches must key on it.
+		w.Header().Add("Vary", "Origin")
 		if allowed {
 			h := w.Header()
 			h.Set("Access-Control-Allow-Origin", origin)
-			h.Add("Vary", "Origin")
 			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 		}
 		if r.Method == http.MethodOptions {

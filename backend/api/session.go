@@ -80,7 +80,7 @@ func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
 }
 
 // login exchanges a one-time login code for a session cookie and sends the
-// browser on to the same page without the code, so that it stays out of
+// browser on to the dashboard without the code, so that it stays out of
 // the history. A used, expired or foreign code signs nobody in; the page
 // then shows how to get a new link.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +107,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		q.Set("login_failed", "1")
 		s.o.Logger.Warn("a dashboard login link was refused: it was used already, has expired or comes from an earlier run", "remote", r.RemoteAddr)
 	}
-	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	// Always to the dashboard's root: the links point there, and a fixed
+	// path cannot be turned into a redirect to another site.
+	to := url.URL{Path: "/", RawQuery: q.Encode()}
 	http.Redirect(w, r, to.String(), http.StatusSeeOther)
 }
 

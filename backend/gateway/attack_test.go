@@ -394,7 +394,16 @@ func TestLoginLinkWorksOnceAndExpires(t *testing.T) {
 	e := newEnv(t, nil)
 	link := e.g.LoginURL()
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(link)
+	// A link previewer's HEAD does not use the code up.
+	resp, err := noRedirect.Head(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(resp.Cookies()) != 0 {
+		t.Errorf("HEAD of the link signed in: %v", resp.Cookies())
+	}
+	resp, err = noRedirect.Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}
