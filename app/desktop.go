@@ -121,12 +121,20 @@ func runDesktop(g *gateway.Gateway, inst *instance, f *serveFlags, log *slog.Log
 // redirect is the only page Wails' own asset server serves: it sends the
 // webview to the router's dashboard, so the window and a browser use one
 // origin and one websocket (Wails' asset server cannot upgrade websockets).
+// The link carries a fresh one-time login code, so the window is signed in
+// without the user doing anything; only this process's webview loads this
+// page.
 func (d *desktop) redirect(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	u := html.EscapeString(d.url)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	link := d.g.LoginURL()
+	u := html.EscapeString(link)
+	// One navigation only: a meta refresh next to the script could open
+	// the link a second time, and the second use of a code is refused.
 	fmt.Fprintf(w, `<!doctype html><meta charset="utf-8"><title>FreeLane</title>`+
-		`<meta http-equiv="refresh" content="0; url=%s"><script>location.replace(%q)</script>`+
-		`<p style="font-family:sans-serif">Opening the dashboard at <a href="%s">%s</a>…</p>`, u, d.url, u, u)
+		`<script>location.replace(%q)</script>`+
+		`<p style="font-family:sans-serif">Opening the dashboard at <a href="%s">%s</a>…</p>`, link, u, html.EscapeString(d.url))
 }
 
 func (d *desktop) startup(ctx context.Context) {

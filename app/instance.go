@@ -32,8 +32,9 @@ const handshakeTimeout = 3 * time.Second
 // Requests and replies of the handshake, one line each.
 const (
 	reqShow       = "show"
-	replyShown    = "shown"    // the window was brought forward
-	replyHeadless = "headless" // the running instance has no window
+	reqLoginURL   = "dashboard-url" // a fresh one-time dashboard login link
+	replyShown    = "shown"         // the window was brought forward
+	replyHeadless = "headless"      // the running instance has no window
 )
 
 // errAlreadyRunning is returned by acquireInstance when another FreeLane
@@ -63,6 +64,7 @@ type instance struct {
 	mu       sync.Mutex
 	onShow   func() bool // brings the window forward; false when there is none
 	endpoint string
+	loginURL func() string // mints a dashboard login link; nil until serving
 
 	done chan struct{}
 }
@@ -151,6 +153,38 @@ func (in *instance) setShow(show func() bool, endpoint string) {
 	in.onShow, in.endpoint = show, endpoint
 }
 
+// setLoginURL installs what a "dashboard-url" request answers with.
+func (in *instance) setLoginURL(mint func() string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.loginURL = mint
+}
+
+// askLoginURL asks the data directory's running FreeLane for a fresh
+// dashboard login link. Only the running instance can mint one, since the
+// codes live in its memory; the socket is the user's own (0600), so
+// whoever can ask could read the data directory anyway.
+func askLoginURL(dataDir string) (string, error) {
+	c, err := net.DialTimeout("unix", socketPath(dataDir), handshakeTimeout)
+	if err != nil {
+		return "", fmt.Errorf("no FreeLane is running with the data directory %s (start it with freelane serve): %w", dataDir, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	if _, err := io.WriteString(c, reqLoginURL+"\n"); err != nil {
+		return "", fmt.Errorf("asking the running FreeLane: %w", err)
+	}
+	line, err := bufio.NewReader(io.LimitReader(c, 4096)).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("reading the running FreeLane's answer (is it older than this command?): %w", err)
+	}
+	u := strings.TrimSpace(line)
+	if !strings.HasPrefix(u, "http") {
+		return "", fmt.Errorf("the running FreeLane is not serving yet; try again in a moment")
+	}
+	return u, nil
+}
+
 func (in *instance) serve() {
 	defer close(in.done)
 	for {
@@ -168,12 +202,24 @@ func (in *instance) handle(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	line, err := bufio.NewReader(io.LimitReader(c, 256)).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != reqShow {
+	if err != nil {
 		return
 	}
 	in.mu.Lock()
-	show, endpoint := in.onShow, in.endpoint
+	show, endpoint, mint := in.onShow, in.endpoint, in.loginURL
 	in.mu.Unlock()
+	switch strings.TrimSpace(line) {
+	case reqShow:
+	case reqLoginURL:
+		answer := "not-serving"
+		if mint != nil {
+			answer = mint()
+		}
+		fmt.Fprintf(c, "%s\n", answer)
+		return
+	default:
+		return
+	}
 	reply := replyHeadless
 	if show != nil && show() {
 		reply = replyShown

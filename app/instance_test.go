@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,4 +150,33 @@ func TestSingleInstanceDeepDataDir(t *testing.T) {
 		t.Fatalf("another data directory: %v", err)
 	}
 	other.Close()
+}
+
+// TestDashboardURLAsksTheRunningInstance is freelane dashboard-url: the
+// running FreeLane mints the link, and without one the command says to
+// start it.
+func TestDashboardURLAsksTheRunningInstance(t *testing.T) {
+	dir := shortDir(t)
+	if _, err := askLoginURL(dir); err == nil || !strings.Contains(err.Error(), "freelane serve") {
+		t.Fatalf("nothing running: %v", err)
+	}
+	in, err := acquireInstance(dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if _, err := askLoginURL(dir); err == nil || !strings.Contains(err.Error(), "not serving yet") {
+		t.Errorf("before serving: %v", err)
+	}
+	n := 0
+	in.setLoginURL(func() string { n++; return "http://127.0.0.1:7788/?login=code" + strconv.Itoa(n) })
+	for _, want := range []string{"http://127.0.0.1:7788/?login=code1", "http://127.0.0.1:7788/?login=code2"} {
+		if got, err := askLoginURL(dir); err != nil || got != want {
+			t.Errorf("dashboard-url: %q %v, want %q", got, err, want)
+		}
+	}
+	var out, errOut strings.Builder
+	if code := run([]string{"dashboard-url", "--data-dir", dir}, &out, &errOut); code != 0 || out.String() != "http://127.0.0.1:7788/?login=code3\n" {
+		t.Errorf("freelane dashboard-url: exit %d, %q %q", code, out.String(), errOut.String())
+	}
 }

@@ -4,6 +4,7 @@
 //	freelane         [--config FILE] [--data-dir DIR] [--listen ADDR]   desktop app (headless without a display)
 //	freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   headless server
 //	freelane check   --config FILE
+//	freelane dashboard-url [--data-dir DIR]
 //	freelane version
 package main
 
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"freelane/backend/auth"
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
@@ -49,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args, stdout, stderr, false)
 	case "check":
 		return check(args, stdout, stderr)
+	case "dashboard-url":
+		return dashboardURL(args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "freelane", version)
 		return 0
@@ -70,9 +75,12 @@ Usage:
                                                                        (headless when there is no display)
   freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   run the router headless
   freelane check   --config FILE                                       validate a config file
+  freelane dashboard-url [--data-dir DIR]                              print a fresh one-time link that signs a
+                                                                       browser in to the running FreeLane's dashboard
   freelane version                                                     print the version
 
 Point tools at http://127.0.0.1:7788/v1 with model "auto".
+To listen off loopback, set an inbound token (FREELANE_TOKEN or server.token in the config).
 `)
 }
 
@@ -187,6 +195,8 @@ func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
 		// FREELANE_KEYCHAIN=off keeps the key vault's master key in a file
 		// in the data directory, for servers without a Secret Service.
 		Keychain: os.Getenv("FREELANE_KEYCHAIN") != "off",
+		// The inbound token, required to listen off loopback.
+		Token: os.Getenv("FREELANE_TOKEN"),
 	})
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -198,6 +208,8 @@ func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
 		return 1
 	}
 	inst.setShow(nil, "http://"+g.Addr()+"/v1")
+	inst.setLoginURL(g.LoginURL)
+	announce(g, stdout, log)
 
 	if desktop {
 		switch why := desktopUnavailable(); why {
@@ -214,6 +226,35 @@ func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
 	<-ctx.Done()
 	stop()
 	return shutdown(g, log, 0)
+}
+
+// announce prints where the dashboard is, with a one-time link that signs
+// a browser in, and warns loudly when other machines can reach FreeLane.
+func announce(g *gateway.Gateway, stdout io.Writer, log *slog.Logger) {
+	link := g.LoginURL()
+	if host, _, err := net.SplitHostPort(g.Addr()); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			fmt.Fprintf(stdout, "WARNING: FreeLane listens on %s, reachable from other machines. /v1 requires the inbound token; traffic is not encrypted.\n", g.Addr())
+		}
+	}
+	fmt.Fprintf(stdout, "FreeLane dashboard: %s\n(the link signs one browser in, once, within %s; run freelane dashboard-url for a new one)\n", link, auth.LoginTTL)
+	log.Info("dashboard login link (works once, within 10 minutes)", "url", link)
+}
+
+// dashboardURL prints a fresh dashboard login link, minted by the running
+// FreeLane of the data directory.
+func dashboardURL(args []string, stdout, stderr io.Writer) int {
+	f, err := parseServeFlags("dashboard-url", args, stderr)
+	if err != nil {
+		return 2
+	}
+	u, err := askLoginURL(f.dataDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "freelane dashboard-url:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, u)
+	return 0
 }
 
 // shutdown finishes requests in flight, flushes the request log and

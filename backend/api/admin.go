@@ -66,7 +66,11 @@ const maxAdminBody = 1 << 20
 // MountAdmin adds /api, /api/ws and /metrics to the server.
 func (s *Server) MountAdmin(a Admin) {
 	h := &adminHandlers{a: a}
-	route := func(pattern string, f http.HandlerFunc) { s.mux.Handle(pattern, sameOrigin(f)) }
+	// Every admin route checks the Origin first (a foreign page is refused
+	// whatever it holds), then the dashboard session and, on writes, its
+	// anti-CSRF header.
+	route := func(pattern string, f http.HandlerFunc) { s.mux.Handle(pattern, sameOrigin(s.requireSession(f))) }
+	route("GET /api/session", s.sessionInfo)
 	route("GET /api/state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.State()) })
 	route("GET /api/providers", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, a.Control().Providers())
@@ -124,14 +128,14 @@ func (s *Server) MountAdmin(a Admin) {
 		a.SetRoutingPaused(*in.Paused)
 		writeJSON(w, http.StatusOK, routingState{Paused: s.Paused()})
 	})
-	s.mux.Handle("GET /api/ws", sameOrigin(a.WebSocket().ServeHTTP))
+	route("GET /api/ws", a.WebSocket().ServeHTTP)
 	route("/api/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint", r.Method+" "+r.URL.Path+" is not an admin endpoint", "")
 	})
-	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc("GET /metrics", s.metricsAccess(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		a.Metrics(w)
-	})
+	}))
 }
 
 // sameOrigin refuses cross-origin requests to the admin API: only the

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +12,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"freelane/backend/auth"
 	"freelane/backend/clock"
 	"freelane/backend/llm"
 	"freelane/backend/router"
@@ -30,6 +33,11 @@ type Options struct {
 	Version string
 	// Clock dates the health answer (default: the wall clock).
 	Clock clock.Clock
+	// Sessions admits the dashboard to /api; nil makes a set nobody can
+	// sign in to, so the admin plane is never left open by omission.
+	Sessions *auth.Sessions
+	// Token, when set, is required from every /v1 caller.
+	Token auth.Token
 }
 
 // Server serves the API.
@@ -38,6 +46,9 @@ type Server struct {
 	mux     *http.ServeMux
 	maxBody atomic.Int64
 	paused  atomic.Bool
+	// origins are the allowed_origins, lower-cased.
+	origins  atomic.Pointer[map[string]bool]
+	sessions *auth.Sessions
 }
 
 // SetPaused pauses or resumes routing. While paused every /v1 request is
@@ -79,7 +90,12 @@ func New(o Options) *Server {
 		o.MaxBody = 16 << 20
 	}
 	o.Clock = clock.OrReal(o.Clock)
-	s := &Server{o: o, mux: http.NewServeMux()}
+	if o.Sessions == nil {
+		secret := make([]byte, 32)
+		_, _ = rand.Read(secret)
+		o.Sessions = auth.New(secret, o.Clock)
+	}
+	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions}
 	s.maxBody.Store(o.MaxBody)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(llm.Chat)))
 	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(llm.Completions)))
@@ -91,21 +107,38 @@ func New(o Options) *Server {
 		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
 			fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models", r.Method, r.URL.Path), "")
 	})
+	var files http.Handler = http.NotFoundHandler()
 	if o.Assets != nil {
-		files := http.FileServerFS(o.Assets)
-		s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				WriteError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", r.Method+" is not allowed here", "")
-				return
-			}
-			files.ServeHTTP(w, r)
-		})
+		files = http.FileServerFS(o.Assets)
 	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			WriteError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", r.Method+" is not allowed here", "")
+			return
+		}
+		// Only GET signs in: link previewers that send HEAD must not use
+		// up a one-time code.
+		if r.Method == http.MethodGet && r.URL.Query().Has(LoginParam) {
+			s.login(w, r)
+			return
+		}
+		dashboardHeaders(w, r)
+		files.ServeHTTP(w, r)
+	})
 	return s
 }
 
 // Handler returns the root handler. Put a HostGuard in front of it.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler {
+	v1 := s.guardV1(s.mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+			v1.ServeHTTP(w, r)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
 
 type errorBody struct {
 	Error errorDetail `json:"error"`

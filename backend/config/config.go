@@ -59,6 +59,11 @@ const (
 	// did not say when to retry.
 	DefaultRateLimitCooldown = 60 * time.Second
 
+	// MinTokenLength is the shortest inbound token (server.token,
+	// FREELANE_TOKEN) accepted: anything shorter could be guessed by a peer
+	// on the network.
+	MinTokenLength = 16
+
 	// DefaultRetentionDays is how long ledger rows are kept one by one
 	// before they are rolled up into daily totals.
 	DefaultRetentionDays = 30
@@ -71,6 +76,13 @@ type Config struct {
 	// AllowedHosts are extra Host header names accepted besides the loopback
 	// ones; the Host check guards against DNS rebinding.
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the web origins (scheme://host[:port]) whose pages
+	// may call /v1 from a browser, for a web UI run against FreeLane; every
+	// other site's pages are refused.
+	AllowedOrigins []string `yaml:"allowed_origins,omitempty"`
+	// Server holds settings of the listening server that are read from
+	// the file at start and never stored.
+	Server Server `yaml:"server,omitempty"`
 	// MaxBodyMB is the request body limit in MiB, 1..512.
 	MaxBodyMB int `yaml:"max_body_mb"`
 	// Providers are the upstream servers, in file order.
@@ -89,6 +101,15 @@ type Config struct {
 	// to; otherwise "auto" is the chain FreeLane builds from every backend
 	// (or a user chain named auto).
 	DefaultChain string `yaml:"default_chain"`
+}
+
+// Server holds the listening server's credentials.
+type Server struct {
+	// Token is the inbound token every /v1 caller must present (as its API
+	// key) when set; it is required to listen off loopback. Usually
+	// written as ${FREELANE_TOKEN}. FreeLane keeps only its hash and never
+	// stores it.
+	Token string `yaml:"token,omitempty"`
 }
 
 // Provider is one upstream server and the models it serves.

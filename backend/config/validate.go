@@ -106,6 +106,16 @@ func (v *validator) validate(c *Config) {
 			v.errorf(f, "must be a host name without spaces, got %q", h)
 		}
 	}
+	for i, o := range c.AllowedOrigins {
+		f := fmt.Sprintf("allowed_origins[%d]", i)
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			v.errorf(f, "must be a web origin such as \"http://localhost:3000\" (scheme, host and port, no path), got %q", o)
+		}
+	}
+	if t := c.Server.Token; t != "" && len(strings.TrimSpace(t)) < MinTokenLength {
+		v.errorf("server.token", "must be at least %d characters so it cannot be guessed (for example the output of openssl rand -hex 24)", MinTokenLength)
+	}
 	if v.d.set["max_body_mb"] && (c.MaxBodyMB < 1 || c.MaxBodyMB > MaxMaxBodyMB) {
 		v.errorf("max_body_mb", "must be from 1 to %d (MiB), got %d", MaxMaxBodyMB, c.MaxBodyMB)
 	}

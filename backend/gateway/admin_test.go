@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,16 +29,63 @@ func (e *env) do(method, path, body string, header map[string]string) reply {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	client := http.DefaultClient
+	if strings.HasPrefix(path, "/api/") {
+		client = e.signedIn()
+		if method != http.MethodGet && method != http.MethodHead {
+			req.Header.Set("X-FreeLane-CSRF", e.csrf)
+		}
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// signedIn returns a client signed in to the dashboard the way a user
+// is: by opening a one-time login link, then reading the session's
+// anti-CSRF token from GET /api/session.
+func (e *env) signedIn() *http.Client {
+	e.t.Helper()
+	if e.admin != nil {
+		return e.admin
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(e.g.LoginURL())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.Query().Has("login_failed") {
+		e.t.Fatalf("the login link was refused: %s", resp.Request.URL)
+	}
+	resp, err = c.Get(e.base + "/api/session")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s struct{ CSRF string }
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || resp.StatusCode != 200 || s.CSRF == "" {
+		e.t.Fatalf("GET /api/session after the login link: %d %v", resp.StatusCode, err)
+	}
+	e.admin, e.csrf = c, s.CSRF
+	return c
+}
+
+// dialer is a websocket client of the signed-in dashboard.
+func (e *env) dialer() *websocket.Dialer {
+	e.t.Helper()
+	return &websocket.Dialer{Jar: e.signedIn().Jar, HandshakeTimeout: 5 * time.Second}
 }
 
 func (r reply) param() string {
@@ -206,10 +254,10 @@ func TestWebSocketSnapshotThenUpdates(t *testing.T) {
 	e := newEnv(t, nil)
 	url := "ws" + strings.TrimPrefix(e.base, "http") + "/api/ws"
 	// A foreign page cannot open it.
-	if _, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {"http://evil.example"}}); err == nil || resp.StatusCode != 403 {
+	if _, resp, err := e.dialer().Dial(url, http.Header{"Origin": {"http://evil.example"}}); err == nil || resp.StatusCode != 403 {
 		t.Fatalf("foreign origin: %v %v", err, resp)
 	}
-	c, _, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {e.base}})
+	c, _, err := e.dialer().Dial(url, http.Header{"Origin": {e.base}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +328,7 @@ func TestWebSocketUnderLoad(t *testing.T) {
 	}
 	e := newEnv(t, nil)
 	url := "ws" + strings.TrimPrefix(e.base, "http") + "/api/ws"
-	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	c, _, err := e.dialer().Dial(url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"freelane/backend/api"
+	"freelane/backend/auth"
 	"freelane/backend/breaker"
 	"freelane/backend/clock"
 	"freelane/backend/config"
@@ -59,6 +60,10 @@ type Options struct {
 	// NoLedger switches off the usage ledger and with it quotas and
 	// budgets, for measuring what they cost (loadbench).
 	NoLedger bool
+	// Token is the inbound token from the environment (FREELANE_TOKEN); it
+	// wins over server.token in Config. Either is required to listen off
+	// loopback.
+	Token string
 }
 
 // Gateway is a running FreeLane.
@@ -83,6 +88,7 @@ type Gateway struct {
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
+	token  auth.Token
 	// dashEvents feeds events to the dashboard's updates; lastUpdate is
 	// only touched by the hub's update callback.
 	dashEvents *events.Subscription
@@ -133,12 +139,30 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		g.router.SetAdmission(admission{g.quota})
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
-	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock})
 
 	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain})
 	if err != nil {
 		return nil, fmt.Errorf("opening the key vault: %w", err)
 	}
+	sessions, err := auth.Open(ctx, o.DataDir, v, o.Clock, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	token := o.Token
+	if o.Config != nil {
+		token = cmp.Or(token, o.Config.Server.Token)
+		// The token is a credential of this run only: the stored
+		// configuration never holds it.
+		seed := *o.Config
+		seed.Server = config.Server{}
+		o.Config = &seed
+	}
+	if token != "" && len(strings.TrimSpace(token)) < config.MinTokenLength {
+		return nil, fmt.Errorf("the inbound token is too short: use at least %d characters (for example FREELANE_TOKEN=$(openssl rand -hex 24))", config.MinTokenLength)
+	}
+	g.token = auth.NewToken(token)
+	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
+		Sessions: sessions, Token: g.token})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	g.control, err = control.Open(ctx, control.Options{
@@ -230,6 +254,7 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 	})
 	g.prober.Configure(probe.Settings{Interval: cfg.Probes.Interval, OpenInterval: cfg.Probes.OpenInterval, Daily: cfg.Probes.Daily})
 	g.api.SetMaxBody(int64(cfg.MaxBodyMB) << 20)
+	g.api.SetAllowedOrigins(cfg.AllowedOrigins)
 	g.router.Swap(router.Build(spec))
 	old := g.clients
 	g.cfg, g.clients, g.targets = cfg, clients, targets
@@ -306,11 +331,21 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", listen, err)
 	}
+	if !loopbackAddr(ln.Addr()) {
+		if !g.token.Set() {
+			_ = ln.Close()
+			return fmt.Errorf("%w: listening on %s would let anyone on the network spend your keys; "+
+				"set an inbound token first, with the FREELANE_TOKEN environment variable (for example FREELANE_TOKEN=$(openssl rand -hex 24)) "+
+				"or server.token in the config, and give tools that token as their API key; or listen on 127.0.0.1", ErrNoToken, listen)
+		}
+		g.log.Warn("FreeLane is listening OFF LOOPBACK: other machines can reach it; /v1 requires the inbound token and the dashboard a login link, but traffic is plain HTTP (put a TLS proxy in front on untrusted networks)",
+			"listen", ln.Addr().String())
+	}
 	g.ln = ln
 	// The Host guard needs the real port, which differs from the configured
 	// one when that is 0.
 	hosts := api.NewHostGuard(ln.Addr().String(), append(slices.Clone(cfg.AllowedHosts), hostOf(listen)))
-	g.srv.Handler = hosts.Wrap(g.api.Handler())
+	g.srv.Handler = api.Nosniff(hosts.Wrap(g.api.Handler()))
 	logCtx, logStop := context.WithCancel(context.Background())
 	g.logStop = logStop
 	g.logDone = make(chan struct{})
@@ -355,6 +390,31 @@ func (g *Gateway) Start() error {
 		g.log.Warn("provider left out: no API key", "hint", h)
 	}
 	return nil
+}
+
+// ErrNoToken is returned by Start when it would listen off loopback
+// without an inbound token.
+var ErrNoToken = errors.New("no inbound token")
+
+// loopbackAddr reports whether a listener only takes connections from this
+// machine.
+func loopbackAddr(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
+}
+
+// LoginURL mints a one-time link that signs a browser in to the
+// dashboard: it works once, within auth.LoginTTL, and only for this run.
+func (g *Gateway) LoginURL() string {
+	host, port, err := net.SplitHostPort(g.Addr())
+	if err != nil {
+		host = g.Addr()
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/", RawQuery: api.LoginParam + "=" + g.api.NewLoginCode()}
+	return u.String()
 }
 
 func hostOf(addr string) string {

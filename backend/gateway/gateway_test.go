@@ -33,6 +33,12 @@ type env struct {
 	base  string
 	clock *clocktest.Clock
 	dir   string
+	// admin is a browser signed in to the dashboard through a login link,
+	// made on first use; csrf is its session's anti-CSRF token.
+	admin *http.Client
+	csrf  string
+	// token is the inbound token post sends, once a config set one.
+	token string
 }
 
 var fastTimeouts = config.Timeouts{Connect: time.Second, Header: 500 * time.Millisecond, FirstToken: 400 * time.Millisecond, Idle: 300 * time.Millisecond}
@@ -88,6 +94,10 @@ func (e *env) start(cfg *config.Config) {
 	}
 	e.g = g
 	e.base = "http://" + g.Addr()
+	e.admin, e.csrf = nil, ""
+	if cfg != nil && cfg.Server.Token != "" {
+		e.token = cfg.Server.Token
+	}
 	e.t.Cleanup(func() { _ = g.Shutdown(context.Background()) })
 }
 
@@ -112,7 +122,15 @@ func (r reply) errorMessage() string {
 
 func (e *env) post(path, body string) reply {
 	e.t.Helper()
-	resp, err := http.Post(e.base+path, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, e.base+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

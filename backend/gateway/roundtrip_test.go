@@ -31,7 +31,10 @@ func roundTripConfig(upstream string) *config.Config {
 	return &config.Config{
 		Listen:       "127.0.0.1:0",
 		AllowedHosts: []string{"freelane.lan"},
-		MaxBodyMB:    32,
+		// A web UI the user runs against FreeLane.
+		AllowedOrigins: []string{"http://localhost:3000"},
+		Server:         config.Server{Token: "rt-inbound-token-0123456789"},
+		MaxBodyMB:      32,
 		Providers: []config.Provider{
 			{
 				Name: "paid", Kind: config.KindOpenAI, Tier: config.TierOwn, Default: true, BaseURL: upstream,
@@ -89,13 +92,15 @@ func roundTripConfig(upstream string) *config.Config {
 	}
 }
 
-// asStored is the configuration as FreeLane must store it. The keys are the
-// only difference, and a deliberate one: the document never holds a key.
+// asStored is the configuration as FreeLane must store it. The keys and the
+// inbound token are the only differences, and deliberate ones: the
+// document never holds a credential.
 // An environment key stays the ${VAR} reference it came from, so a rotated
 // variable is picked up; a literal key is sealed in the vault and leaves
 // api_key empty. Which key is used is checked on the effective
 // configuration instead.
 func asStored(c *config.Config) *config.Config {
+	c.Server = config.Server{}
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		switch {

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
@@ -81,7 +79,7 @@ func noSecret(t *testing.T, where string, text []byte) {
 // sends within d: the snapshot and the updates after it.
 func wsMessages(t *testing.T, e *env, d time.Duration) []byte {
 	t.Helper()
-	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.base, "http")+"/api/ws", nil)
+	c, _, err := e.dialer().Dial("ws"+strings.TrimPrefix(e.base, "http")+"/api/ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

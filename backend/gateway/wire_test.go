@@ -100,7 +100,7 @@ func (w wire) socket(c *websocket.Conn, done func(msg []byte) bool) {
 func (w wire) dial() *websocket.Conn {
 	w.e.t.Helper()
 	url := "ws" + strings.TrimPrefix(w.e.base, "http") + "/api/ws"
-	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	c, _, err := w.e.dialer().Dial(url, nil)
 	if err != nil {
 		w.e.t.Fatal(err)
 	}

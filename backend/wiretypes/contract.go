@@ -86,6 +86,7 @@ type mirror struct {
 
 var freelane = contract{
 	Endpoints: []endpoint{
+		{Route: "GET /api/session", Doc: "The signed-in session: the anti-CSRF token every write sends in X-FreeLane-CSRF.", Response: typeOf[api.SessionView]()},
 		{Route: "GET /api/state", Response: typeOf[gateway.Snapshot]()},
 		{Route: "GET /api/ws", Doc: "The websocket: its messages, not an answer.", Messages: []reflect.Type{typeOf[snapshotMessage](), typeOf[gateway.Update]()}},
 

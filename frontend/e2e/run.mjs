@@ -77,7 +77,14 @@ chains:
   - {name: main, backends: [alpha/m-alpha, beta/m-beta]}
 probes: {disabled: true}
 `);
-start(join(bin, 'freelane'), ['serve', '--config', cfg, '--data-dir', dir], { FREELANE_KEYCHAIN: 'off', LANG: 'C.UTF-8' });
+const fl = start(join(bin, 'freelane'), ['serve', '--config', cfg, '--data-dir', dir], { FREELANE_KEYCHAIN: 'off', LANG: 'C.UTF-8' });
+// serve prints a one-time dashboard link on stdout, as a user sees it.
+const loginLink = await new Promise((res) => {
+  createInterface({ input: fl.stdout }).on('line', (l) => {
+    const m = l.match(/^FreeLane dashboard: (\S+)/);
+    if (m) res(m[1]);
+  });
+});
 await waitFor(async () => (await fetch(`${base}/healthz`)).ok, 'freelane to start');
 
 async function chat(model) {
@@ -97,6 +104,9 @@ const browser = await chromium.launch({
 const page = await browser.newPage({ viewport: { width: 1024, height: 700 } });
 const pageErrors = [];
 page.on('pageerror', (e) => pageErrors.push(e.message));
+// The Content-Security-Policy must not block anything the dashboard does.
+const cspErrors = [];
+page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text()); });
 
 let passed = 0, failed = 0;
 async function test(name, fn) {
@@ -116,6 +126,28 @@ async function go(hash) {
   await page.goto(`${base}/#/${hash}`);
   await page.waitForLoadState('networkidle').catch(() => {});
 }
+
+await test('without a session the dashboard says how to get in, and the login link signs in', async () => {
+  const res = await page.goto(`${base}/#/overview`);
+  const h = res.headers();
+  assert(h['x-frame-options'] === 'DENY', `X-Frame-Options: ${h['x-frame-options']}`);
+  assert(/frame-ancestors 'none'/.test(h['content-security-policy'] || ''), `CSP: ${h['content-security-policy']}`);
+  assert(h['x-content-type-options'] === 'nosniff', 'nosniff');
+  const out = page.getByTestId('signed-out');
+  await out.waitFor();
+  assert((await out.innerText()).includes('freelane dashboard-url'), `signed-out screen: ${await out.innerText()}`);
+  await page.screenshot({ path: join(shots, 'signed-out.png') });
+  await page.goto(loginLink);
+  assert(!page.url().includes('login='), `the code stayed in the address bar: ${page.url()}`);
+  await page.getByTestId('nav-overview').waitFor();
+  await out.waitFor({ state: 'detached' });
+  // The link is used up: another browser opening it is not signed in.
+  const other = await browser.newContext();
+  const p2 = await other.newPage();
+  await p2.goto(loginLink);
+  await p2.getByTestId('login-failed').waitFor();
+  await other.close();
+});
 
 await test('overview lists every backend with its status and updates live', async () => {
   await go('overview');
@@ -294,7 +326,12 @@ await test('requests screen shows tokens and cost per request', async () => {
 });
 
 await test('paused routing shows a banner and Resume serves again', async () => {
-  const r = await fetch(`${base}/api/routing`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{"paused":true}' });
+  // A write from the signed-in page, with the session's anti-CSRF token.
+  const r = await page.evaluate(async () => {
+    const { csrf } = await (await fetch('/api/session')).json();
+    const res = await fetch('/api/routing', { method: 'PUT', headers: { 'Content-Type': 'application/json', 'X-FreeLane-CSRF': csrf }, body: '{"paused":true}' });
+    return { ok: res.ok, status: res.status };
+  });
   assert(r.ok, `PUT /api/routing: ${r.status}`);
   const notice = page.getByTestId('routing-paused-notice');
   await notice.waitFor();
@@ -308,6 +345,7 @@ await test('paused routing shows a banner and Resume serves again', async () => 
 
 await test('no page errors (LANG=C safe, no Intl failures)', async () => {
   assert(pageErrors.length === 0, `page errors: ${pageErrors.join('; ')}`);
+  assert(cspErrors.length === 0, `blocked by the Content-Security-Policy: ${cspErrors.join('; ')}`);
 });
 
 await browser.close();

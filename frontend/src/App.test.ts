@@ -1,6 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import App from "./App.svelte";
+import { auth } from "./lib/auth.svelte";
 import { live } from "./lib/live.svelte";
 import { nav } from "./lib/nav.svelte";
 import { fakeFetch, snapshot } from "./test/fixtures";
@@ -9,6 +10,8 @@ beforeEach(() => {
   live.snapshot = null;
   live.online = false;
   live.failures = 0;
+  auth.signedOut = false;
+  auth.loginFailed = false;
   nav.go("overview");
 });
 afterEach(() => {
@@ -17,6 +20,25 @@ afterEach(() => {
 });
 
 describe("App", () => {
+  it("shows how to sign in instead of the screens when FreeLane answers 401", async () => {
+    auth.signedOut = true;
+    auth.loginFailed = true;
+    render(App);
+    const card = screen.getByTestId("signed-out");
+    expect(card.textContent).toContain("freelane dashboard-url");
+    expect(screen.getByTestId("login-failed").textContent).toContain("already used or has expired");
+    expect(screen.getByTestId("connection").textContent).toContain("Signed out");
+    expect(screen.queryByTestId("nav-overview")).toBeTruthy();
+  });
+
+  it("checks the session when the live feed drops, and signs out on 401", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ status: 401, body: { error: { message: "run freelane dashboard-url" } } })).fn);
+    live.failures = 1;
+    render(App);
+    await waitFor(() => expect(screen.getByTestId("signed-out")).toBeTruthy());
+    expect(screen.queryByTestId("offline-banner")).toBeNull();
+  });
+
   it("says it is connecting before the first snapshot", () => {
     render(App);
     expect(screen.getByRole("status").textContent).toContain("Connecting to FreeLane");

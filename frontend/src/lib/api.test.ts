@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeFetch } from "../test/fixtures";
-import { api, ApiError, errorFromBody } from "./api";
+import { api, ApiError, csrfToken, errorFromBody, onSignedOut } from "./api";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -43,5 +43,21 @@ describe("api", () => {
     vi.stubGlobal("fetch", f.fn);
     await api.requests({ limit: 100, chain: "coding", backend: "", class: "ok" });
     expect(f.calls[0].url).toBe("/api/requests?limit=100&chain=coding&class=ok");
+  });
+
+  it("reads the anti-CSRF token from the cookie named after the port", () => {
+    expect(csrfToken("a=1; freelane_csrf_7788=tok%2Den; freelane_csrf_9999=other", "7788")).toBe("tok-en");
+    expect(csrfToken("freelane_csrf=plain", "")).toBe("plain");
+    expect(csrfToken("freelane_csrf_9999=other", "7788")).toBe("");
+  });
+
+  it("tells the page it is signed out on 401", async () => {
+    const f = fakeFetch(() => ({ status: 401, body: { error: { message: "run freelane dashboard-url", param: null } } }));
+    vi.stubGlobal("fetch", f.fn);
+    const seen: string[] = [];
+    const off = onSignedOut((m) => seen.push(m));
+    await expect(api.state()).rejects.toThrow("run freelane dashboard-url");
+    off();
+    expect(seen).toEqual(["run freelane dashboard-url"]);
   });
 });

@@ -58,19 +58,55 @@ export function messageOf(e: unknown): string {
   return String(e);
 }
 
+/** The header every write carries: the session's anti-CSRF token. */
+export const CSRF_HEADER = "X-FreeLane-CSRF";
+
+/**
+ * The session's anti-CSRF token, from the cookie FreeLane set when the login
+ * link was opened. The cookie is named after the port, as the server names
+ * it after the port of the Host header, which is this page's.
+ */
+export function csrfToken(cookies: string = typeof document === "undefined" ? "" : document.cookie, port: string = typeof location === "undefined" ? "" : location.port): string {
+  const name = port ? `freelane_csrf_${port}` : "freelane_csrf";
+  for (const c of cookies.split(";")) {
+    const [k, ...v] = c.trim().split("=");
+    if (k === name) return decodeURIComponent(v.join("="));
+  }
+  return "";
+}
+
+type SignedOutListener = (message: string) => void;
+const signedOutListeners = new Set<SignedOutListener>();
+
+/** Calls fn whenever FreeLane answers 401: this page has no session (any more). */
+export function onSignedOut(fn: SignedOutListener): () => void {
+  signedOutListeners.add(fn);
+  return () => signedOutListeners.delete(fn);
+}
+
 export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET" && method !== "HEAD") {
+    const token = csrfToken();
+    if (token) headers[CSRF_HEADER] = token;
+  }
   try {
     res = await fetch(path, {
       method,
-      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (e) {
     throw new ApiError(`Cannot reach FreeLane (${messageOf(e)}). Is it still running?`, 0);
   }
   const text = await res.text();
-  if (!res.ok) throw errorFromBody(res.status, text);
+  if (!res.ok) {
+    const err = errorFromBody(res.status, text);
+    if (res.status === 401) for (const fn of signedOutListeners) fn(err.message);
+    throw err;
+  }
   if (res.status === 204 || text === "") return undefined as T;
   try {
     return JSON.parse(text) as T;
@@ -82,6 +118,8 @@ export async function request<T>(method: string, path: string, body?: unknown): 
 const seg = encodeURIComponent;
 
 export const api = {
+  /** Answers 401 when this page has no session; see onSignedOut. */
+  session: () => request<Answer<"GET /api/session">>("GET", "/api/session"),
   state: () => request<Answer<"GET /api/state">>("GET", "/api/state"),
 
   providers: () => request<Answer<"GET /api/providers">>("GET", "/api/providers"),

@@ -179,6 +179,11 @@ export interface DefaultChainInput {
  * on 4xx and 5xx.
  */
 export interface Endpoints {
+  /** The signed-in session: the anti-CSRF token every write sends in X-FreeLane-CSRF. */
+  "GET /api/session": {
+    request: void;
+    response: SessionView;
+  };
   "GET /api/state": {
     request: void;
     response: Snapshot;
@@ -634,6 +639,19 @@ export interface RoutingInput {
 /** RoutingState is the answer of /api/routing. */
 export interface RoutingState {
   paused: boolean;
+}
+
+/**
+ * SessionView is the answer of GET /api/session.
+ *
+ * Go: api.SessionView.
+ */
+export interface SessionView {
+  /**
+   * CSRF is the token to send in the X-FreeLane-CSRF header of every
+   * write (every method but GET and HEAD).
+   */
+  csrf: string;
 }
 
 /**
