@@ -3,6 +3,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,7 +151,7 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 		if err != nil {
 			var bad *llm.BadRequestError
 			if errors.As(err, &bad) {
-				WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", bad.Message, bad.Param)
+				WriteError(w, http.StatusBadRequest, "invalid_request_error", cmp.Or(bad.Code, "invalid_request"), bad.Message, bad.Param)
 				return
 			}
 			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), "")
@@ -253,6 +254,11 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("model")
+	if len(id) > llm.MaxModelName {
+		WriteError(w, http.StatusBadRequest, "invalid_request_error", "model_too_long",
+			fmt.Sprintf("model name is too long (%d bytes); FreeLane accepts model names up to %d bytes", len(id), llm.MaxModelName), "model")
+		return
+	}
 	for _, m := range s.modelList() {
 		if m.ID == id {
 			writeJSON(w, http.StatusOK, m)

@@ -1,0 +1,65 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Attacks on FreeLane's resource limits, each through the real HTTP server.
+
+// TestAttackHugeModelName: a 15 MiB model name is refused with 400 without
+// being echoed, and neither the request log nor the dashboard's state grows
+// with it. A long unknown name within the limit is not echoed whole either.
+func TestAttackHugeModelName(t *testing.T) {
+	e := newEnv(t, nil)
+	huge := strings.Repeat("m", 15<<20)
+	r := e.post("/v1/chat/completions", chat(huge, false))
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"model_too_long"`) {
+		t.Fatalf("a 15 MiB model name got %d %.300s, want 400 model_too_long", r.status, r.body)
+	}
+	// The refusal states the bound and stays small: the name is not echoed.
+	if len(r.body) > 1<<10 || !strings.Contains(r.errorMessage(), "256 bytes") {
+		t.Fatalf("the refusal is %d bytes: %.300s", len(r.body), r.body)
+	}
+	if r := e.post("/v1/chat/completions", chat(huge, true)); r.status != http.StatusBadRequest || len(r.body) > 1<<10 {
+		t.Fatalf("a streamed request with a 15 MiB model name got %d, %d bytes", r.status, len(r.body))
+	}
+	if r := e.do("GET", "/v1/models/"+strings.Repeat("m", 64<<10), "", nil); r.status != http.StatusBadRequest || len(r.body) > 1<<10 {
+		t.Fatalf("GET /v1/models/<64 KiB> got %d, %d bytes", r.status, len(r.body))
+	}
+	// A name at the limit is routed and refused as unknown; the request is
+	// logged, and the log and state stay small.
+	long := strings.Repeat("n", 256)
+	if r := e.post("/v1/chat/completions", chat(long, false)); r.status != http.StatusNotFound || len(r.body) > 4<<10 {
+		t.Fatalf("an unknown 256-byte model got %d, %d bytes", r.status, len(r.body))
+	}
+	if r := e.post("/v1/chat/completions", chat(strings.Repeat("n", 257), false)); r.status != http.StatusBadRequest {
+		t.Fatalf("a 257-byte model name got %d, want 400", r.status)
+	}
+	if r := e.post("/v1/chat/completions", chat("main", false)); r.status != http.StatusOK {
+		t.Fatalf("a normal request got %d %s", r.status, r.body)
+	}
+	var reqs []json.RawMessage
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r := e.do("GET", "/api/requests?limit=100", "", nil)
+		if err := json.Unmarshal(r.body, &reqs); err != nil {
+			t.Fatalf("/api/requests: %v %.300s", err, r.body)
+		}
+		if len(r.body) > 64<<10 {
+			t.Fatalf("/api/requests is %d bytes, want at most 64 KiB", len(r.body))
+		}
+		if len(reqs) >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(reqs) != 2 {
+		t.Fatalf("the request log holds %d requests, want 2 (the unknown model and the normal one)", len(reqs))
+	}
+	if st := e.do("GET", "/api/state", "", nil); st.status != http.StatusOK || len(st.body) > 256<<10 {
+		t.Fatalf("/api/state is %d bytes (status %d), want at most 256 KiB", len(st.body), st.status)
+	}
+}
