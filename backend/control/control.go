@@ -61,6 +61,11 @@ type Control struct {
 	keys       map[string]sealedKey
 	seededFrom string
 	changed    []func()
+	// maxBodyMB is the largest max_body_mb the admin API may set: what the
+	// config file (or, without one, the stored configuration) allows at
+	// start. Raising the body limit is a decision for whoever owns the
+	// file, not for a caller of the API.
+	maxBodyMB int
 }
 
 // Options for Open.
@@ -133,6 +138,10 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 		} else {
 			c.doc = config.Default()
 		}
+	}
+	c.maxBodyMB = c.doc.MaxBodyMB
+	if o.Seed == nil {
+		c.maxBodyMB = max(c.maxBodyMB, config.DefaultMaxBodyMB)
 	}
 	if err := c.persist(ctx, c.doc); err != nil {
 		return nil, err

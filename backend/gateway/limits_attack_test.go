@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"freelane/backend/config"
 )
 
 // Attacks on FreeLane's resource limits, each through the real HTTP server.
@@ -61,5 +63,37 @@ func TestAttackHugeModelName(t *testing.T) {
 	}
 	if st := e.do("GET", "/api/state", "", nil); st.status != http.StatusOK || len(st.body) > 256<<10 {
 		t.Fatalf("/api/state is %d bytes (status %d), want at most 256 KiB", len(st.body), st.status)
+	}
+}
+
+// TestAttackRaiseMaxBodyThroughAPI: the admin API may lower max_body_mb
+// but never raise it past what the config file allows.
+func TestAttackRaiseMaxBodyThroughAPI(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.MaxBodyMB = 2 })
+	settings := func(mb int) reply {
+		var s map[string]any
+		if err := json.Unmarshal(e.do("GET", "/api/settings", "", nil).body, &s); err != nil {
+			t.Fatal(err)
+		}
+		s["max_body_mb"] = mb
+		b, _ := json.Marshal(s)
+		return e.do("PUT", "/api/settings", string(b), nil)
+	}
+	for _, mb := range []int{3, 512} {
+		if r := settings(mb); r.status != http.StatusForbidden || r.param() != "max_body_mb" || !strings.Contains(r.errorMessage(), "config file") {
+			t.Fatalf("raising max_body_mb to %d through the API got %d %s, want 403", mb, r.status, r.body)
+		}
+	}
+	// The limit still holds: a 3 MiB body is refused.
+	big := chat("main", false)
+	big = big[:len(big)-1] + `,"pad":"` + strings.Repeat("x", 3<<20) + `"}`
+	if r := e.post("/v1/chat/completions", big); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "request_too_large") {
+		t.Fatalf("a 3 MiB body got %d %.200s, want 400 request_too_large", r.status, r.body)
+	}
+	// Lowering, and raising back up to the file's value, are allowed.
+	for _, mb := range []int{1, 2} {
+		if r := settings(mb); r.status != http.StatusOK {
+			t.Fatalf("setting max_body_mb to %d got %d %s", mb, r.status, r.body)
+		}
 	}
 }
