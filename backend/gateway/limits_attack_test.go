@@ -3,9 +3,14 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"freelane/backend/config"
 )
@@ -95,5 +100,68 @@ func TestAttackRaiseMaxBodyThroughAPI(t *testing.T) {
 		if r := settings(mb); r.status != http.StatusOK {
 			t.Fatalf("setting max_body_mb to %d got %d %s", mb, r.status, r.body)
 		}
+	}
+}
+
+// heapInUse is the live heap after a collection, in bytes.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// rss is the process's resident set in bytes, 0 where /proc is missing.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestAttackIdleWebsockets: 100 idle websockets get at most 32
+// connections (the rest 503), and the connected ones share snapshots, so
+// the heap grows by less than 16 MiB.
+func TestAttackIdleWebsockets(t *testing.T) {
+	const bound = 16 << 20
+	e := newEnv(t, nil)
+	for range 20 {
+		e.post("/v1/chat/completions", chat("main", false))
+	}
+	before, rssBefore := heapInUse(), rss()
+	url := "ws" + strings.TrimPrefix(e.base, "http") + "/api/ws"
+	var conns []*websocket.Conn
+	refused := 0
+	for i := range 100 {
+		c, resp, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("websocket %d: %v (%v), want a connection or 503 with Retry-After", i, err, resp)
+			}
+			refused++
+			continue
+		}
+		conns = append(conns, c)
+		t.Cleanup(func() { _ = c.Close() })
+		// Each connected client gets its snapshot; none reads after that.
+		if _, _, err := c.ReadMessage(); err != nil {
+			t.Fatalf("websocket %d: no snapshot: %v", i, err)
+		}
+	}
+	time.Sleep(time.Second) // a few ticks with every client connected
+	after, rssAfter := heapInUse(), rss()
+	t.Logf("100 idle websockets: heap %d -> %d KiB, RSS %d -> %d KiB", before>>10, after>>10, rssBefore>>10, rssAfter>>10)
+	if len(conns) != 32 || refused != 68 {
+		t.Fatalf("100 websockets: %d connected, %d refused; want 32 and 68", len(conns), refused)
+	}
+	if after > before+bound {
+		t.Fatalf("the heap grew by %d KiB with 32 idle websockets, want under %d KiB", (after-before)>>10, bound>>10)
 	}
 }
