@@ -1,7 +1,11 @@
 package gateway_test
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -13,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"freelane/backend/config"
+	"freelane/backend/internal/fakeupstream"
 )
 
 // Attacks on FreeLane's resource limits, each through the real HTTP server.
@@ -163,5 +168,145 @@ func TestAttackIdleWebsockets(t *testing.T) {
 	}
 	if after > before+bound {
 		t.Fatalf("the heap grew by %d KiB with 32 idle websockets, want under %d KiB", (after-before)>>10, bound>>10)
+	}
+}
+
+// stalledBody opens a connection that announces a body of size bytes,
+// sends first bytes of it at once and then trickles 1 KiB every 100 ms
+// until the server cuts it off or stop is closed. The returned channel
+// yields the status the server answered with (0 when it only closed the
+// connection) and when.
+func stalledBody(t *testing.T, addr string, size, first int, stop <-chan struct{}) <-chan int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, size)
+	_, _ = c.Write(bytes.Repeat([]byte(" "), first))
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		chunk := bytes.Repeat([]byte(" "), 1<<10)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	status := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	return status
+}
+
+// TestAttackStalledBodies: 60 connections that announce 16 MiB bodies and
+// send them slowly hold at most what they sent (well under 48 MiB of heap
+// for all of them), and are cut with 408 at the body read deadline.
+func TestAttackStalledBodies(t *testing.T) {
+	const bound = 48 << 20
+	e := newEnv(t, func(c *config.Config) { c.Requests.BodyReadTimeout = time.Second })
+	addr := strings.TrimPrefix(e.base, "http://")
+	stop := make(chan struct{})
+	defer close(stop)
+	before, rssBefore := heapInUse(), rss()
+	start := time.Now()
+	var answers []<-chan int
+	for range 60 {
+		answers = append(answers, stalledBody(t, addr, 16<<20, 64<<10, stop))
+	}
+	time.Sleep(500 * time.Millisecond)
+	during, rssDuring := heapInUse(), rss()
+	t.Logf("60 stalled 16 MiB bodies: heap %d -> %d KiB, RSS %d -> %d KiB", before>>10, during>>10, rssBefore>>10, rssDuring>>10)
+	if during > before+bound {
+		t.Errorf("60 stalled bodies grew the heap by %d KiB, want under %d KiB", (during-before)>>10, bound>>10)
+	}
+	for i, a := range answers {
+		select {
+		case st := <-a:
+			if st != http.StatusRequestTimeout && st != 0 {
+				t.Fatalf("stalled body %d got %d, want 408 or a closed connection", i, st)
+			}
+		case <-time.After(5*time.Second - time.Since(start)):
+			t.Fatalf("stalled body %d still open %s after it started; the read deadline is 1s", i, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	// The server still serves.
+	if r := e.post("/v1/chat/completions", chat("main", false)); r.status != http.StatusOK {
+		t.Fatalf("after the stalled bodies: %d %s", r.status, r.body)
+	}
+}
+
+// TestAttackBodyBytesInFlight: a request that does not fit in what a slow
+// upload leaves of max_inflight_body_mb gets 503 with Retry-After, a small
+// one beside it is served, and the large one is served again once the
+// upload is cut.
+func TestAttackBodyBytesInFlight(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) {
+		c.MaxBodyMB = 4
+		c.Requests.BodyReadTimeout = time.Second
+		c.Requests.MaxInflightBodyMB = 2
+	})
+	addr := strings.TrimPrefix(e.base, "http://")
+	stop := make(chan struct{})
+	defer close(stop)
+	// 700 KiB sent of 3 MiB: the upload's buffer has grown to 1 MiB, half
+	// the budget.
+	cut := stalledBody(t, addr, 3<<20, 700<<10, stop)
+	time.Sleep(200 * time.Millisecond)
+	body := chat("main", false)
+	body = body[:len(body)-1] + `,"pad":"` + strings.Repeat("x", 1536<<10) + `"}`
+	r := e.post("/v1/chat/completions", body)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || !strings.Contains(r.errorMessage(), "max_inflight_body_mb") {
+		t.Fatalf("a request past the in-flight budget got %d %s (Retry-After %q), want 503 with Retry-After", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	// Small bodies still fit: the budget counts bytes, not requests.
+	if r := e.post("/v1/chat/completions", chat("main", false)); r.status != http.StatusOK {
+		t.Fatalf("a small request beside the upload got %d %s", r.status, r.body)
+	}
+	select {
+	case st := <-cut:
+		if st != http.StatusRequestTimeout && st != 0 {
+			t.Fatalf("the slow upload got %d, want 408", st)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow upload was not cut at the read deadline")
+	}
+	if r := e.post("/v1/chat/completions", body); r.status != http.StatusOK {
+		t.Fatalf("after the upload was cut: %d %s", r.status, r.body)
+	}
+}
+
+// TestBodyReadDeadlineSparesLongStreams: the read deadline bounds the body
+// only; a streamed answer that lasts past it arrives whole, and so does a
+// second request on the same connection.
+func TestBodyReadDeadlineSparesLongStreams(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.Requests.BodyReadTimeout = time.Second })
+	chunks := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	e.up.Set("ma", fakeupstream.Behavior{Chunks: chunks, ChunkDelay: 250 * time.Millisecond})
+	start := time.Now()
+	r := e.post("/v1/chat/completions", chat("a/ma", true))
+	res := parseSSE(t, r.body)
+	if r.status != http.StatusOK || !res.done || res.text != strings.Join(chunks, "") {
+		t.Fatalf("a %s stream got %d, done %v, text %q", time.Since(start).Round(time.Millisecond), r.status, res.done, res.text)
+	}
+	if time.Since(start) < 1500*time.Millisecond {
+		t.Fatalf("the stream took %s, not past the read deadline", time.Since(start))
+	}
+	if r := e.post("/v1/chat/completions", chat("main", false)); r.status != http.StatusOK {
+		t.Fatalf("the next request got %d %s", r.status, r.body)
 	}
 }

@@ -32,6 +32,7 @@ func roundTripConfig(upstream string) *config.Config {
 		Listen:       "127.0.0.1:0",
 		AllowedHosts: []string{"freelane.lan"},
 		MaxBodyMB:    32,
+		Requests:     config.Requests{BodyReadTimeout: 90 * time.Second, MaxInflightBodyMB: 512},
 		Providers: []config.Provider{
 			{
 				Name: "paid", Kind: config.KindOpenAI, Tier: config.TierOwn, Default: true, BaseURL: upstream,
