@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
@@ -309,4 +311,101 @@ func TestBodyReadDeadlineSparesLongStreams(t *testing.T) {
 	if r := e.post("/v1/chat/completions", chat("main", false)); r.status != http.StatusOK {
 		t.Fatalf("the next request got %d %s", r.status, r.body)
 	}
+}
+
+// allocated is how many bytes the process has allocated so far.
+func allocated() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// TestAttackHostileUpstream: an upstream that answers with a huge body or
+// a huge stream event costs FreeLane memory in proportion to its limits
+// (32 MiB for an answer, 4 MiB for an event), not to what it sends, and an
+// answer within the limit is held once, not several times over.
+func TestAttackHostileUpstream(t *testing.T) {
+	answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("x", 24<<20) + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	huge := bytes.Repeat([]byte(" "), 48<<20)
+	event := []byte("data: " + `{"choices":[{"delta":{"content":"` + strings.Repeat("y", 30<<20) + `"}}]}` + "\n\n")
+	big := []byte("data: " + `{"choices":[{"delta":{"content":"` + strings.Repeat("z", 3<<20) + `"}}]}` + "\n\ndata: [DONE]\n\n")
+	// The hostile upstream answers by model: every answer is prepared, so
+	// what a request allocates is FreeLane's.
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string `json:"model"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		switch req.Model {
+		case "event", "big-event":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(map[string][]byte{"event": event, "big-event": big}[req.Model])
+		case "chunked":
+			// No Content-Length: the answer's size is only known at its end.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer[:1])
+			w.(http.Flusher).Flush()
+			_, _ = w.Write(answer[1:])
+		case "huge":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(huge)))
+			_, _ = w.Write(huge)
+		case "huge-chunked":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(huge[:1])
+			w.(http.Flusher).Flush()
+			_, _ = w.Write(huge[1:])
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+			_, _ = w.Write(answer)
+		}
+	}))
+	t.Cleanup(hostile.Close)
+	e := newEnv(t, func(c *config.Config) {
+		p := &c.Providers[0]
+		p.BaseURL = hostile.URL
+		p.Timeouts = config.Timeouts{Connect: 5 * time.Second, Header: 5 * time.Second, FirstToken: 5 * time.Second, Idle: 5 * time.Second}
+		for _, m := range []string{"answer", "chunked", "huge", "huge-chunked", "event", "big-event"} {
+			p.Models = append(p.Models, config.Model{ID: m, ParamsB: 1, Context: 8192})
+		}
+	})
+	cost := func(model string, stream bool, status int, bound uint64) {
+		t.Helper()
+		runtime.GC()
+		before, rssBefore := allocated(), rss()
+		resp, err := http.Post(e.base+"/v1/chat/completions", "application/json", strings.NewReader(chat("a/"+model, stream)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read in small pieces and discard, so the client's copy does not
+		// count.
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		spent := allocated() - before
+		t.Logf("%s (stream %v): status %d, %d KiB to the client, %d KiB allocated, RSS %d -> %d KiB",
+			model, stream, resp.StatusCode, n>>10, spent>>10, rssBefore>>10, rss()>>10)
+		if resp.StatusCode != status {
+			t.Errorf("%s: status %d, want %d", model, resp.StatusCode, status)
+		}
+		if spent > bound {
+			t.Errorf("%s: one request allocated %d KiB, want under %d KiB", model, spent>>10, bound>>10)
+		}
+	}
+	// A first stream loads the tokenizer, once per process: not a cost of
+	// the requests measured.
+	if r := e.post("/v1/chat/completions", chat("a/big-event", true)); r.status != http.StatusOK {
+		t.Fatalf("warm-up: %d", r.status)
+	}
+	// The bounds: an answer is held once in a buffer of its announced
+	// size, or grows to it (allocating about twice its size on the way)
+	// when it announces none; a stream holds its current event, allocating
+	// at most about twice the 4 MiB limit while a line grows.
+	cost("answer", false, http.StatusOK, 48<<20)               // 24 MiB with Content-Length
+	cost("chunked", false, http.StatusOK, 64<<20)              // 24 MiB without
+	cost("huge", false, http.StatusBadGateway, 4<<20)          // 48 MiB announced: refused unread
+	cost("huge-chunked", false, http.StatusBadGateway, 80<<20) // 48 MiB unannounced: read to the 32 MiB limit
+	cost("event", true, http.StatusBadGateway, 16<<20)         // a 30 MiB event: cut at 4 MiB
+	cost("big-event", true, http.StatusOK, 16<<20)             // a 3 MiB event, passed on
 }
