@@ -399,13 +399,13 @@ func TestAttackHostileUpstream(t *testing.T) {
 		t.Fatalf("warm-up: %d", r.status)
 	}
 	// The bounds: an answer is held once in a buffer of its announced
-	// size, or grows to it (allocating about twice its size on the way)
-	// when it announces none; a stream holds its current event, allocating
-	// at most about twice the 4 MiB limit while a line grows.
+	// size, or read in blocks joined once (twice its size) when it
+	// announces none; a stream holds its current event, allocating at most
+	// about twice the 4 MiB limit while a line grows.
 	cost("answer", false, http.StatusOK, 48<<20)               // 24 MiB with Content-Length
-	cost("chunked", false, http.StatusOK, 64<<20)              // 24 MiB without
+	cost("chunked", false, http.StatusOK, 56<<20)              // 24 MiB without
 	cost("huge", false, http.StatusBadGateway, 4<<20)          // 48 MiB announced: refused unread
-	cost("huge-chunked", false, http.StatusBadGateway, 80<<20) // 48 MiB unannounced: read to the 32 MiB limit
+	cost("huge-chunked", false, http.StatusBadGateway, 40<<20) // 48 MiB unannounced: read to the 32 MiB limit
 	cost("event", true, http.StatusBadGateway, 16<<20)         // a 30 MiB event: cut at 4 MiB
 	cost("big-event", true, http.StatusOK, 16<<20)             // a 3 MiB event, passed on
 }

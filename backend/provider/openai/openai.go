@@ -191,17 +191,49 @@ func readAnswer(r io.Reader, length int64) ([]byte, error) {
 		return nil, errAnswerTooLarge
 	}
 	if length < 0 {
-		body, err := io.ReadAll(io.LimitReader(r, maxBody+1))
-		if err == nil && len(body) > maxBody {
-			return nil, errAnswerTooLarge
-		}
-		return body, err
+		return readUnannounced(r)
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, err
 	}
 	return body, nil
+}
+
+// readUnannounced reads an answer of unknown length in blocks of up to
+// 1 MiB and joins them once at the end: what it allocates is twice the
+// answer at most, and an answer over maxBody costs maxBody and one block.
+// (io.ReadAll's growth allocates a varying multiple of the answer.)
+func readUnannounced(r io.Reader) ([]byte, error) {
+	var blocks [][]byte
+	cur := make([]byte, 0, 64<<10)
+	total := 0
+	for {
+		if len(cur) == cap(cur) {
+			blocks = append(blocks, cur)
+			cur = make([]byte, 0, min(2*cap(cur), 1<<20))
+		}
+		n, err := r.Read(cur[len(cur):cap(cur)])
+		cur = cur[:len(cur)+n]
+		total += n
+		if total > maxBody {
+			return nil, errAnswerTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(blocks) == 0 {
+		return cur, nil
+	}
+	body := make([]byte, 0, total)
+	for _, b := range blocks {
+		body = append(body, b...)
+	}
+	return append(body, cur...), nil
 }
 
 // seen records that a JSON value is there, and whether it is an empty
