@@ -27,6 +27,10 @@ const (
 // that announces a large body and sends nothing costs no more than this.
 const firstBodyChunk = 256 << 10
 
+// unknownBodyChunk is the first buffer of a body sent without a
+// Content-Length (chunked), which may be small.
+const unknownBodyChunk = 32 << 10
+
 // errBodyBudget is returned while reading a body when the bodies already
 // held use up the in-flight budget.
 var errBodyBudget = errors.New("too many request bytes in flight")
@@ -40,13 +44,14 @@ type byteBudget struct {
 	used atomic.Int64
 }
 
-// take reserves n bytes. It fails when they do not fit, except when nothing
-// is held: one body up to the size limit is always accepted on its own, so
-// a budget smaller than max_body_mb cannot refuse every large request.
-func (b *byteBudget) take(n int64) bool {
+// take reserves n more bytes for a body that already holds own. It fails
+// when they do not fit, except when no other body holds any: one body up to
+// the size limit is always accepted on its own, so a budget smaller than
+// max_body_mb cannot refuse every large request.
+func (b *byteBudget) take(n, own int64) bool {
 	for {
 		used := b.used.Load()
-		if used > 0 && used+n > b.max.Load() {
+		if used > own && used+n > b.max.Load() {
 			return false
 		}
 		if b.used.CompareAndSwap(used, used+n) {
@@ -72,7 +77,7 @@ func (h *heldBody) grow(want int) error {
 		return nil
 	}
 	extra := int64(want - c)
-	if !h.budget.take(extra) {
+	if !h.budget.take(extra, h.held) {
 		return errBodyBudget
 	}
 	h.held += extra
@@ -98,10 +103,15 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, budget *byteB
 	}
 	rd := http.MaxBytesReader(w, r.Body, limit)
 	h := &heldBody{budget: budget}
-	first := firstBodyChunk
-	if r.ContentLength > 0 && r.ContentLength <= firstBodyChunk {
-		// One extra byte notices a body longer than its Content-Length.
+	// A body of unknown length starts small and doubles; one with a
+	// Content-Length gets a buffer of its size (plus a byte that notices a
+	// longer body) when that is small, else starts at firstBodyChunk.
+	first := unknownBodyChunk
+	switch {
+	case r.ContentLength >= 0 && r.ContentLength <= firstBodyChunk:
 		first = int(r.ContentLength) + 1
+	case r.ContentLength > firstBodyChunk:
+		first = firstBodyChunk
 	}
 	if err := h.grow(first); err != nil {
 		return nil, err
