@@ -160,8 +160,10 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 		limit := s.maxBody.Load()
 		timeout := time.Duration(s.readTimeout.Load())
 		// The deadline covers the body only: it is lifted before routing,
-		// because the server's background read of an idle connection
-		// would otherwise cancel a long answer when it fired.
+		// so that nothing after the body on this connection (a long
+		// answer, the next request on a kept-alive connection) runs under
+		// it. A server-wide ReadTimeout would instead bound the whole
+		// request, streamed answer included.
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(bodyDeadline(timeout))
 		held, err := readBody(w, r, limit, &s.budget)
