@@ -162,8 +162,7 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 		// The deadline covers the body only: it is lifted before routing,
 		// so that nothing after the body on this connection (a long
 		// answer, the next request on a kept-alive connection) runs under
-		// it. A server-wide ReadTimeout would instead bound the whole
-		// request, streamed answer included.
+		// it.
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(bodyDeadline(timeout))
 		held, err := readBody(w, r, limit, &s.budget)
