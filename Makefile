@@ -1,6 +1,10 @@
 # FreeLane. `make run` sets up and starts the app, `make test` runs every test.
 SHELL   := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+# The go.mod toolchain line names the patched Go release FreeLane is built
+# with; auto lets the go command fetch it from the module proxy when the
+# installed Go is older (some machines pin GOTOOLCHAIN=local).
+export GOTOOLCHAIN := auto
 
 BIN     := build/bin/freelane
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -12,7 +16,7 @@ HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
 CONFIG  ?= backend/config/example.yaml
 ARGS    ?=
 
-.PHONY: all deps deps-test frontend build run serve test test-go test-go-tz test-frontend test-browser test-desktop vet wiretypes bench bench-go bench-load clean
+.PHONY: all deps deps-test frontend build run serve test test-go test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load clean
 
 all: build
 
@@ -50,16 +54,32 @@ vet:
 	staticcheck ./backend/...
 	staticcheck -tags $(TAGS) ./app
 
+# vulncheck fails on any known vulnerability reachable from FreeLane's code
+# (govulncheck); see .ci/vulncheck for where its database comes from.
+vulncheck:
+	@bash .ci/vulncheck
+
 # wiretypes rewrites frontend/src/lib/wire.gen.ts, the dashboard's types of
 # the admin API and websocket, from the Go types; test-go fails while the
 # committed file differs.
 wiretypes:
 	go test ./backend/wiretypes -run TestWireTypes -update
 
-test: deps-test vet test-go test-go-tz test-frontend test-browser test-desktop
+test: deps-test vet vulncheck test-go test-go-tz test-fuzz test-frontend test-browser test-desktop
 
 test-go:
 	go test -race -count=1 -timeout 15m ./...
+
+# test-fuzz runs each fuzz target for FUZZTIME (10 s each, 40 s in all)
+# on one worker; the targets' corpora are committed under testdata/fuzz
+# and also run as plain tests in test-go.
+FUZZ     := backend/control:FuzzProviderInput backend/control:FuzzBudgets backend/control:FuzzLimits backend/config:FuzzParse
+FUZZTIME ?= 10s
+test-fuzz:
+	@for t in $(FUZZ); do \
+	  echo "fuzz: $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
+	  go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -parallel 1 "./$${t%%:*}" || exit 1; \
+	done
 
 # test-go-tz runs the backend tests again in a zone with daylight saving
 # time and a negative offset, where a local calendar day (budgets, the

@@ -2,6 +2,8 @@ module freelane
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	fyne.io/systray v1.12.2
 	github.com/godbus/dbus/v5 v5.2.2

@@ -21,6 +21,15 @@ import (
 // running one to bring its window forward and exits. A socket (rather than a
 // lock file) also tells a crashed instance's leftover apart from a live one:
 // nobody answers on a stale socket.
+//
+// The socket is trusted only in a directory no other user can write: the
+// data directory when it is private and short enough for a socket path,
+// otherwise $XDG_RUNTIME_DIR, otherwise a private directory of the user's
+// own in the temporary directory, created 0700 and refused when someone
+// else owns it or may write to it. A second launch also checks that the
+// socket, and on Linux the process answering on it, belong to the same
+// user before it believes the answer: on a shared machine another user
+// could otherwise bind the path first and pose as the running FreeLane.
 
 // instanceSocket is the socket's file name inside the data directory.
 const instanceSocket = "instance.sock"
@@ -75,7 +84,19 @@ func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	path := socketPath(dataDir)
+	path, err := socketPath(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	// Claiming is one step under a lock: between another launch's bind and
+	// its listen the socket refuses connections like a stale one, and
+	// without the lock this launch would remove it and claim a second
+	// instance.
+	unlock, err := lockClaim(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	for attempt := 0; attempt < 2; attempt++ {
 		ln, err := net.Listen("unix", path)
 		if err == nil {
@@ -85,8 +106,15 @@ func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
 			return in, nil
 		}
 		// The socket exists: either someone answers on it, or it is a
-		// leftover of an instance that died without removing it.
+		// leftover of an instance that died without removing it. Only a
+		// socket of this user's is asked, or removed.
+		if oerr := checkOwner(path); oerr != nil {
+			return nil, oerr
+		}
 		reply, endpoint, derr := askShow(path)
+		if errors.Is(derr, errForeignPeer) {
+			return nil, derr
+		}
 		if derr == nil {
 			return nil, &RunningError{Reply: reply, Endpoint: endpoint}
 		}
@@ -105,20 +133,48 @@ func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
 const maxSocketPath = 103
 
 // socketPath is the instance socket for a data directory: inside it when
-// the path is short enough, else in the temporary directory under a name
-// derived from the data directory, so deep data directories work too.
-func socketPath(dataDir string) string {
+// it is private and the path is short enough, else in the user's runtime
+// directory under a name derived from the data directory, so deep data
+// directories work too.
+func socketPath(dataDir string) (string, error) {
 	path := filepath.Join(dataDir, instanceSocket)
-	if len(path) <= maxSocketPath {
-		return path
+	if len(path) <= maxSocketPath && privateDir(dataDir) == nil {
+		return path, nil
 	}
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		abs = dataDir
 	}
 	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(os.TempDir(), "freelane-"+hex.EncodeToString(sum[:8])+".sock")
+	name := "freelane-" + hex.EncodeToString(sum[:8]) + ".sock"
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) && len(filepath.Join(rt, name)) <= maxSocketPath && privateDir(rt) == nil {
+		return filepath.Join(rt, name), nil
+	}
+	dir, err := ownTempDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
 }
+
+// ownTempDir is the user's private directory in the temporary directory,
+// created 0700 when missing. One that exists must be a directory of this
+// user's that nobody else may write to, or it is refused: another user
+// could have made it to catch the socket.
+func ownTempDir() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("freelane-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("creating %s for the single-instance socket: %w", dir, err)
+	}
+	if err := privateDir(dir); err != nil {
+		return "", fmt.Errorf("refusing %s for the single-instance socket: %w; remove it, or set XDG_RUNTIME_DIR to a directory of your own", dir, err)
+	}
+	return dir, nil
+}
+
+// errForeignPeer marks an instance socket answered by another user's
+// process.
+var errForeignPeer = errors.New("the process on the single-instance socket belongs to another user")
 
 // isStale reports whether dialling failed because nobody listens.
 func isStale(err error) bool {
@@ -133,6 +189,10 @@ func askShow(path string) (reply, endpoint string, err error) {
 		return "", "", err
 	}
 	defer c.Close()
+	if uid, err := peerUID(c); err == nil && uid != os.Getuid() {
+		return "", "", fmt.Errorf("%w (user id %d, not yours, %d) on %s: it is not your FreeLane and its answer is not trusted",
+			errForeignPeer, uid, os.Getuid(), path)
+	}
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	if _, err := io.WriteString(c, reqShow+"\n"); err != nil {
 		return "", "", fmt.Errorf("asking the running FreeLane: %w", err)
@@ -165,11 +225,24 @@ func (in *instance) setLoginURL(mint func() string) {
 // codes live in its memory; the socket is the user's own (0600), so
 // whoever can ask could read the data directory anyway.
 func askLoginURL(dataDir string) (string, error) {
-	c, err := net.DialTimeout("unix", socketPath(dataDir), handshakeTimeout)
+	path, err := socketPath(dataDir)
+	if err != nil {
+		return "", err
+	}
+	// A link from someone else's process would sign the user in to that
+	// process, so the socket and the peer must be the user's own.
+	if err := checkOwner(path); err != nil {
+		return "", err
+	}
+	c, err := net.DialTimeout("unix", path, handshakeTimeout)
 	if err != nil {
 		return "", fmt.Errorf("no FreeLane is running with the data directory %s (start it with freelane serve): %w", dataDir, err)
 	}
 	defer c.Close()
+	if uid, err := peerUID(c); err == nil && uid != os.Getuid() {
+		return "", fmt.Errorf("%w (user id %d, not yours, %d) on %s: it is not your FreeLane and its answer is not trusted",
+			errForeignPeer, uid, os.Getuid(), path)
+	}
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	if _, err := io.WriteString(c, reqLoginURL+"\n"); err != nil {
 		return "", fmt.Errorf("asking the running FreeLane: %w", err)

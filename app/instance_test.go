@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,5 +180,110 @@ func TestDashboardURLAsksTheRunningInstance(t *testing.T) {
 	var out, errOut strings.Builder
 	if code := run([]string{"dashboard-url", "--data-dir", dir}, &out, &errOut); code != 0 || out.String() != "http://127.0.0.1:7788/?login=code3\n" {
 		t.Errorf("freelane dashboard-url: exit %d, %q %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestInstanceSocketIsPrivate: a deep data directory's socket lives in
+// $XDG_RUNTIME_DIR, or in a 0700 directory of the user's own, never at a
+// predictable path in the shared temporary directory; an unsafe runtime
+// directory is not used.
+func TestInstanceSocketIsPrivate(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-name/", 8))
+	rt := shortDir(t)
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	path, err := socketPath(deep)
+	if err != nil || filepath.Dir(path) != rt {
+		t.Fatalf("with XDG_RUNTIME_DIR %s the socket is %s (%v)", rt, path, err)
+	}
+	for _, mode := range []os.FileMode{0o777, 0o770} {
+		if err := os.Chmod(rt, mode); err != nil {
+			t.Fatal(err)
+		}
+		path, err := socketPath(deep)
+		if err != nil || filepath.Dir(path) == rt {
+			t.Fatalf("a runtime directory of mode %o was used: %s (%v)", mode, path, err)
+		}
+		if err := privateDir(filepath.Dir(path)); err != nil || filepath.Dir(path) == os.TempDir() {
+			t.Fatalf("the fallback %s is not private: %v", path, err)
+		}
+	}
+	// A data directory others may write to does not hold the socket.
+	open := shortDir(t)
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if path, err := socketPath(open); err != nil || filepath.Dir(path) == open {
+		t.Fatalf("a world-writable data directory holds the socket: %s (%v)", path, err)
+	}
+}
+
+// TestInstanceSocketSquatting: another user who gets to the socket first
+// is not believed. The test runs as one user, so it plays the other one
+// with the checks' own inputs: a fallback directory others may write to, a
+// socket file of another owner, and a process whose peer credentials name
+// another user.
+func TestInstanceSocketSquatting(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", shortDir(t))
+	deep := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-name/", 8))
+
+	// A squatter made the fallback directory, open to everyone.
+	squat := filepath.Join(os.TempDir(), fmt.Sprintf("freelane-%d", os.Getuid()))
+	if err := os.Mkdir(squat, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(squat, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquireInstance(deep, quiet); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Fatalf("a world-writable socket directory was used: %v", err)
+	}
+	if err := os.Chmod(squat, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	// A squatter bound the socket and answers as a running FreeLane.
+	path, err := socketPath(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "shown http://evil.example/v1\n")
+			c.Close()
+		}
+	}()
+	if runtime.GOOS == "linux" {
+		real := peerUID
+		peerUID = func(net.Conn) (int, error) { return os.Getuid() + 1, nil }
+		_, err := acquireInstance(deep, quiet)
+		peerUID = real
+		var running *RunningError
+		if errors.As(err, &running) || err == nil || !strings.Contains(err.Error(), "another user") || !strings.Contains(err.Error(), "not trusted") {
+			t.Fatalf("a squatter of another user was believed: %v", err)
+		}
+	}
+	// The socket file belongs to someone else (root can make it so).
+	if os.Getuid() == 0 {
+		if err := os.Lchown(path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		_, err := acquireInstance(deep, quiet)
+		var running *RunningError
+		if errors.As(err, &running) || err == nil || !strings.Contains(err.Error(), "belongs to user id 65534") {
+			t.Fatalf("a socket of another owner was believed: %v", err)
+		}
+		if _, serr := os.Lstat(path); serr != nil {
+			t.Fatalf("another user's socket was removed: %v", serr)
+		}
 	}
 }

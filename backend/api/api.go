@@ -3,11 +3,11 @@
 package api
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -27,6 +27,13 @@ type Options struct {
 	Router *router.Router
 	// MaxBody is the largest request body accepted, in bytes.
 	MaxBody int64
+	// BodyReadTimeout bounds receiving one request body (default 60 s).
+	// It is a read deadline on the connection that is lifted once the body
+	// is in, so it never cuts a long answer.
+	BodyReadTimeout time.Duration
+	// MaxInflightBody caps the bytes of request bodies held at once
+	// (default 256 MiB); requests past it get 503 with Retry-After.
+	MaxInflightBody int64
 	// Assets is the dashboard (the built frontend); nil serves nothing at /.
 	Assets  fs.FS
 	Logger  *slog.Logger
@@ -49,6 +56,9 @@ type Server struct {
 	// origins are the allowed_origins, lower-cased.
 	origins  atomic.Pointer[map[string]bool]
 	sessions *auth.Sessions
+	// readTimeout is the body read deadline in nanoseconds.
+	readTimeout atomic.Int64
+	budget      byteBudget
 }
 
 // SetPaused pauses or resumes routing. While paused every /v1 request is
@@ -81,6 +91,17 @@ func (s *Server) SetMaxBody(n int64) {
 	}
 }
 
+// SetBodyLimits changes the body read deadline and the in-flight byte
+// budget for the next requests; zero values leave a limit as it is.
+func (s *Server) SetBodyLimits(readTimeout time.Duration, inflight int64) {
+	if readTimeout > 0 {
+		s.readTimeout.Store(int64(readTimeout))
+	}
+	if inflight > 0 {
+		s.budget.max.Store(inflight)
+	}
+}
+
 // New returns a Server; mount its Handler on an http.Server.
 func New(o Options) *Server {
 	if o.Logger == nil {
@@ -97,6 +118,8 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions}
 	s.maxBody.Store(o.MaxBody)
+	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaultBodyReadTimeout)))
+	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaultInflightBody))
 	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(llm.Chat)))
 	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(llm.Completions)))
 	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(llm.Embeddings)))
@@ -168,22 +191,25 @@ func WriteError(w http.ResponseWriter, status int, typ, code, msg, param string)
 func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		limit := s.maxBody.Load()
-		body, err := readBody(w, r, limit)
+		timeout := time.Duration(s.readTimeout.Load())
+		// The deadline covers the body only: it is lifted before routing,
+		// so that nothing after the body on this connection (a long
+		// answer, the next request on a kept-alive connection) runs under
+		// it.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(bodyDeadline(timeout))
+		held, err := readBody(w, r, limit, &s.budget)
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				WriteError(w, http.StatusBadRequest, "invalid_request_error", "request_too_large",
-					fmt.Sprintf("request body is larger than the %d MiB limit (max_body_mb in the config)", limit>>20), "")
-				return
-			}
-			WriteError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "could not read the request body: "+err.Error(), "")
+			s.bodyReadError(w, err, limit, timeout)
 			return
 		}
-		req, err := llm.ParseRequest(ep, body)
+		defer held.release()
+		_ = rc.SetReadDeadline(time.Time{})
+		req, err := llm.ParseRequest(ep, held.data)
 		if err != nil {
 			var bad *llm.BadRequestError
 			if errors.As(err, &bad) {
-				WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", bad.Message, bad.Param)
+				WriteError(w, http.StatusBadRequest, "invalid_request_error", cmp.Or(bad.Code, "invalid_request"), bad.Message, bad.Param)
 				return
 			}
 			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), "")
@@ -207,28 +233,6 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(res.Response.Body)
 	}
-}
-
-// readBody reads the whole body within the limit, sized up front from
-// Content-Length so a typical request costs one allocation.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, &http.MaxBytesError{Limit: limit}
-	}
-	rd := http.MaxBytesReader(w, r.Body, limit)
-	if r.ContentLength > 0 {
-		buf := make([]byte, r.ContentLength)
-		n, err := io.ReadFull(rd, buf)
-		if err != nil {
-			return nil, err
-		}
-		// Content-Length is authoritative in HTTP/1.1, but check for more.
-		if extra, _ := rd.Read(make([]byte, 1)); extra > 0 {
-			return nil, errors.New("body longer than its Content-Length")
-		}
-		return buf[:n], nil
-	}
-	return io.ReadAll(rd)
 }
 
 // fail writes a routing failure. Caller errors carry the upstream's own body,
@@ -286,6 +290,11 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("model")
+	if len(id) > llm.MaxModelName {
+		WriteError(w, http.StatusBadRequest, "invalid_request_error", "model_too_long",
+			fmt.Sprintf("model name is too long (%d bytes); FreeLane accepts model names up to %d bytes", len(id), llm.MaxModelName), "model")
+		return
+	}
 	for _, m := range s.modelList() {
 		if m.ID == id {
 			writeJSON(w, http.StatusOK, m)

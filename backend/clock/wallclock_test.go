@@ -19,6 +19,7 @@ import (
 var wallClock = map[string]string{
 	"app/main.go:serve":                             "the composition root makes the program's one clock",
 	"app/instance.go":                               "socket deadlines on the single-instance socket; the network poller reads them against the wall clock",
+	"backend/api/body.go:bodyDeadline":              "the request body's read deadline; the network poller reads it against the wall clock",
 	"backend/hub/hub.go:deadline":                   "websocket deadlines; the network poller reads them against the wall clock",
 	"backend/hub/hub.go:socketTicker":               "paces broadcasts and pings written to real sockets, in real time whatever dates their content",
 	"backend/store/store.go:Open":                   "the default for a database opened without WithClock (tools and read-only tests)",

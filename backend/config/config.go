@@ -34,6 +34,16 @@ const (
 	DefaultMaxBodyMB = 16
 	// MaxMaxBodyMB is the largest accepted max_body_mb.
 	MaxMaxBodyMB = 512
+	// DefaultBodyReadTimeout bounds receiving one request body when
+	// body_read_timeout is unset.
+	DefaultBodyReadTimeout = 60 * time.Second
+	// MaxBodyReadTimeout is the largest accepted body_read_timeout.
+	MaxBodyReadTimeout = time.Hour
+	// DefaultMaxInflightBodyMB caps the request bodies held at once, in
+	// MiB, when max_inflight_body_mb is unset.
+	DefaultMaxInflightBodyMB = 256
+	// MaxMaxInflightBodyMB is the largest accepted max_inflight_body_mb.
+	MaxMaxInflightBodyMB = 16384
 
 	// DefaultConnectTimeout bounds establishing the upstream connection.
 	DefaultConnectTimeout = 10 * time.Second
@@ -85,6 +95,8 @@ type Config struct {
 	Server Server `yaml:"server,omitempty"`
 	// MaxBodyMB is the request body limit in MiB, 1..512.
 	MaxBodyMB int `yaml:"max_body_mb"`
+	// Requests bounds the time and memory clients' request bodies take.
+	Requests Requests `yaml:"requests"`
 	// Providers are the upstream servers, in file order.
 	Providers []Provider `yaml:"providers"`
 	// Chains are the named, ordered backend lists defined by the user.
@@ -110,6 +122,20 @@ type Server struct {
 	// written as ${FREELANE_TOKEN}. FreeLane keeps only its hash and never
 	// stores it.
 	Token string `yaml:"token,omitempty"`
+}
+
+// Requests bounds what clients' requests may cost FreeLane while their
+// bodies are received and held.
+type Requests struct {
+	// BodyReadTimeout bounds receiving one request body, from the end of
+	// its headers to its last byte; a client that sends slower is cut off.
+	// Streamed answers are not bounded by it.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// MaxInflightBodyMB caps, in MiB, the request bodies held in memory at
+	// once by requests being read or served; past it new requests get 503.
+	// A single body up to max_body_mb is always accepted when no other is
+	// held.
+	MaxInflightBodyMB int `yaml:"max_inflight_body_mb"`
 }
 
 // Provider is one upstream server and the models it serves.
@@ -299,6 +325,9 @@ func Default() *Config {
 	return &Config{
 		Listen:    DefaultListen,
 		MaxBodyMB: DefaultMaxBodyMB,
+		// Both body limits are set so a Config built from Default, as
+		// tests and the GUI do, has them as the loader would.
+		Requests: Requests{BodyReadTimeout: DefaultBodyReadTimeout, MaxInflightBodyMB: DefaultMaxInflightBodyMB},
 		Breaker: Breaker{
 			Failures:          DefaultBreakerFailures,
 			Open:              DefaultBreakerOpen,
@@ -340,6 +369,12 @@ func applyDefaults(c *Config) {
 	}
 	if c.MaxBodyMB == 0 {
 		c.MaxBodyMB = DefaultMaxBodyMB
+	}
+	if c.Requests.BodyReadTimeout == 0 {
+		c.Requests.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if c.Requests.MaxInflightBodyMB == 0 {
+		c.Requests.MaxInflightBodyMB = DefaultMaxInflightBodyMB
 	}
 	if c.Breaker.Failures == 0 {
 		c.Breaker.Failures = DefaultBreakerFailures

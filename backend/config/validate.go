@@ -119,6 +119,13 @@ func (v *validator) validate(c *Config) {
 	if v.d.set["max_body_mb"] && (c.MaxBodyMB < 1 || c.MaxBodyMB > MaxMaxBodyMB) {
 		v.errorf("max_body_mb", "must be from 1 to %d (MiB), got %d", MaxMaxBodyMB, c.MaxBodyMB)
 	}
+	// Zero means the default for both, as it does for the breaker's times.
+	if rq := c.Requests; rq.BodyReadTimeout != 0 && (rq.BodyReadTimeout < time.Second || rq.BodyReadTimeout > MaxBodyReadTimeout) {
+		v.errorf("requests.body_read_timeout", "must be from 1s to %s; 0 or leaving it out means the default (%s), got %s", MaxBodyReadTimeout, DefaultBodyReadTimeout, rq.BodyReadTimeout)
+	}
+	if rq := c.Requests; rq.MaxInflightBodyMB != 0 && (rq.MaxInflightBodyMB < 1 || rq.MaxInflightBodyMB > MaxMaxInflightBodyMB) {
+		v.errorf("requests.max_inflight_body_mb", "must be from 1 to %d (MiB); 0 or leaving it out means the default (%d), got %d", MaxMaxInflightBodyMB, DefaultMaxInflightBodyMB, rq.MaxInflightBodyMB)
+	}
 	v.providers(c)
 	v.chains(c)
 	v.breaker(c)

@@ -539,3 +539,19 @@ func TestProbeAndHealthSettings(t *testing.T) {
 		t.Error("probe defaults: own off, free on, explicit on")
 	}
 }
+
+func TestRequestLimits(t *testing.T) {
+	cfg, _, err := Parse("t.yaml", doc("requests:", "  body_read_timeout: 5s", "  max_inflight_body_mb: 64"), nil)
+	if err != nil || cfg.Requests.BodyReadTimeout != 5*time.Second || cfg.Requests.MaxInflightBodyMB != 64 {
+		t.Fatalf("got %+v, %v", cfg.Requests, err)
+	}
+	cfg, _, err = Parse("t.yaml", doc("listen: 127.0.0.1:1"), nil)
+	if err != nil || cfg.Requests.BodyReadTimeout != DefaultBodyReadTimeout || cfg.Requests.MaxInflightBodyMB != DefaultMaxInflightBodyMB {
+		t.Fatalf("defaults: got %+v, %v", cfg.Requests, err)
+	}
+	for _, bad := range []string{"  body_read_timeout: 10ms", "  body_read_timeout: 2h", "  max_inflight_body_mb: -1", "  max_inflight_body_mb: 20000"} {
+		if _, _, err := Parse("t.yaml", doc("requests:", bad), nil); err == nil || !strings.Contains(err.Error(), "requests.") {
+			t.Errorf("%q accepted: %v", bad, err)
+		}
+	}
+}

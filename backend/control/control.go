@@ -106,6 +106,11 @@ type Control struct {
 	keys       map[string]sealedKey
 	seededFrom string
 	changed    []func()
+	// maxBodyMB is the largest max_body_mb the admin API may set: what the
+	// config file (or, without one, the stored configuration) allows at
+	// start. Raising the body limit is a decision for whoever owns the
+	// file, not for a caller of the API.
+	maxBodyMB int
 }
 
 // Options for Open.
@@ -192,6 +197,10 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 		c.doc = config.Default()
 	}
 	c.bindKeys(c.doc)
+	c.maxBodyMB = c.doc.MaxBodyMB
+	if o.Seed == nil {
+		c.maxBodyMB = max(c.maxBodyMB, config.DefaultMaxBodyMB)
+	}
 	if err := c.persist(ctx, c.doc); err != nil {
 		return nil, err
 	}

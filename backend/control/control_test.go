@@ -260,11 +260,11 @@ func TestSettings(t *testing.T) {
 	if s.Breaker.Failures != 2 || s.Breaker.Open != "30s" || s.Probes.Interval != "5m0s" || s.MaxBodyMB != 16 {
 		t.Fatalf("defaults %+v", s)
 	}
-	s.Breaker.Failures, s.Breaker.Open, s.MaxBodyMB = 3, "1m", 32
+	s.Breaker.Failures, s.Breaker.Open, s.MaxBodyMB = 3, "1m", 8
 	if err := c.SetSettings(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	if b := r.last().Breaker; b.Failures != 3 || b.Open.Seconds() != 60 || r.last().MaxBodyMB != 32 {
+	if b := r.last().Breaker; b.Failures != 3 || b.Open.Seconds() != 60 || r.last().MaxBodyMB != 8 {
 		t.Errorf("applied %+v", b)
 	}
 	s.Breaker.HealthThreshold = 2

@@ -771,6 +771,10 @@ func (c *Control) SetSettings(ctx context.Context, s Settings) error {
 	if s.MaxBodyMB < 1 || s.MaxBodyMB > config.MaxMaxBodyMB {
 		return userErr(http.StatusBadRequest, "max_body_mb", "max_body_mb must be between 1 and %d, got %d", config.MaxMaxBodyMB, s.MaxBodyMB)
 	}
+	if s.MaxBodyMB > c.maxBodyMB {
+		return userErr(http.StatusForbidden, "max_body_mb",
+			"max_body_mb cannot be raised past %d MiB from the dashboard or the API; set max_body_mb in the config file to allow larger requests", c.maxBodyMB)
+	}
 	return c.update(ctx, "", func(doc *config.Config) error {
 		doc.Breaker, doc.Probes, doc.MaxBodyMB = b, p, s.MaxBodyMB
 		return nil

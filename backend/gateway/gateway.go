@@ -255,6 +255,7 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 	g.prober.Configure(probe.Settings{Interval: cfg.Probes.Interval, OpenInterval: cfg.Probes.OpenInterval, Daily: cfg.Probes.Daily})
 	g.api.SetMaxBody(int64(cfg.MaxBodyMB) << 20)
 	g.api.SetAllowedOrigins(cfg.AllowedOrigins)
+	g.api.SetBodyLimits(cfg.Requests.BodyReadTimeout, int64(cfg.Requests.MaxInflightBodyMB)<<20)
 	g.router.Swap(router.Build(spec))
 	old := g.clients
 	g.cfg, g.clients, g.targets = cfg, clients, targets

@@ -37,6 +37,9 @@ func newFeed(log interface{ Record(llm.Trace) }, m *metrics.Registry, clock inte
 
 // Record implements router.Recorder.
 func (f *feed) Record(t llm.Trace) {
+	// One cap for every place the trace goes: the request log, the live
+	// tail, the snapshots and the websocket.
+	t = t.Capped()
 	f.log.Record(t)
 	for i, a := range t.Attempts {
 		if a.Skipped {

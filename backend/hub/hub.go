@@ -3,7 +3,10 @@
 // A new client first gets a full snapshot, then, at most once per
 // Interval, the coalesced update message the caller builds. Every message
 // is encoded once (as a websocket.PreparedMessage) and the same bytes are
-// queued to every client.
+// queued to every client. Snapshots too are built at most once per
+// Interval: clients that join between two ticks share one, so a crowd of
+// connections costs one snapshot build, not one each. At most MaxClients
+// are connected at once; more are refused with 503 before the upgrade.
 //
 // Publishing never blocks. Each client has a writer goroutine fed by a
 // bounded channel; a broadcast only tries to enqueue, and a client whose
@@ -64,6 +67,11 @@ type Options struct {
 	// SendBuffer is how many messages may wait for one client before it is
 	// dropped (default 16).
 	SendBuffer int
+	// MaxClients is how many websockets may be connected at once (default
+	// 32); one more is refused with 503. A dashboard opens one, so the
+	// default leaves room for many windows while bounding what idle
+	// connections can hold.
+	MaxClients int
 	// CheckOrigin accepts or refuses a request's Origin before the
 	// upgrade. The default accepts a missing Origin and an Origin whose
 	// host equals the request's Host.
@@ -81,6 +89,7 @@ type Options struct {
 const (
 	DefaultInterval   = 250 * time.Millisecond
 	DefaultSendBuffer = 16
+	DefaultMaxClients = 32
 
 	// pingInterval is how often the server pings an idle client, so that
 	// proxies keep the connection open and dead peers are noticed.
@@ -119,6 +128,7 @@ type Hub struct {
 	update      func(since time.Time) any
 	interval    time.Duration
 	sendBuffer  int
+	maxClients  int
 	checkOrigin func(r *http.Request) bool
 	log         *slog.Logger
 	clock       clock.Clock
@@ -130,6 +140,14 @@ type Hub struct {
 	invalidated atomic.Bool
 	dropped     atomic.Uint64
 	started     atomic.Bool
+	// conns counts connections from the capacity check to the end of
+	// ServeHTTP, so upgrades in progress count against MaxClients too.
+	conns atomic.Int64
+	// snap is the snapshot message new clients share until the next tick
+	// or broadcast clears it. It is built and cleared with bcast held;
+	// Invalidate clears it without the lock, which is safe because the
+	// tick after Invalidate sends a fresh snapshot to every client anyway.
+	snap atomic.Pointer[websocket.PreparedMessage]
 
 	// bcast serialises broadcasts with a new client's snapshot and
 	// registration. Without it a tick could broadcast an update covering
@@ -156,6 +174,7 @@ func New(opts Options) *Hub {
 		update:       opts.Update,
 		interval:     opts.Interval,
 		sendBuffer:   opts.SendBuffer,
+		maxClients:   opts.MaxClients,
 		checkOrigin:  opts.CheckOrigin,
 		log:          opts.Logger,
 		clock:        opts.Clock,
@@ -173,6 +192,9 @@ func New(opts Options) *Hub {
 	}
 	if h.sendBuffer <= 0 {
 		h.sendBuffer = DefaultSendBuffer
+	}
+	if h.maxClients <= 0 {
+		h.maxClients = DefaultMaxClients
 	}
 	if h.checkOrigin == nil {
 		h.checkOrigin = sameOrigin
@@ -240,7 +262,8 @@ func (c *client) kick(code int, reason string, grace time.Duration) {
 
 // ServeHTTP upgrades r to a websocket, sends the snapshot and keeps the
 // client until it leaves, is dropped or the hub stops. A refused Origin
-// gets 403 before any upgrade; a stopped hub answers 503.
+// gets 403 before any upgrade; a stopped hub, or one with MaxClients
+// connected, answers 503.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.checkOrigin(r) {
 		h.log.Warn("hub: refused a websocket from a foreign origin",
@@ -253,6 +276,15 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", "FreeLane is shutting down.")
 		return
 	}
+	if n := h.conns.Add(1); n > int64(h.maxClients) {
+		h.conns.Add(-1)
+		h.log.Warn("hub: refused a websocket: too many dashboard connections", "max", h.maxClients, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "too_many_clients",
+			fmt.Sprintf("FreeLane already serves %d dashboard connections, its limit; close a dashboard tab or window and try again.", h.maxClients))
+		return
+	}
+	defer h.conns.Add(-1)
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		// Upgrade has already answered the request with an HTTP error.
@@ -304,9 +336,13 @@ func (h *Hub) register(c *client) error {
 	if h.isClosed() {
 		return errClosed
 	}
-	pm, err := h.snapshotMessage()
-	if err != nil {
-		return err
+	pm := h.snap.Load()
+	if pm == nil {
+		var err error
+		if pm, err = h.snapshotMessage(); err != nil {
+			return err
+		}
+		h.snap.Store(pm)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -433,6 +469,11 @@ func (h *Hub) tick() {
 	now := h.clock.Now()
 	since := h.since
 	h.since = now
+	// A client joining from here on must get a snapshot taken after now:
+	// this tick's update, which it may miss, covers changes up to now.
+	h.bcast.Lock()
+	h.snap.Store(nil)
+	h.bcast.Unlock()
 	if h.Clients() == 0 {
 		// Nobody listens: skip the work. A new client starts from its own
 		// snapshot, which makes any pending Invalidate moot too.
@@ -468,13 +509,19 @@ func (h *Hub) tick() {
 // Invalidate makes the next tick send a fresh snapshot to every client
 // instead of an update, for changes an update cannot express (providers,
 // chains, keys, settings). It never blocks.
-func (h *Hub) Invalidate() { h.invalidated.Store(true) }
+func (h *Hub) Invalidate() {
+	h.invalidated.Store(true)
+	h.snap.Store(nil)
+}
 
 // broadcast queues pm to every client without waiting. A client whose
 // queue is full is dropped.
 func (h *Hub) broadcast(pm *websocket.PreparedMessage) {
 	h.bcast.Lock()
 	defer h.bcast.Unlock()
+	// A client that joins after this broadcast does not get pm, so the
+	// snapshot it starts from must include what pm says.
+	h.snap.Store(nil)
 	var slow []string
 	h.mu.Lock()
 	for c := range h.clients {

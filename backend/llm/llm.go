@@ -138,6 +138,35 @@ type Attempt struct {
 	Estimated        bool    `json:"estimated,omitempty"`
 }
 
+// Bounds on a Trace's free-text fields, in bytes. A trace is kept in the
+// request log, in the dashboard's live tail and in every snapshot, so one
+// hostile request must not make any of them large.
+const (
+	MaxTraceModel  = MaxModelName
+	MaxTraceError  = 1024
+	MaxTraceReason = 512
+)
+
+// Capped returns t with its model, error and attempt reasons cut to the
+// MaxTrace bounds. The attempts are copied when one is cut, so the caller's
+// slice is never changed.
+func (t Trace) Capped() Trace {
+	t.Model = truncate(t.Model, MaxTraceModel)
+	t.Error = truncate(t.Error, MaxTraceError)
+	copied := false
+	for i, a := range t.Attempts {
+		if len(a.Reason) <= MaxTraceReason {
+			continue
+		}
+		if !copied {
+			t.Attempts = append([]Attempt(nil), t.Attempts...)
+			copied = true
+		}
+		t.Attempts[i].Reason = truncate(a.Reason, MaxTraceReason)
+	}
+	return t
+}
+
 // Trace is everything worth remembering about one client request: where it
 // went, how each attempt ended and what it cost. It never holds prompt text.
 type Trace struct {

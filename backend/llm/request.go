@@ -45,11 +45,19 @@ type Request struct {
 	nullOptStart, nullOptEnd int
 }
 
+// MaxModelName is the longest model name FreeLane accepts, in bytes. Real
+// names ("provider/model", chain names) are far shorter; the bound keeps a
+// hostile name out of the request log, the dashboard and error messages.
+const MaxModelName = 256
+
 // BadRequestError is a request FreeLane refuses before routing, with a
 // message that says what to fix.
 type BadRequestError struct {
 	Param   string
 	Message string
+	// Code is the OpenAI error code to answer with; empty means
+	// "invalid_request".
+	Code string
 }
 
 func (e *BadRequestError) Error() string { return e.Message }
@@ -84,8 +92,18 @@ func ParseRequest(ep Endpoint, body []byte) (*Request, error) {
 		case "model":
 			switch v[0] {
 			case '"':
+				// An escape takes at most 6 bytes per character, so a raw
+				// value longer than this cannot unquote to a name within
+				// the limit: refuse it without copying it.
+				if len(v) > 6*MaxModelName+2 {
+					err = modelTooLong(len(v) - 2)
+					break
+				}
 				r.Model = unquote(v)
 				r.modelStart, r.modelEnd = vs, ve
+				if len(r.Model) > MaxModelName {
+					err = modelTooLong(len(r.Model))
+				}
 			case 'n':
 				r.Model, r.modelStart = "", vs
 				r.modelEnd = ve
@@ -145,6 +163,13 @@ func ParseRequest(ep Endpoint, body []byte) (*Request, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// modelTooLong refuses a model name of n bytes without repeating it.
+func modelTooLong(n int) *BadRequestError {
+	e := badRequest("model", "model name is too long (%d bytes); FreeLane accepts model names up to %d bytes", n, MaxModelName)
+	e.Code = "model_too_long"
+	return e
 }
 
 var requiredField = map[Endpoint]string{Chat: "messages", Completions: "prompt", Embeddings: "input"}

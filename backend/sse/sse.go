@@ -31,6 +31,11 @@ type Reader struct {
 	fresh bool // data holds at least one data line of the pending event
 }
 
+// keepBuffer is the largest line or event buffer a Reader keeps between
+// events. A larger one, grown for one large event, is let go at the next
+// call, so a stream holds memory for its current event only.
+const keepBuffer = 64 << 10
+
 // NewReader returns a Reader over r that refuses events larger than max bytes.
 func NewReader(r io.Reader, max int) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: max}
@@ -42,6 +47,12 @@ func NewReader(r io.Reader, max int) *Reader {
 // including io.ErrUnexpectedEOF from a cut connection, are returned as they
 // are.
 func (r *Reader) Next() (Event, error) {
+	if cap(r.data) > keepBuffer {
+		r.data = nil
+	}
+	if cap(r.line) > keepBuffer {
+		r.line = nil
+	}
 	r.data = r.data[:0]
 	r.name = r.name[:0]
 	r.fresh = false
@@ -69,10 +80,20 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
-			if r.fresh {
+			switch {
+			case r.fresh:
 				r.data = append(r.data, '\n')
+				r.data = append(r.data, value...)
+			case len(value) > keepBuffer:
+				// A long first data line is already a copy in r.line (the
+				// line is a prefix of it): make that buffer the event's
+				// instead of copying the value again, so one event costs
+				// one buffer.
+				n := copy(r.line, value)
+				r.data, r.line = r.line[:n], r.data[:0]
+			default:
+				r.data = append(r.data, value...)
 			}
-			r.data = append(r.data, value...)
 			r.fresh = true
 			if len(r.data) > r.max {
 				return Event{}, fmt.Errorf("%w (over %d bytes)", ErrEventTooLarge, r.max)
@@ -111,6 +132,16 @@ func (r *Reader) readLine() ([]byte, error) {
 	r.line = r.line[:0]
 	for {
 		chunk, err := r.br.ReadSlice('\n')
+		if need := len(r.line) + len(chunk); need > cap(r.line) {
+			// Double rather than let append grow a large slice by a
+			// quarter at a time, which would allocate five times the
+			// line on the way to a long one.
+			// No line longer than the limit plus one read is kept, so the
+			// buffer never needs more than that.
+			grown := make([]byte, len(r.line), max(need, min(2*cap(r.line), r.max+64+r.br.Size())))
+			copy(grown, r.line)
+			r.line = grown
+		}
 		r.line = append(r.line, chunk...)
 		if len(r.line) > r.max+64 {
 			return nil, fmt.Errorf("%w (line over %d bytes)", ErrEventTooLarge, r.max)

@@ -121,7 +121,8 @@ func NewRequestLog(db *DB, opts LogOptions) *RequestLog {
 // Record enqueues t for writing. It never blocks and never touches disk: if
 // the buffer is full, or the log is stopping or stopped, t is dropped and
 // counted in Dropped. The log takes ownership of t.Attempts; the caller must
-// not modify that slice afterwards.
+// not modify that slice afterwards. The model, error and reasons are cut to
+// the llm.MaxTrace bounds before they are stored.
 func (l *RequestLog) Record(t llm.Trace) {
 	l.mu.RLock()
 	if l.closed {
@@ -130,7 +131,7 @@ func (l *RequestLog) Record(t llm.Trace) {
 		return
 	}
 	select {
-	case l.ch <- t:
+	case l.ch <- t.Capped():
 		l.mu.RUnlock()
 	default:
 		l.mu.RUnlock()

@@ -27,10 +27,14 @@ import (
 )
 
 // Limits on what an upstream may send, so a misbehaving server cannot make
-// the router buffer without bound.
+// the router buffer without bound. A non-stream answer is held whole (it
+// is checked before the client sees it), so maxBody is what one request
+// may cost at worst: far above any chat answer, and enough for a large
+// embeddings batch. A stream holds one event at a time, so maxEvent bounds
+// a stream's memory whatever its length.
 const (
-	maxBody  = 64 << 20
-	maxEvent = 8 << 20
+	maxBody  = 32 << 20
+	maxEvent = 4 << 20
 	// maxErrorBody is how much of an error answer is kept; errorSlack is
 	// read beyond it, longer than any key, for redaction before the cut.
 	maxErrorBody = 64 << 10
@@ -249,12 +253,12 @@ func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (
 	defer resp.Body.Close()
 	idle := newIdleReader(c.o.Clock, resp.Body, c.o.IdleTimeout, cancel)
 	defer idle.stop()
-	body, err := io.ReadAll(io.LimitReader(idle, maxBody+1))
+	body, err := readAnswer(idle, resp.ContentLength)
+	if errors.Is(err, errAnswerTooLarge) {
+		return nil, llm.SoftError(llm.SubMalformed, "answer larger than %d MiB", maxBody>>20)
+	}
 	if err != nil {
 		return nil, c.transport(ctx, err)
-	}
-	if len(body) > maxBody {
-		return nil, llm.SoftError(llm.SubMalformed, "answer larger than %d MiB", maxBody>>20)
 	}
 	usage, err := checkAnswer(req.Endpoint, body, c.o.Redactor)
 	if err != nil {
@@ -263,23 +267,123 @@ func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (
 	return &llm.Response{Status: resp.StatusCode, Header: resp.Header, Body: body, Usage: usage}, nil
 }
 
+// errAnswerTooLarge is an answer over maxBody.
+var errAnswerTooLarge = errors.New("answer too large")
+
+// readAnswer reads a non-stream answer of at most maxBody bytes. An answer
+// that announces its length is read into one buffer of that size (and one
+// announcing too much is refused before it is read); others grow with what
+// arrives.
+func readAnswer(r io.Reader, length int64) ([]byte, error) {
+	if length > maxBody {
+		return nil, errAnswerTooLarge
+	}
+	if length < 0 {
+		return readUnannounced(r)
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// readUnannounced reads an answer of unknown length in blocks of up to
+// 1 MiB and joins them once at the end: what it allocates is twice the
+// answer at most, and an answer over maxBody costs maxBody and one block.
+// (io.ReadAll's growth allocates a varying multiple of the answer.)
+func readUnannounced(r io.Reader) ([]byte, error) {
+	var blocks [][]byte
+	cur := make([]byte, 0, 64<<10)
+	total := 0
+	for {
+		if len(cur) == cap(cur) {
+			blocks = append(blocks, cur)
+			cur = make([]byte, 0, min(2*cap(cur), 1<<20))
+		}
+		n, err := r.Read(cur[len(cur):cap(cur)])
+		cur = cur[:len(cur)+n]
+		total += n
+		if total > maxBody {
+			return nil, errAnswerTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(blocks) == 0 {
+		return cur, nil
+	}
+	body := make([]byte, 0, total)
+	for _, b := range blocks {
+		body = append(body, b...)
+	}
+	return append(body, cur...), nil
+}
+
+// seen records that a JSON value is there, and whether it is an empty
+// array or string, without keeping a copy of it: an embeddings answer's
+// data, or a long answer's text, is nearly the whole body, and checking an
+// answer must not double what it costs.
+type seen struct{ set, empty bool }
+
+func (s *seen) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	s.set = string(b) != "null"
+	s.empty = string(b) == "[]" || string(b) == `""`
+	return nil
+}
+
+// quotaNoticeMax is the longest answer text that is checked for a quota
+// notice (a free tier's error put in the assistant's message).
+const quotaNoticeMax = 200
+
+// content is a message's content as checkAnswer needs it: text or parts,
+// whether it is empty, and the text itself only when it is short enough
+// to be a quota notice.
+type content struct {
+	seen
+	text  bool
+	short string
+}
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if err := c.seen.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	if len(b) == 0 || b[0] != '"' {
+		return nil
+	}
+	c.text = true
+	// A character takes at most 6 bytes escaped, so a longer value holds
+	// more than quotaNoticeMax bytes of text and need not be decoded.
+	if len(b) > 2+6*quotaNoticeMax {
+		return nil
+	}
+	return json.Unmarshal(b, &c.short)
+}
+
 // answer is the part of a non-streaming answer needed to tell a usable
 // answer from an empty or broken one.
 type answer struct {
 	Choices []struct {
 		Message *struct {
-			Content          json.RawMessage `json:"content"`
-			ToolCalls        json.RawMessage `json:"tool_calls"`
-			FunctionCall     json.RawMessage `json:"function_call"`
-			ReasoningContent string          `json:"reasoning_content"`
-			Reasoning        string          `json:"reasoning"`
-			Refusal          string          `json:"refusal"`
+			Content          content `json:"content"`
+			ToolCalls        seen    `json:"tool_calls"`
+			FunctionCall     seen    `json:"function_call"`
+			ReasoningContent seen    `json:"reasoning_content"`
+			Reasoning        seen    `json:"reasoning"`
+			Refusal          seen    `json:"refusal"`
 		} `json:"message"`
-		Text *string `json:"text"`
+		Text seen `json:"text"`
 	} `json:"choices"`
-	Data  json.RawMessage `json:"data"`
-	Usage *llm.Usage      `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Data  seen       `json:"data"`
+	Usage *llm.Usage `json:"usage"`
+	Error seen       `json:"error"`
 }
 
 // checkAnswer decides whether a 200 body is a real answer (design.md "soft"
@@ -295,7 +399,7 @@ func checkAnswer(ep llm.Endpoint, body []byte, red Redactor) (llm.Usage, error) 
 	if a.Usage != nil {
 		usage = *a.Usage
 	}
-	if present(a.Error) {
+	if a.Error.set {
 		msg := red.String(llm.ErrorMessage(body))
 		if llm.QuotaText(msg) {
 			return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in a 200 answer): %s", llm.Truncate(msg, 120))
@@ -304,13 +408,13 @@ func checkAnswer(ep llm.Endpoint, body []byte, red Redactor) (llm.Usage, error) 
 	}
 	switch ep {
 	case llm.Embeddings:
-		if !present(a.Data) || string(bytes.TrimSpace(a.Data)) == "[]" {
+		if !a.Data.set || a.Data.empty {
 			return usage, llm.SoftError(llm.SubEmpty, "empty embeddings")
 		}
 		return usage, nil
 	case llm.Completions:
 		for _, ch := range a.Choices {
-			if ch.Text != nil && *ch.Text != "" {
+			if ch.Text.set && !ch.Text.empty {
 				return usage, nil
 			}
 		}
@@ -321,25 +425,27 @@ func checkAnswer(ep llm.Endpoint, body []byte, red Redactor) (llm.Usage, error) 
 		if m == nil {
 			continue
 		}
-		if present(m.ToolCalls) && string(m.ToolCalls) != "[]" || present(m.FunctionCall) {
+		if m.ToolCalls.set && !m.ToolCalls.empty || m.FunctionCall.set {
 			return usage, nil
 		}
-		if m.Refusal != "" || m.ReasoningContent != "" || m.Reasoning != "" {
-			return usage, nil
+		for _, s := range []seen{m.Refusal, m.ReasoningContent, m.Reasoning} {
+			if s.set && !s.empty {
+				return usage, nil
+			}
 		}
-		var text string
-		if json.Unmarshal(m.Content, &text) == nil {
-			if text == "" {
+		c := m.Content
+		if c.text || !c.set {
+			if !c.set || c.empty {
 				continue
 			}
 			// Some free tiers put their quota error into the assistant's
 			// message; a short answer that says so is not an answer.
-			if len(text) < 200 && llm.QuotaText(text) {
+			if c.short != "" && len(c.short) < quotaNoticeMax && llm.QuotaText(c.short) {
 				return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in the answer text)")
 			}
 			return usage, nil
 		}
-		if present(m.Content) && string(m.Content) != "[]" {
+		if !c.empty {
 			return usage, nil // content parts
 		}
 	}
