@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -65,7 +66,7 @@ const maxAdminBody = 1 << 20
 
 // MountAdmin adds /api, /api/ws and /metrics to the server.
 func (s *Server) MountAdmin(a Admin) {
-	h := &adminHandlers{a: a}
+	h := &adminHandlers{a: a, s: s}
 	// Every admin route checks the Origin first (a foreign page is refused
 	// whatever it holds), then the dashboard session and, on writes, its
 	// anti-CSRF header.
@@ -90,7 +91,7 @@ func (s *Server) MountAdmin(a Admin) {
 		var in struct {
 			Name string `json:"name"`
 		}
-		if !decode(w, r, &in) {
+		if !h.decode(w, r, &in) {
 			return
 		}
 		if err := a.Control().SetDefaultChain(r.Context(), in.Name); err != nil {
@@ -118,7 +119,7 @@ func (s *Server) MountAdmin(a Admin) {
 		var in struct {
 			Paused *bool `json:"paused"`
 		}
-		if !decode(w, r, &in) {
+		if !h.decode(w, r, &in) {
 			return
 		}
 		if in.Paused == nil {
@@ -156,19 +157,34 @@ func sameOrigin(next http.HandlerFunc) http.Handler {
 	})
 }
 
-type adminHandlers struct{ a Admin }
+type adminHandlers struct {
+	a Admin
+	s *Server
+}
 
 // routingState is the body of /api/routing.
 type routingState struct {
 	Paused bool `json:"paused"`
 }
 
-// decode reads a JSON body into v, refusing unknown fields so a typo in a
-// form field is reported instead of silently ignored.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// decode reads a JSON body into v within the body read deadline, refusing
+// unknown fields so a typo in a form field is reported instead of silently
+// ignored.
+func (h *adminHandlers) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	// The body must arrive within the same read deadline as /v1 bodies,
+	// so a client that trickles a form holds no handler; the deadline is
+	// lifted once the body is in, before the handler does its work.
+	timeout := time.Duration(h.s.readTimeout.Load())
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(bodyDeadline(timeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			h.s.bodyReadError(w, err, maxAdminBody, timeout)
+			return false
+		}
 		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not what this endpoint expects: "+err.Error(), "")
 		return false
 	}
@@ -195,7 +211,7 @@ func errorTypeFor(status int) string {
 
 func (h *adminHandlers) addProvider(w http.ResponseWriter, r *http.Request) {
 	var in control.ProviderInput
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	v, err := h.a.Control().AddProvider(r.Context(), in)
@@ -208,7 +224,7 @@ func (h *adminHandlers) addProvider(w http.ResponseWriter, r *http.Request) {
 
 func (h *adminHandlers) updateProvider(w http.ResponseWriter, r *http.Request) {
 	var in control.ProviderInput
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	v, err := h.a.Control().UpdateProvider(r.Context(), r.PathValue("name"), in)
@@ -237,7 +253,7 @@ func (h *adminHandlers) testProvider(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Model string `json:"model"`
 	}
-	if r.ContentLength != 0 && !decode(w, r, &in) {
+	if r.ContentLength != 0 && !h.decode(w, r, &in) {
 		return
 	}
 	name := r.PathValue("name")
@@ -254,7 +270,7 @@ func (h *adminHandlers) setKey(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Key string `json:"key"`
 	}
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	if in.Key == "" {
@@ -293,7 +309,7 @@ func (h *adminHandlers) createChain(w http.ResponseWriter, r *http.Request) {
 		Backends []string `json:"backends"`
 		Strategy *string  `json:"strategy"`
 	}
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	if err := h.a.Control().CreateChain(r.Context(), in.Name, in.Backends, in.Strategy); err != nil {
@@ -306,7 +322,7 @@ func (h *adminHandlers) createChain(w http.ResponseWriter, r *http.Request) {
 
 func (h *adminHandlers) updateChain(w http.ResponseWriter, r *http.Request) {
 	var in control.ChainInput
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	name := r.PathValue("name")
@@ -338,7 +354,7 @@ func (h *adminHandlers) setSettings(w http.ResponseWriter, r *http.Request) {
 	// The body is decoded onto the current settings, so the keys it
 	// leaves out keep their values instead of falling back to defaults.
 	in := h.a.Control().Settings()
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	if err := h.a.Control().SetSettings(r.Context(), in); err != nil {

@@ -129,7 +129,7 @@ func (h *adminHandlers) usageCSV(w http.ResponseWriter, r *http.Request) {
 
 func (h *adminHandlers) setBudgets(w http.ResponseWriter, r *http.Request) {
 	var in []control.BudgetJSON
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	if err := h.a.Control().SetBudgets(r.Context(), in); err != nil {
@@ -141,7 +141,7 @@ func (h *adminHandlers) setBudgets(w http.ResponseWriter, r *http.Request) {
 
 func (h *adminHandlers) setProviderLimits(w http.ResponseWriter, r *http.Request) {
 	var in control.ModelLimitsInput
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	provider := r.PathValue("provider")
@@ -158,7 +158,7 @@ func (h *adminHandlers) setProviderLimits(w http.ResponseWriter, r *http.Request
 
 func (h *adminHandlers) setModelLimits(w http.ResponseWriter, r *http.Request) {
 	var in control.ModelLimitsInput
-	if !decode(w, r, &in) {
+	if !h.decode(w, r, &in) {
 		return
 	}
 	if err := h.a.Control().SetModelLimits(r.Context(), r.PathValue("provider"), r.PathValue("model"), in); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -180,12 +181,19 @@ func TestAttackIdleWebsockets(t *testing.T) {
 // connection) and when.
 func stalledBody(t *testing.T, addr string, size, first int, stop <-chan struct{}) <-chan int {
 	t.Helper()
+	return stalledRequest(t, addr, "POST /v1/chat/completions", "", size, first, stop)
+}
+
+// stalledRequest is stalledBody for any method, path and extra header
+// lines (each ending in CRLF).
+func stalledRequest(t *testing.T, addr, line, headers string, size, first int, stop <-chan struct{}) <-chan int {
+	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, size)
+	fmt.Fprintf(c, "%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n", line, addr, size, headers)
 	_, _ = c.Write(bytes.Repeat([]byte(" "), first))
 	go func() {
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -249,6 +257,38 @@ func TestAttackStalledBodies(t *testing.T) {
 	// The server still serves.
 	if r := e.post("/v1/chat/completions", chat("main", false)); r.status != http.StatusOK {
 		t.Fatalf("after the stalled bodies: %d %s", r.status, r.body)
+	}
+}
+
+// TestAttackStalledAdminBody: a signed-in admin write whose body trickles
+// in is cut at the same read deadline as /v1 bodies, and the admin API
+// goes on serving.
+func TestAttackStalledAdminBody(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.Requests.BodyReadTimeout = time.Second })
+	addr := strings.TrimPrefix(e.base, "http://")
+	u, err := url.Parse(e.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cookies []string
+	for _, c := range e.signedIn().Jar.Cookies(u) {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	headers := "Cookie: " + strings.Join(cookies, "; ") + "\r\nX-FreeLane-CSRF: " + e.csrf + "\r\n"
+	stop := make(chan struct{})
+	defer close(stop)
+	start := time.Now()
+	answer := stalledRequest(t, addr, "PUT /api/budgets", headers, 512<<10, 16, stop)
+	select {
+	case st := <-answer:
+		if st != http.StatusRequestTimeout && st != 0 {
+			t.Fatalf("stalled admin body got %d, want 408 or a closed connection", st)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("stalled admin body still open %s after it started; the read deadline is 1s", time.Since(start).Round(time.Millisecond))
+	}
+	if r := e.do("GET", "/api/budgets", "", nil); r.status != http.StatusOK {
+		t.Fatalf("after the stalled body: %d %s", r.status, r.body)
 	}
 }
 
