@@ -54,7 +54,7 @@ type Admin interface {
 	// SetRoutingPaused pauses or resumes routing (the tray's Pause).
 	SetRoutingPaused(paused bool)
 	// Usage, EachLedgerRow and Budgets serve the usage ledger and the
-	// budgets (issue 6); Now is the clock their default ranges start from.
+	// budgets; Now is the clock their default ranges start from.
 	Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
 	EachLedgerRow(ctx context.Context, from, to time.Time, fn func(store.LedgerRow) error) error
 	Budgets() []quota.BudgetView

@@ -384,7 +384,7 @@ func (b *Set) report(provider, name string, ticket uint64, e *llm.Error, firstBy
 		}
 		st.failures = 0
 		if wasTrial {
-			// A recovered backend starts from a cautious score (seed 003):
+			// A recovered backend starts from a cautious score:
 			// good enough to serve, quick to trip again if it relapses.
 			b.setHealth(st, 0.7, now)
 			b.setState(st, Closed, now, "trial request succeeded")
@@ -437,7 +437,8 @@ func (b *Set) report(provider, name string, ticket uint64, e *llm.Error, firstBy
 	}
 }
 
-// penalty is the score of a failed outcome in the health EWMA (seed 003).
+// penalty is the score of a failed outcome in the health EWMA: an empty
+// or malformed answer still shows a working server, a timeout does not.
 func penalty(e *llm.Error) float64 {
 	switch e.Sub {
 	case llm.SubEmpty:

@@ -413,7 +413,7 @@ func TestTrialFailureReopensForTheSameTime(t *testing.T) {
 	}
 }
 
-// outage runs the scenario against the breaker alone: the primary
+// outage runs a free tier's typical outage against the breaker alone: the primary
 // fails for outage while a request arrives every step; it returns how many
 // trial (half-open) calls it got during the outage, how many open periods
 // there were, and how long after the outage the primary served again.

@@ -68,7 +68,8 @@ type Snapshot struct {
 	Requests      []llm.Trace            `json:"requests"`
 	Events        []events.Event         `json:"events"`
 	Totals        Totals                 `json:"totals"`
-	// Quotas, Budgets and Spend are the issue 6 contract's additions.
+	// Quotas, Budgets and Spend are each backend's limits, the budgets and
+	// what was spent today and this month.
 	Quotas  []quota.QuotaView  `json:"quotas"`
 	Budgets []quota.BudgetView `json:"budgets"`
 	Spend   quota.Spend        `json:"spend"`

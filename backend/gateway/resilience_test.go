@@ -13,7 +13,7 @@ import (
 	"freelane/backend/internal/fakeupstream"
 )
 
-// TestOutageOfSixtySeconds is the scenario: the primary answers 503
+// TestOutageOfSixtySeconds is a free tier's typical outage: the primary answers 503
 // for 60 s while a request arrives every 4 s. No client sees an error, the
 // primary gets at most one trial per open period, and it serves again
 // within 30 s of recovering.

@@ -15,7 +15,7 @@ import (
 // these values in one place (see Classify).
 type Class string
 
-// The failure classes of design.md. OK is the class of a successful attempt.
+// The failure classes. OK is the class of a successful attempt.
 const (
 	OK          Class = "ok"
 	RateLimited Class = "rate_limited"
@@ -44,7 +44,7 @@ func (c Class) FailsOver() bool {
 
 // Sub narrows a class where the difference matters for a backend's health
 // score: a timeout and an empty answer are both failures, but not equally
-// damning (seed 003's penalty table).
+// damning, so they lower the score by different amounts.
 type Sub string
 
 // Sub-classes.

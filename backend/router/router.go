@@ -1,5 +1,6 @@
 // Package router serves a request by walking its route, backend by backend,
-// until one answers: the failover loop and the stream rule of design.md.
+// until one answers: the failover loop, and the rule that a stream never
+// switches backends once it has reached the client.
 package router
 
 import (

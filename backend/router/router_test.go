@@ -1133,7 +1133,7 @@ func (h *harness) upCalls(p string) int {
 	return h.ups[p].calls
 }
 
-// The scenario: the primary answers 503 for 60 s while a request
+// A free tier's typical outage: the primary answers 503 for 60 s while a request
 // arrives every 4 s.
 func TestOutageThroughTheRouter(t *testing.T) {
 	h, set, clock, pub := withBreaker(t, breaker.Settings{})

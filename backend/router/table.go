@@ -33,7 +33,7 @@ type ModelSpec struct {
 	Context int
 	// CreditUntil is when a prepaid credit for this model runs out; until
 	// then the default chain puts it ahead of the free pool, so the credit
-	// is used before it expires (seed 002 section 4). Zero for none.
+	// is used before it expires. Zero for none.
 	CreditUntil time.Time
 }
 
@@ -157,7 +157,7 @@ func Build(spec Spec) *Table {
 		}
 	}
 	// Free models go biggest first: the most capable free model is the best
-	// stand-in for a paid one (seed 000). Stable, so ties keep config order.
+	// stand-in for a paid one. Stable, so ties keep config order.
 	sort.SliceStable(free, func(i, j int) bool { return free[i].ParamsB > free[j].ParamsB })
 	// Credits that run out soonest go first: they are lost when unused.
 	sort.SliceStable(credit, func(i, j int) bool { return creditUntil[credit[i]].Before(creditUntil[credit[j]]) })
@@ -230,7 +230,7 @@ type ResolveError struct {
 
 func (e *ResolveError) Error() string { return e.Message }
 
-// Resolve maps a requested model name to a route, following design.md:
+// Resolve maps a requested model name to a route, in this order:
 // a chain name, then provider/model, then an upstream model id, else 404.
 func (t *Table) Resolve(model string) (Route, error) {
 	if bs, ok := t.chains[model]; ok {

@@ -129,7 +129,7 @@ func New(o Options) *Client {
 		}
 	}
 	// No Client.Timeout: it would also bound reading a stream, and a long
-	// answer must never be cut by a whole-request timer (seed 000). The
+	// answer must never be cut by a whole-request timer. The
 	// header, first-token and idle limits bound every wait instead.
 	//
 	// Redirects are never followed: the key, the custom headers and the
@@ -386,8 +386,8 @@ type answer struct {
 	Error seen       `json:"error"`
 }
 
-// checkAnswer decides whether a 200 body is a real answer (design.md "soft"
-// failures) and extracts its usage.
+// checkAnswer decides whether a 200 body is a real answer (an empty or
+// unparseable one is a soft failure) and extracts its usage.
 // Text taken from the body for a message is redacted before it is cut; a
 // usable answer is never scanned.
 func checkAnswer(ep llm.Endpoint, body []byte, red Redactor) (llm.Usage, error) {

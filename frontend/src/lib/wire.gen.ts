@@ -712,7 +712,10 @@ export interface Snapshot {
   requests: Trace[];
   events: Event[] | null;
   totals: Totals;
-  /** Quotas, Budgets and Spend are the issue 6 contract's additions. */
+  /**
+   * Quotas, Budgets and Spend are each backend's limits, the budgets and
+   * what was spent today and this month.
+   */
   quotas: QuotaView[];
   budgets: BudgetView[];
   spend: Spend;
