@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"freelane/backend/clock"
 )
 
 // One FreeLane runs per data directory. The first launch listens on a Unix
@@ -193,7 +195,7 @@ func askShow(path string) (reply, endpoint string, err error) {
 		return "", "", fmt.Errorf("%w (user id %d, not yours, %d) on %s: it is not your FreeLane and its answer is not trusted",
 			errForeignPeer, uid, os.Getuid(), path)
 	}
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	_ = c.SetDeadline(clock.Deadline(handshakeTimeout))
 	if _, err := io.WriteString(c, reqShow+"\n"); err != nil {
 		return "", "", fmt.Errorf("asking the running FreeLane: %w", err)
 	}
@@ -243,7 +245,7 @@ func askLoginURL(dataDir string) (string, error) {
 		return "", fmt.Errorf("%w (user id %d, not yours, %d) on %s: it is not your FreeLane and its answer is not trusted",
 			errForeignPeer, uid, os.Getuid(), path)
 	}
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	_ = c.SetDeadline(clock.Deadline(handshakeTimeout))
 	if _, err := io.WriteString(c, reqLoginURL+"\n"); err != nil {
 		return "", fmt.Errorf("asking the running FreeLane: %w", err)
 	}
@@ -273,7 +275,7 @@ func (in *instance) serve() {
 // they are rare, and it keeps two launches from racing to show the window.
 func (in *instance) handle(c net.Conn) {
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	_ = c.SetDeadline(clock.Deadline(handshakeTimeout))
 	line, err := bufio.NewReader(io.LimitReader(c, 256)).ReadString('\n')
 	if err != nil {
 		return

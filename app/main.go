@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -232,10 +231,8 @@ func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
 // a browser in, and warns loudly when other machines can reach FreeLane.
 func announce(g *gateway.Gateway, stdout io.Writer, log *slog.Logger) {
 	link := g.LoginURL()
-	if host, _, err := net.SplitHostPort(g.Addr()); err == nil {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			fmt.Fprintf(stdout, "WARNING: FreeLane listens on %s, reachable from other machines. /v1 requires the inbound token; traffic is not encrypted.\n", g.Addr())
-		}
+	if g.OffLoopback() {
+		fmt.Fprintf(stdout, "WARNING: FreeLane listens on %s, reachable from other machines. /v1 requires the inbound token; traffic is not encrypted.\n", g.Addr())
 	}
 	fmt.Fprintf(stdout, "FreeLane dashboard: %s\n(the link signs one browser in, once, within %s; run freelane dashboard-url for a new one)\n", link, auth.LoginTTL)
 	log.Info("dashboard login link (works once, within 10 minutes)", "url", link)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/control"
 	"freelane/backend/llm"
 	"freelane/backend/quota"
@@ -176,7 +177,7 @@ func (h *adminHandlers) decode(w http.ResponseWriter, r *http.Request, v any) bo
 	// lifted once the body is in, before the handler does its work.
 	timeout := time.Duration(h.s.readTimeout.Load())
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(bodyDeadline(timeout))
+	_ = rc.SetReadDeadline(clock.Deadline(timeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
 	dec.DisallowUnknownFields()

@@ -197,7 +197,7 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 		// answer, the next request on a kept-alive connection) runs under
 		// it.
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(bodyDeadline(timeout))
+		_ = rc.SetReadDeadline(clock.Deadline(timeout))
 		held, err := readBody(w, r, limit, &s.budget)
 		if err != nil {
 			s.bodyReadError(w, err, limit, timeout)

@@ -167,8 +167,3 @@ func (s *Server) bodyReadError(w http.ResponseWriter, err error, limit int64, ti
 		WriteError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "could not read the request body: "+err.Error(), "")
 	}
 }
-
-// bodyDeadline is the absolute time a body must have arrived by. The
-// network poller compares read deadlines with the wall clock, so it is read
-// off the wall clock whatever clock dates the rest of the request.
-func bodyDeadline(d time.Duration) time.Time { return time.Now().Add(d) }

@@ -68,6 +68,12 @@ func (Real) NewTicker(d time.Duration) (Ticker, <-chan time.Time) {
 // AfterFunc wraps time.AfterFunc.
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
+// Deadline is the socket deadline d from now. net.Conn deadlines are
+// absolute times that the network poller compares with the wall clock, so
+// they are read off the wall clock whatever clock the caller dates its work
+// with.
+func Deadline(d time.Duration) time.Time { return time.Now().Add(d) }
+
 // OrReal returns c, or the wall clock when c is nil, for constructors whose
 // callers may leave the clock out.
 func OrReal(c Clock) Clock {

@@ -17,17 +17,12 @@ import (
 // wall clock or make its timers, each with the reason. A key is a file (for
 // a whole file) or "file:function".
 var wallClock = map[string]string{
-	"app/main.go:serve":                             "the composition root makes the program's one clock",
-	"app/instance.go":                               "socket deadlines on the single-instance socket; the network poller reads them against the wall clock",
-	"backend/api/body.go:bodyDeadline":              "the request body's read deadline; the network poller reads it against the wall clock",
-	"backend/hub/hub.go:deadline":                   "websocket deadlines; the network poller reads them against the wall clock",
-	"backend/hub/hub.go:socketTicker":               "paces broadcasts and pings written to real sockets, in real time whatever dates their content",
-	"backend/store/store.go:Open":                   "the default for a database opened without WithClock (tools and read-only tests)",
-	"backend/vault/vault.go:withTimeout":            "bounds a blocking call into the OS keychain, which runs in real time",
-	"backend/cmd/loadbench/main.go":                 "a load generator measures real throughput and latency",
-	"backend/internal/fakeupstream/fakeupstream.go": "the fake upstream is a real server whose delays happen in real time",
-	"backend/internal/fakeupstream/handler.go":      "the fake upstream dates its answers as a remote server does",
-	"backend/internal/clocktest/clocktest.go":       "the fake clock's following mode moves with real time",
+	"app/main.go:serve":                                   "the composition root makes the program's one clock",
+	"backend/hub/hub.go:socketTicker":                     "paces broadcasts and pings written to real sockets, in real time whatever dates their content",
+	"backend/store/store.go:Open":                         "the default for a database opened without WithClock (tools and read-only tests)",
+	"backend/cmd/loadbench/main.go":                       "a load generator measures real throughput and latency",
+	"backend/internal/fakeupstream/fakeupstream.go:Start": "the fake upstream stands for a remote server, whose time no test can move",
+	"backend/internal/clocktest/clocktest.go":             "the fake clock's following mode moves with real time",
 }
 
 // banned are the time package's functions that read the wall clock or arm

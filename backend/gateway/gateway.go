@@ -140,7 +140,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 
-	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain})
+	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain, Clock: o.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("opening the key vault: %w", err)
 	}
@@ -396,6 +396,10 @@ func (g *Gateway) Start() error {
 // ErrNoToken is returned by Start when it would listen off loopback
 // without an inbound token.
 var ErrNoToken = errors.New("no inbound token")
+
+// OffLoopback reports whether the server listens where other machines can
+// reach it, so the shell can warn the person who started it.
+func (g *Gateway) OffLoopback() bool { return g.ln != nil && !loopbackAddr(g.ln.Addr()) }
 
 // loopbackAddr reports whether a listener only takes connections from this
 // machine.

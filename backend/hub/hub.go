@@ -256,7 +256,7 @@ func (c *client) kick(code int, reason string, grace time.Duration) {
 		// of the underlying connection (safe to do concurrently, unlike the
 		// websocket.Conn's own setter) frees it within grace. A writer that
 		// is not stuck sets its own deadline before its next write.
-		_ = c.ws.NetConn().SetWriteDeadline(deadline(grace))
+		_ = c.ws.NetConn().SetWriteDeadline(clock.Deadline(grace))
 	})
 }
 
@@ -304,7 +304,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			code, reason = websocket.CloseInternalServerErr, reasonInternalErr
 			h.log.Error("hub: could not send the snapshot", "remote", c.remote, "err", err)
 		}
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), deadline(h.closeGrace))
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), clock.Deadline(h.closeGrace))
 		_ = ws.Close()
 		return
 	}
@@ -373,9 +373,9 @@ func (h *Hub) isClosed() bool {
 // peer's close frame, and its deadline is what detects a vanished peer.
 func (h *Hub) readLoop(c *client) {
 	c.ws.SetReadLimit(maxClientMessage)
-	_ = c.ws.SetReadDeadline(deadline(h.pongWait))
+	_ = c.ws.SetReadDeadline(clock.Deadline(h.pongWait))
 	c.ws.SetPongHandler(func(string) error {
-		return c.ws.SetReadDeadline(deadline(h.pongWait))
+		return c.ws.SetReadDeadline(clock.Deadline(h.pongWait))
 	})
 	for {
 		_, rd, err := c.ws.NextReader()
@@ -388,7 +388,7 @@ func (h *Hub) readLoop(c *client) {
 			}
 			return
 		}
-		_ = c.ws.SetReadDeadline(deadline(h.pongWait))
+		_ = c.ws.SetReadDeadline(clock.Deadline(h.pongWait))
 	}
 }
 
@@ -419,13 +419,13 @@ func (h *Hub) writeLoop(c *client) {
 		case <-c.readDone:
 			return
 		case pm := <-c.send:
-			_ = c.ws.SetWriteDeadline(deadline(h.writeWait))
+			_ = c.ws.SetWriteDeadline(clock.Deadline(h.writeWait))
 			if err := c.ws.WritePreparedMessage(pm); err != nil {
 				h.log.Debug("hub: write failed", "remote", c.remote, "err", err)
 				return
 			}
 		case <-pingC:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, deadline(h.writeWait)); err != nil {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, clock.Deadline(h.writeWait)); err != nil {
 				h.log.Debug("hub: ping failed", "remote", c.remote, "err", err)
 				return
 			}
@@ -438,7 +438,7 @@ func (h *Hub) writeLoop(c *client) {
 // either way.
 func (h *Hub) writeClose(c *client) {
 	msg := websocket.FormatCloseMessage(c.closeCode, c.closeReason)
-	_ = c.ws.WriteControl(websocket.CloseMessage, msg, deadline(h.closeGrace))
+	_ = c.ws.WriteControl(websocket.CloseMessage, msg, clock.Deadline(h.closeGrace))
 }
 
 // Run broadcasts every Interval until ctx ends, then closes every client,
@@ -608,11 +608,6 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 		Error apiError `json:"error"`
 	}{apiError{Message: message, Type: "invalid_request_error", Code: code}})
 }
-
-// deadline is the socket deadline d from now. Socket deadlines are absolute
-// times that the network poller compares with the wall clock, so they are
-// read off the wall clock even when the hub dates updates on another one.
-func deadline(d time.Duration) time.Time { return time.Now().Add(d) }
 
 // socketTicker paces writes to real sockets, which happen in real time
 // whatever clock dates their content.

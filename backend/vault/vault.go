@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/zalando/go-keyring"
+
+	"freelane/backend/clock"
 )
 
 // Keychain entry names.
@@ -57,6 +59,8 @@ type Options struct {
 	// answer (no session bus, a locked prompt nobody sees) must not stall
 	// the start. Default 3 s.
 	KeychainTimeout time.Duration
+	// Clock times the keychain calls (default: the wall clock).
+	Clock clock.Clock
 }
 
 // Open finds or creates the master key. A master key file in the data
@@ -78,7 +82,7 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 		return nil, fmt.Errorf("vault: reading %s: %w", path, err)
 	}
 	if o.UseKeychain {
-		s, err := withTimeout(ctx, o.KeychainTimeout, func() (string, error) { return keyring.Get(keyringService, keyringUser) })
+		s, err := withTimeout(ctx, o.Clock, o.KeychainTimeout, func() (string, error) { return keyring.Get(keyringService, keyringUser) })
 		if err == nil {
 			key, derr := decodeKey(s)
 			if derr != nil {
@@ -88,7 +92,7 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 		}
 		if errors.Is(err, keyring.ErrNotFound) {
 			key := newKey()
-			if _, err := withTimeout(ctx, o.KeychainTimeout, func() (string, error) {
+			if _, err := withTimeout(ctx, o.Clock, o.KeychainTimeout, func() (string, error) {
 				return "", keyring.Set(keyringService, keyringUser, encodeKey(key))
 			}); err == nil {
 				return newVault(key, Keychain)
@@ -105,7 +109,7 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 	return newVault(key, File)
 }
 
-func withTimeout(ctx context.Context, d time.Duration, f func() (string, error)) (string, error) {
+func withTimeout(ctx context.Context, clk clock.Clock, d time.Duration, f func() (string, error)) (string, error) {
 	type res struct {
 		s   string
 		err error
@@ -117,12 +121,12 @@ func withTimeout(ctx context.Context, d time.Duration, f func() (string, error))
 		s, err := f()
 		c <- res{s, err}
 	}()
-	t := time.NewTimer(d)
+	t, expired := clock.OrReal(clk).NewTimer(d)
 	defer t.Stop()
 	select {
 	case r := <-c:
 		return r.s, r.err
-	case <-t.C:
+	case <-expired:
 		return "", errors.New("vault: the keychain did not answer in time")
 	case <-ctx.Done():
 		return "", ctx.Err()

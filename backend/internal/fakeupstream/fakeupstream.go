@@ -40,6 +40,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"freelane/backend/clock"
 )
 
 // maxLog is the number of requests the log keeps. Once it is full the oldest
@@ -154,6 +156,7 @@ type Server struct {
 	URL string
 
 	srv       *http.Server
+	clock     clock.Clock
 	serveDone chan struct{}
 	done      chan struct{} // Closed by Close to wake waiting handlers.
 	closing   atomic.Bool   // Set first thing in Close.
@@ -181,7 +184,10 @@ func Start() *Server {
 		panic(fmt.Sprintf("fakeupstream: listen: %v", err))
 	}
 	s := &Server{
-		URL:       "http://" + ln.Addr().String() + "/v1",
+		URL: "http://" + ln.Addr().String() + "/v1",
+		// The fake stands for a remote server, whose own time no test can
+		// move, so its delays and dates are real.
+		clock:     clock.Real{},
 		serveDone: make(chan struct{}),
 		done:      make(chan struct{}),
 		scripts:   make(map[string][]Behavior),
@@ -368,10 +374,10 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
+	t, expired := s.clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-expired:
 		return true
 	case <-ctx.Done():
 		return false

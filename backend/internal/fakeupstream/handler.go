@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 )
 
 // kind is the endpoint a request is for.
@@ -228,7 +227,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	x.created = time.Now().Unix()
+	x.created = s.clock.Now().Unix()
 	x.id = s.ids.Add(1)
 	x.includeUsage = x.req.StreamOptions.IncludeUsage
 	switch k {
