@@ -70,10 +70,15 @@ test: deps-test vet vulncheck test-go test-go-tz test-fuzz test-frontend test-br
 test-go:
 	go test -race -count=1 -timeout 15m ./...
 
-# test-fuzz runs each fuzz target for FUZZTIME (10 s each, 40 s in all)
-# on one worker; the targets' corpora are committed under testdata/fuzz
+# test-fuzz runs each fuzz target for FUZZTIME (10 s each, 100 s in all)
+# on one worker: the admin API's inputs, the config file, and every
+# dialect's request parser and stream decoder, which read what clients and
+# upstreams send. The targets' corpora are committed under testdata/fuzz
 # and also run as plain tests in test-go.
-FUZZ     := backend/control:FuzzProviderInput backend/control:FuzzBudgets backend/control:FuzzLimits backend/config:FuzzParse
+FUZZ     := backend/control:FuzzProviderInput backend/control:FuzzBudgets backend/control:FuzzLimits backend/config:FuzzParse \
+	backend/protocol/openai:FuzzConversation backend/protocol/openai:FuzzStreamDecode \
+	backend/protocol/anthropic:FuzzParseRequest backend/protocol/anthropic:FuzzStreamDecoder \
+	backend/protocol/gemini:FuzzParseRequest backend/protocol/gemini:FuzzStreamDecoder
 FUZZTIME ?= 10s
 test-fuzz:
 	@for t in $(FUZZ); do \

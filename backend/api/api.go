@@ -19,6 +19,8 @@ import (
 	"freelane/backend/auth"
 	"freelane/backend/clock"
 	"freelane/backend/llm"
+	"freelane/backend/protocol"
+	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
 )
 
@@ -120,9 +122,9 @@ func New(o Options) *Server {
 	s.maxBody.Store(o.MaxBody)
 	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaultBodyReadTimeout)))
 	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaultInflightBody))
-	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(llm.Chat)))
-	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(llm.Completions)))
-	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(llm.Embeddings)))
+	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(openai.Codec, llm.Chat)))
+	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(openai.Codec, llm.Completions)))
+	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(openai.Codec, llm.Embeddings)))
 	s.mux.HandleFunc("GET /v1/models", s.unlessPaused(s.models))
 	s.mux.HandleFunc("GET /v1/models/{model...}", s.unlessPaused(s.model))
 	s.mux.HandleFunc("GET /healthz", s.health)
@@ -188,7 +190,10 @@ func WriteError(w http.ResponseWriter, status int, typ, code, msg, param string)
 	_, _ = w.Write(b)
 }
 
-func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
+// routed serves one routed endpoint of a client dialect: the codec parses
+// the body, the router serves it, and answers and errors go back in the
+// client's dialect.
+func (s *Server) routed(codec protocol.Codec, ep llm.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		limit := s.maxBody.Load()
 		timeout := time.Duration(s.readTimeout.Load())
@@ -205,23 +210,23 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 		}
 		defer held.release()
 		_ = rc.SetReadDeadline(time.Time{})
-		req, err := llm.ParseRequest(ep, held.data)
+		req, err := codec.ParseRequest(ep, held.data)
 		if err != nil {
+			info := protocol.ErrorInfo{Status: http.StatusBadRequest, Code: "invalid_request", Message: err.Error()}
 			var bad *llm.BadRequestError
 			if errors.As(err, &bad) {
-				WriteError(w, http.StatusBadRequest, "invalid_request_error", cmp.Or(bad.Code, "invalid_request"), bad.Message, bad.Param)
-				return
+				info.Code, info.Param = cmp.Or(bad.Code, "invalid_request"), bad.Param
 			}
-			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), "")
+			writeError(w, codec, info)
 			return
 		}
 		if req.Stream {
-			s.stream(w, r, req)
+			s.stream(w, r, codec, req)
 			return
 		}
 		res, f := s.o.Router.Complete(r.Context(), req)
 		if f != nil {
-			s.fail(w, f)
+			s.fail(w, codec, f)
 			return
 		}
 		h := w.Header()
@@ -235,9 +240,10 @@ func (s *Server) routed(ep llm.Endpoint) http.HandlerFunc {
 	}
 }
 
-// fail writes a routing failure. Caller errors carry the upstream's own body,
-// which is passed on when it already is an OpenAI-shaped error.
-func (s *Server) fail(w http.ResponseWriter, f *router.Failure) {
+// fail writes a routing failure in the client's dialect. Caller errors
+// carry the upstream's own body, which is passed on unchanged when the
+// upstream spoke the client's dialect and the body is an error of it.
+func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Failure) {
 	if f.Class == llm.Cancelled {
 		// Nobody is listening; the status only matters for logs.
 		w.WriteHeader(f.Status)
@@ -246,23 +252,25 @@ func (s *Server) fail(w http.ResponseWriter, f *router.Failure) {
 	if len(f.Attempts) > 0 {
 		w.Header().Set("X-FreeLane-Attempts", router.AttemptsHeader(f.Attempts))
 	}
-	if f.Body != nil && isOpenAIError(f.Body) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(f.Status)
-		_, _ = w.Write(f.Body)
-		return
+	if f.Body != nil && f.Dialect == codec.Dialect() {
+		if e, ok := codec.DecodeError(f.Body); ok && e.Message != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(f.Status)
+			_, _ = w.Write(f.Body)
+			return
+		}
 	}
 	s.o.Logger.Warn("request failed", "status", f.Status, "code", f.Code, "reason", f.Message)
-	WriteError(w, f.Status, f.Type, f.Code, f.Message, "")
+	writeError(w, codec, protocol.ErrorInfo{Status: f.Status, Code: f.Code, Message: f.Message})
 }
 
-func isOpenAIError(b []byte) bool {
-	var e struct {
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	return json.Unmarshal(b, &e) == nil && e.Error != nil && e.Error.Message != ""
+// writeError writes an error body in the codec's dialect.
+func writeError(w http.ResponseWriter, codec protocol.Codec, e protocol.ErrorInfo) {
+	b := codec.EncodeError(e)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(b)
 }
 
 type modelEntry struct {
@@ -291,8 +299,8 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("model")
 	if len(id) > llm.MaxModelName {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "model_too_long",
-			fmt.Sprintf("model name is too long (%d bytes); FreeLane accepts model names up to %d bytes", len(id), llm.MaxModelName), "model")
+		e := llm.ModelTooLong(len(id))
+		WriteError(w, http.StatusBadRequest, "invalid_request_error", e.Code, e.Message, e.Param)
 		return
 	}
 	for _, m := range s.modelList() {

@@ -1,23 +1,27 @@
 package api
 
 import (
-	"encoding/json"
+	"io"
 	"net/http"
 
 	"freelane/backend/llm"
+	"freelane/backend/protocol"
 	"freelane/backend/router"
 )
 
-// sseSink writes a committed stream to the client as server-sent events.
+// sseSink writes a committed stream to the client as server-sent events,
+// framed and ended as the client's dialect wants.
 type sseSink struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	codec protocol.Codec
 }
 
 var (
-	dataPrefix = []byte("data: ")
-	eventEnd   = []byte("\n\n")
-	doneEvent  = []byte("data: [DONE]\n\n")
+	eventPrefix = []byte("event: ")
+	dataPrefix  = []byte("data: ")
+	lineEnd     = []byte("\n")
+	eventEnd    = []byte("\n\n")
 )
 
 func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) error {
@@ -33,8 +37,19 @@ func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 }
 
 func (s *sseSink) Send(data []byte, flush bool) error {
-	// Three writes into the response's own buffer, then one flush: no copy
-	// of the event is made.
+	// A few writes into the response's own buffer, then one flush: no
+	// copy of the event is made.
+	if name := s.codec.EventName(data); name != "" {
+		if _, err := s.w.Write(eventPrefix); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(s.w, name); err != nil {
+			return err
+		}
+		if _, err := s.w.Write(lineEnd); err != nil {
+			return err
+		}
+	}
 	if _, err := s.w.Write(dataPrefix); err != nil {
 		return err
 	}
@@ -51,24 +66,27 @@ func (s *sseSink) Send(data []byte, flush bool) error {
 }
 
 func (s *sseSink) Fail(e *llm.Error) {
-	b, _ := json.Marshal(errorBody{Error: errorDetail{
-		Message: "the upstream stream failed after it had started, so the answer is incomplete: " + e.Message,
+	ev := s.codec.EncodeStreamError(protocol.ErrorInfo{
+		Status:  http.StatusBadGateway,
 		Type:    "upstream_error",
 		Code:    "stream_interrupted",
-	}})
-	_ = s.Send(b, true)
+		Message: "the upstream stream failed after it had started, so the answer is incomplete: " + e.Message,
+	})
+	_ = s.Send(ev.Data, true)
 }
 
 func (s *sseSink) Done() error {
-	if _, err := s.w.Write(doneEvent); err != nil {
-		return err
+	if end := s.codec.StreamEnd(); end != nil {
+		if _, err := s.w.Write(end); err != nil {
+			return err
+		}
 	}
 	return s.rc.Flush()
 }
 
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *llm.Request) {
-	sink := &sseSink{w: w, rc: http.NewResponseController(w)}
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, codec protocol.Codec, req *llm.Request) {
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), codec: codec}
 	if f := s.o.Router.Stream(r.Context(), req, sink); f != nil {
-		s.fail(w, f)
+		s.fail(w, codec, f)
 	}
 }

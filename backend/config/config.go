@@ -15,9 +15,13 @@ import (
 // Supported values and defaults. They are exported so that code building a
 // Config by hand (tests, the GUI) uses the same values as the loader.
 const (
-	// KindOpenAI is the OpenAI-compatible chat completions protocol, the only
-	// provider kind supported so far.
+	// KindOpenAI is the OpenAI-compatible chat completions protocol, which
+	// most servers speak.
 	KindOpenAI = "openai"
+	// KindAnthropic is Anthropic's Messages API.
+	KindAnthropic = "anthropic"
+	// KindGemini is Google's Generative Language API (generateContent).
+	KindGemini = "gemini"
 
 	// TierOwn marks a provider reached with the user's own paid key.
 	TierOwn = "own"
@@ -142,7 +146,7 @@ type Requests struct {
 type Provider struct {
 	// Name is unique and lower-case: ^[a-z0-9][a-z0-9_-]*$.
 	Name string `yaml:"name"`
-	// Kind is the wire protocol; only "openai" is valid now.
+	// Kind is the wire protocol: openai (the default), anthropic or gemini.
 	Kind string `yaml:"kind"`
 	// Tier is one of own, free or local.
 	Tier string `yaml:"tier"`
@@ -165,6 +169,10 @@ type Provider struct {
 	// StreamUsage says whether to ask the upstream for
 	// stream_options.include_usage; nil means true. Use WantsStreamUsage.
 	StreamUsage *bool `yaml:"stream_usage"`
+	// DropParams names request parameters the provider rejects, such as
+	// stream_options or parallel_tool_calls; they are left out of every
+	// request to it.
+	DropParams []string `yaml:"drop_params,omitempty"`
 	// Models are the models this provider serves; there is at least one.
 	Models []Model `yaml:"models"`
 	// Timeouts are the per-phase time limits for requests to this provider.
@@ -243,8 +251,20 @@ type Model struct {
 	ParamsB float64 `yaml:"params_b"`
 	// Context is the context window in tokens; 0 means unknown.
 	Context int `yaml:"context"`
-	// MaxOutput is the largest completion in tokens; 0 means unknown.
+	// MaxOutput is the largest completion in tokens; 0 means unknown. A
+	// larger max_tokens is lowered to it, and dialects that require a
+	// limit (Anthropic) send it when the client set none.
 	MaxOutput int `yaml:"max_output"`
+	// Capabilities are what the model can do: tools, vision, json,
+	// reasoning. Nil means unknown, and the model is sent every request;
+	// a list makes FreeLane pass the model by for requests that need what
+	// it lacks, and leave reasoning parameters out unless it reasons.
+	Capabilities []string `yaml:"capabilities,omitempty"`
+	// Endpoints narrows what the model serves (chat, completions,
+	// embeddings); nil means everything the provider's kind serves.
+	Endpoints []string `yaml:"endpoints,omitempty"`
+	// DropParams names further request parameters this model rejects.
+	DropParams []string `yaml:"drop_params,omitempty"`
 	// Limits apply to this model alone, besides the provider's.
 	Limits *Limits `yaml:"limits,omitempty"`
 	// Price is what the model costs per million tokens; nil is free.

@@ -23,8 +23,11 @@ var (
 	// references exist.
 	providerIdentity = regexp.MustCompile(`^providers(\[\d+\](\.name|\.models(\[\d+\](\.id)?)?)?)?$`)
 
-	supportedKinds = []string{KindOpenAI}
-	tiers          = []string{TierOwn, TierFree, TierLocal}
+	supportedKinds = []string{KindOpenAI, KindAnthropic, KindGemini}
+	// Capabilities and Endpoints are the names models may declare.
+	Capabilities = []string{"tools", "vision", "json", "reasoning"}
+	Endpoints    = []string{"chat", "completions", "embeddings"}
+	tiers        = []string{TierOwn, TierFree, TierLocal}
 )
 
 // validator checks a decoded Config. It reports problems by field path and
@@ -178,6 +181,7 @@ func (v *validator) providers(c *Config) {
 		if p.Kind != "" && !slices.Contains(supportedKinds, p.Kind) {
 			v.errorf(f+".kind", "unsupported kind %q; supported kinds: %s", p.Kind, strings.Join(supportedKinds, ", "))
 		}
+		v.params(p.DropParams, f+".drop_params")
 		switch {
 		case p.Tier == "":
 			v.errorf(f+".tier", "is required: one of %s", strings.Join(tiers, ", "))
@@ -315,6 +319,24 @@ func validHeaderName(name string) bool {
 	return true
 }
 
+// names checks a list drawn from a fixed set of names.
+func (v *validator) names(got, allowed []string, f string) {
+	for i, n := range got {
+		if !slices.Contains(allowed, n) {
+			v.errorf(fmt.Sprintf("%s[%d]", f, i), "unknown name %q; use %s", n, strings.Join(allowed, ", "))
+		}
+	}
+}
+
+// params checks a list of request parameter names.
+func (v *validator) params(got []string, f string) {
+	for i, n := range got {
+		if n == "" || n == "model" || n == "messages" || strings.ContainsAny(n, " \t\r\n\"") || len(n) > 64 {
+			v.errorf(fmt.Sprintf("%s[%d]", f, i), "%q cannot be dropped: give a top-level request parameter such as stream_options or parallel_tool_calls", n)
+		}
+	}
+}
+
 func (v *validator) models(p *Provider, f string) {
 	if len(p.Models) == 0 {
 		v.errorf(f+".models", "needs at least one model, e.g. models: [{id: llama-3.3-70b-versatile}]")
@@ -345,6 +367,16 @@ func (v *validator) models(p *Provider, f string) {
 		if m.MaxOutput < 0 {
 			v.errorf(mf+".max_output", "must be a number of tokens >= 0 (0 = unknown), got %d", m.MaxOutput)
 		}
+		v.names(m.Capabilities, Capabilities, mf+".capabilities")
+		v.names(m.Endpoints, Endpoints, mf+".endpoints")
+		if p.Kind == KindAnthropic || p.Kind == KindGemini {
+			for k, e := range m.Endpoints {
+				if e != "chat" && slices.Contains(Endpoints, e) {
+					v.errorf(fmt.Sprintf("%s.endpoints[%d]", mf, k), "a provider of kind %s serves chat only, got %q", p.Kind, e)
+				}
+			}
+		}
+		v.params(m.DropParams, mf+".drop_params")
 		v.limits(m.Limits, mf+".limits")
 		if m.Price != nil {
 			for _, pr := range []struct {

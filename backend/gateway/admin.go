@@ -17,6 +17,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/metrics"
+	"freelane/backend/protocol/openai"
 	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
@@ -152,7 +153,7 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 }
 
 var testRequest = func() *llm.Request {
-	r, err := llm.ParseRequest(llm.Chat, []byte(`{"model":"test","messages":[{"role":"user","content":"Reply with the word OK."}],"max_tokens":5}`))
+	r, err := openai.ParseRequest(llm.Chat, []byte(`{"model":"test","messages":[{"role":"user","content":"Reply with the word OK."}],"max_tokens":5}`))
 	if err != nil {
 		panic(err)
 	}

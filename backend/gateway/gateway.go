@@ -27,13 +27,18 @@ import (
 	"freelane/backend/control"
 	"freelane/backend/events"
 	"freelane/backend/hub"
+	"freelane/backend/llm"
 	"freelane/backend/metrics"
 	"freelane/backend/probe"
-	"freelane/backend/provider/openai"
+	"freelane/backend/protocol"
+	"freelane/backend/protocol/anthropic"
+	"freelane/backend/protocol/gemini"
+	"freelane/backend/protocol/openai"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/upstream"
 	"freelane/backend/vault"
 )
 
@@ -97,7 +102,7 @@ type Gateway struct {
 	// mu guards what apply replaces on every configuration change.
 	mu      sync.Mutex
 	cfg     *config.Config
-	clients map[string]*openai.Client
+	clients map[string]*upstream.Client
 	targets []probe.Target
 
 	bgStop  context.CancelFunc // stops the background loops below
@@ -212,7 +217,7 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 	// unless those were removed.
 	g.redact.Set(secrets(cfg))
 	now := g.clock.Now()
-	clients := map[string]*openai.Client{}
+	clients := map[string]*upstream.Client{}
 	var targets []probe.Target
 	spec := router.Spec{Now: now}
 	for _, p := range cfg.Providers {
@@ -220,13 +225,19 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
 			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p),
 		}
+		wire := wires[p.Kind]
+		ps.Dialect, ps.Endpoints = wire.Dialect(), wire.Endpoints()
+		models := map[string]upstream.Model{}
 		for _, m := range p.Models {
+			caps, known := capsOf(m.Capabilities)
 			ps.Models = append(ps.Models, router.ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context,
-				CreditUntil: quota.CreditEnd(m.CreditDate())})
+				CreditUntil: quota.CreditEnd(m.CreditDate()), Caps: caps, CapsKnown: known, Endpoints: endpointsOf(m.Endpoints)})
+			models[m.ID] = upstream.Model{MaxOutput: m.MaxOutput, Caps: caps, Known: known, Drop: m.DropParams}
 		}
 		if ps.HasKey && !p.Disabled {
-			c := openai.New(openai.Options{
+			c := upstream.New(upstream.Options{
 				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
+				Wire: wire, Codecs: codecs, Drop: p.DropParams, Models: models,
 				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
@@ -263,6 +274,47 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 		c.CloseIdle()
 	}
 	return nil
+}
+
+// wires are the upstream dialects by provider kind: adding a dialect is a
+// package under protocol and a line here.
+var wires = map[string]upstream.Wire{
+	config.KindOpenAI:    openai.Codec,
+	config.KindAnthropic: anthropic.Codec,
+	config.KindGemini:    gemini.Codec,
+}
+
+// codecs are the dialects answers can be written in for clients.
+var codecs = protocol.NewRegistry(openai.Codec, anthropic.Codec, gemini.Codec)
+
+// capsOf reads a model's declared capabilities; known is false when it
+// declares none.
+func capsOf(names []string) (caps llm.Caps, known bool) {
+	if names == nil {
+		return 0, false
+	}
+	for _, n := range names {
+		for c, name := range llm.CapNames {
+			if name == n {
+				caps |= c
+			}
+		}
+	}
+	return caps, true
+}
+
+// endpointsOf reads a model's declared endpoints; nil when it declares
+// none.
+func endpointsOf(names []string) []llm.Endpoint {
+	if names == nil {
+		return nil
+	}
+	by := map[string]llm.Endpoint{"chat": llm.Chat, "completions": llm.Completions, "embeddings": llm.Embeddings}
+	out := make([]llm.Endpoint, 0, len(names))
+	for _, n := range names {
+		out = append(out, by[n])
+	}
+	return out
 }
 
 // secrets lists every key and header value of the configuration, disabled

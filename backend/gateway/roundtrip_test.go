@@ -62,7 +62,11 @@ func roundTripConfig(upstream string) *config.Config {
 				Name: "lit", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: upstream, APIKey: rtLiteralKey,
 				Headers:     map[string]string{"X-Team": "router"},
 				StreamUsage: ptrTo(true),
+				// Quirks and capabilities have no dashboard field yet; edits
+				// must keep them.
+				DropParams: []string{"parallel_tool_calls"},
 				Models: []config.Model{{ID: "mid", ParamsB: 32, Context: 65536, MaxOutput: 2048,
+					Capabilities: []string{"tools", "json"}, Endpoints: []string{"chat"}, DropParams: []string{"seed"},
 					Limits: &config.Limits{RPD: 14400, Reset: "weekly mon 08:00 UTC"}}},
 				Timeouts: config.Timeouts{Connect: 4 * time.Second, Header: 50 * time.Second, FirstToken: 21 * time.Second, Idle: 31 * time.Second},
 				Disabled: true,

@@ -70,10 +70,16 @@ type Error struct {
 	// rate-limit reset header); zero when it did not say.
 	RetryAfter time.Duration
 	// Body is the upstream's error body, kept so a caller error can be
-	// returned to the client unchanged. Nil for transport failures.
+	// returned unchanged to a client of the same dialect. Nil for
+	// transport failures.
 	Body []byte
 	// Err is the underlying transport error, if any.
 	Err error
+	// Code is the vendor's own error code or type, e.g.
+	// "context_length_exceeded", "overloaded_error" or "RESOURCE_EXHAUSTED".
+	Code string
+	// Dialect is the wire format of Body.
+	Dialect Dialect
 	// Header is the upstream's response header of an HTTP error answer
 	// (nil for transport failures), kept so rate-limit headers can update
 	// what is known about the backend's quota. It is the response's own
@@ -114,7 +120,9 @@ type CallUsage struct {
 
 // Attempt is one try of one backend while serving a request.
 type Attempt struct {
-	Backend string        `json:"backend"` // provider/model
+	Backend string `json:"backend"` // provider/model
+	// Dialect is the wire format the backend was spoken to in.
+	Dialect Dialect       `json:"dialect,omitempty"`
 	Class   Class         `json:"class"`
 	Status  int           `json:"status,omitempty"`
 	Latency time.Duration `json:"latency_ns"`
@@ -170,10 +178,12 @@ func (t Trace) Capped() Trace {
 // Trace is everything worth remembering about one client request: where it
 // went, how each attempt ended and what it cost. It never holds prompt text.
 type Trace struct {
-	ID        string        `json:"id"`
-	Start     time.Time     `json:"start"`
-	Endpoint  string        `json:"endpoint"` // chat, completions, embeddings
-	Model     string        `json:"model"`    // as the client asked
+	ID       string    `json:"id"`
+	Start    time.Time `json:"start"`
+	Endpoint string    `json:"endpoint"` // chat, completions, embeddings
+	// Dialect is the wire format the client spoke.
+	Dialect   Dialect       `json:"dialect,omitempty"`
+	Model     string        `json:"model"` // as the client asked
 	Chain     string        `json:"chain,omitempty"`
 	Backend   string        `json:"backend,omitempty"` // the one that served, if any
 	Stream    bool          `json:"stream"`

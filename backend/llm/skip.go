@@ -20,6 +20,9 @@ const (
 	SkipRetired     SkipWord = "retired"
 	SkipQuota       SkipWord = "quota"
 	SkipTooLong     SkipWord = "too_long"
+	// SkipUnsupported is a backend that cannot serve the request: not its
+	// endpoint, a capability it lacks, or a request its dialect cannot say.
+	SkipUnsupported SkipWord = "unsupported"
 )
 
 // Skip is why the router passed a backend by without calling it. The

@@ -17,13 +17,20 @@ const (
 	// UsageOnly is the final usage chunk (empty choices). It is forwarded
 	// only when the client asked for usage.
 	UsageOnly
-	// Done is the upstream's [DONE] marker; Data is nil.
+	// Done is the end of a complete answer (OpenAI's [DONE], Anthropic's
+	// message_stop, or a clean end of the connection); Data is nil, and
+	// the client's sink writes whatever its dialect ends a stream with.
 	Done
 )
 
-// Event is one server-sent event from an upstream stream. Data is the JSON
-// payload exactly as the upstream sent it, without the "data: " prefix. It is
-// only valid until the next call to Next.
+// Event is one server-sent event of a stream, in the client's dialect.
+// When the upstream speaks that dialect too, Data is the JSON payload
+// exactly as the upstream sent it, without the "data: " prefix; otherwise
+// it is the upstream's event converted. Dialects that name their events
+// on the wire (Anthropic's "event: content_block_delta") name them after
+// the data, so the event carries no name of its own and stays as small as
+// the hot path wants it (see protocol.Codec.EventName). Data is only valid
+// until the next call to Next.
 type Event struct {
 	Kind  EventKind
 	Data  []byte
@@ -44,8 +51,8 @@ type EventStream interface {
 	Close() error
 }
 
-// Response is a complete non-streaming upstream answer. Body is passed to the
-// client unchanged.
+// Response is a complete non-streaming upstream answer, in the client's
+// dialect. Body is passed to the client unchanged.
 type Response struct {
 	Status int
 	Header http.Header

@@ -1,5 +1,7 @@
 package llm
 
+import "freelane/backend/jsonscan"
+
 // AppendDeltaText appends the generated text that stream chunks (or a whole
 // answer) carry: the string values of content, text, reasoning, refusal
 // and tool-call arguments, wherever they sit. data is one JSON value or
@@ -8,8 +10,8 @@ package llm
 // estimation when the upstream reports no usage, without decoding chunks
 // into structs.
 func AppendDeltaText(dst, data []byte) []byte {
-	for i := skipSpace(data, 0); i < len(data); i = skipSpace(data, i) {
-		end := skipValue(data, i)
+	for i := jsonscan.SkipSpace(data, 0); i < len(data); i = jsonscan.SkipSpace(data, i) {
+		end := jsonscan.SkipValue(data, i)
 		if end <= i {
 			break
 		}
@@ -24,7 +26,7 @@ func AppendDeltaText(dst, data []byte) []byte {
 func appendText(dst, v []byte) []byte {
 	switch v[0] {
 	case '{':
-		eachMember(v, 0, func(key []byte, vs, ve int) bool {
+		jsonscan.EachMember(v, 0, func(key []byte, vs, ve int) bool {
 			val := v[vs:ve]
 			if len(val) == 0 {
 				return true
@@ -32,7 +34,7 @@ func appendText(dst, v []byte) []byte {
 			if val[0] == '"' {
 				switch string(key) {
 				case "content", "text", "reasoning_content", "reasoning", "refusal", "arguments":
-					dst = append(dst, unquote(val)...)
+					dst = append(dst, jsonscan.Unquote(val)...)
 				}
 				return true
 			}
@@ -42,7 +44,7 @@ func appendText(dst, v []byte) []byte {
 			return true
 		})
 	case '[':
-		eachElement(v, func(vs, ve int) bool {
+		jsonscan.EachElement(v, func(vs, ve int) bool {
 			if e := v[vs:ve]; len(e) > 0 && (e[0] == '{' || e[0] == '[') {
 				dst = appendText(dst, e)
 			}

@@ -15,6 +15,7 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/events"
 	"freelane/backend/llm"
+	"freelane/backend/protocol/openai"
 )
 
 // Upstream is what a probe calls.
@@ -101,7 +102,7 @@ type Prober struct {
 // configuration changes.
 func New(s Settings, targets func() []Target, br Breakers, clk clock.Clock, pub *events.Bus, log *slog.Logger) *Prober {
 	clk = clock.OrReal(clk)
-	req, err := llm.ParseRequest(llm.Chat, []byte(probeBody))
+	req, err := openai.ParseRequest(llm.Chat, []byte(probeBody))
 	if err != nil {
 		panic("probe: the built-in probe request does not parse: " + err.Error())
 	}

@@ -6,6 +6,7 @@ import (
 
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/llm"
+	"freelane/backend/protocol/openai"
 )
 
 func testManager(t testing.TB) (*Manager, *clocktest.Clock) {
@@ -25,7 +26,7 @@ func testManager(t testing.TB) (*Manager, *clocktest.Clock) {
 }
 
 func testRequest(t testing.TB) *llm.Request {
-	req, err := llm.ParseRequest(llm.Chat, []byte(`{"model":"auto","max_tokens":100,"messages":[{"role":"user","content":"Write a function that adds two numbers."}]}`))
+	req, err := openai.ParseRequest(llm.Chat, []byte(`{"model":"auto","max_tokens":100,"messages":[{"role":"user","content":"Write a function that adds two numbers."}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -289,6 +289,14 @@ const (
 	hRemainTok = "X-Ratelimit-Remaining-Tokens"
 	hResetReq  = "X-Ratelimit-Reset-Requests"
 	hResetTok  = "X-Ratelimit-Reset-Tokens"
+	// Anthropic's names for the same numbers; its resets are RFC 3339
+	// times.
+	aLimitReq  = "Anthropic-Ratelimit-Requests-Limit"
+	aLimitTok  = "Anthropic-Ratelimit-Tokens-Limit"
+	aRemainReq = "Anthropic-Ratelimit-Requests-Remaining"
+	aRemainTok = "Anthropic-Ratelimit-Tokens-Remaining"
+	aResetReq  = "Anthropic-Ratelimit-Requests-Reset"
+	aResetTok  = "Anthropic-Ratelimit-Tokens-Reset"
 )
 
 // learn updates what is known from an upstream's rate-limit headers and,
@@ -301,6 +309,8 @@ func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
 	if h != nil {
 		s.learnPair(now, h, hLimitReq, hRemainReq, hResetReq, rpm, rpd, soft)
 		s.learnPair(now, h, hLimitTok, hRemainTok, hResetTok, tpm, tpd, soft)
+		s.learnPair(now, h, aLimitReq, aRemainReq, aResetReq, rpm, rpd, soft)
+		s.learnPair(now, h, aLimitTok, aRemainTok, aResetTok, tpm, tpd, soft)
 	}
 	if e == nil || e.Status != http.StatusTooManyRequests || e.RetryAfter <= 0 {
 		return

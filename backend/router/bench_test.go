@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"freelane/backend/llm"
+	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
 )
 
@@ -92,7 +93,7 @@ func benchReq(b *testing.B, stream bool) *llm.Request {
 	if stream {
 		body = `{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	}
-	req, err := llm.ParseRequest(llm.Chat, []byte(body))
+	req, err := openai.ParseRequest(llm.Chat, []byte(body))
 	if err != nil {
 		b.Fatal(err)
 	}

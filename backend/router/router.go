@@ -91,16 +91,17 @@ func (r *Router) Table() *Table { return r.table.Load() }
 // Swap installs a new routing table for the next requests.
 func (r *Router) Swap(t *Table) { r.table.Store(t) }
 
-// Failure is a request that could not be served, ready to be shown to the
-// client in the OpenAI error shape.
+// Failure is a request that could not be served, ready to be written in
+// the client's dialect: the status, a machine-readable code and a message.
 type Failure struct {
 	Status  int
-	Type    string
 	Code    string
 	Message string
 	// Body, when set, is the upstream's own error body, returned unchanged
-	// for caller errors so the client sees exactly what the model said.
+	// for caller errors to a client of the same dialect (Dialect), so the
+	// client sees exactly what the model said.
 	Body     []byte
+	Dialect  llm.Dialect
 	Attempts []llm.Attempt
 	Class    llm.Class
 }
@@ -193,12 +194,13 @@ type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
 // run is the failover loop shared by streams and plain requests.
 func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*llm.Trace, *Failure) {
 	start := r.clock.Now()
-	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Model: req.Model, Stream: req.Stream}
+	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Dialect: req.Dialect,
+		Model: req.Model, Stream: req.Stream}
 	route, err := r.Table().Resolve(req.Model)
 	if err != nil {
 		var re *ResolveError
 		errors.As(err, &re)
-		f := &Failure{Status: re.Status, Type: errorType(re.Status), Code: re.Code, Message: re.Message, Class: llm.Caller}
+		f := &Failure{Status: re.Status, Code: re.Code, Message: re.Message, Class: llm.Caller}
 		r.finish(tr, start, f)
 		return tr, f
 	}
@@ -211,6 +213,13 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	var hard []bool
 	usable := 0
 	for i, b := range route.Backends {
+		if sk := b.Unsupported(req); sk != nil {
+			if hard == nil {
+				hard = make([]bool, len(route.Backends))
+			}
+			skip[i], hard[i] = sk, true
+			continue
+		}
 		if r.admit != nil {
 			if sk := r.admit.Available(route.Chain, b); sk != nil {
 				if hard == nil {
@@ -232,7 +241,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		if sk.Blocked {
 			blocked = sk
 		}
-		a := llm.Attempt{Backend: b.Name}
+		a := llm.Attempt{Backend: b.Name, Dialect: b.Dialect}
 		sk.Note(&a)
 		tr.Attempts = append(tr.Attempts, a)
 	}
@@ -288,7 +297,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	if blocked != nil && f.Class != llm.Cancelled && f.Class != llm.Caller {
 		// Nothing served and a budget kept paid backends out: that is
 		// what the user must hear about, not the free backends' failures.
-		f = &Failure{Status: http.StatusPaymentRequired, Type: "insufficient_quota", Code: "budget_exceeded",
+		f = &Failure{Status: http.StatusPaymentRequired, Code: "budget_exceeded",
 			Message: strings.TrimPrefix(blocked.Reason, "budget: "), Attempts: tr.Attempts, Class: llm.Quota}
 	}
 	r.finish(tr, start, f)
@@ -302,7 +311,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 // included. A refusal comes back as a skip and no call is made.
 func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b *Backend, checked bool,
 	tr *llm.Trace, try attemptFunc) (a *attempt, le *llm.Error, skip *llm.Skip) {
-	a = &attempt{Attempt: llm.Attempt{Backend: b.Name}, trace: tr}
+	a = &attempt{Attempt: llm.Attempt{Backend: b.Name, Dialect: b.Dialect}, trace: tr}
 	called := false
 	if r.admit != nil {
 		// Another request may have used the last of a quota or a budget
@@ -416,20 +425,24 @@ func (r *Router) failure(route Route, tr *llm.Trace, last *llm.Error) *Failure {
 		f.Status, f.Class, f.Code, f.Message = 499, llm.Cancelled, "client_closed_request", "the client went away"
 		return f
 	case last != nil && last.Class == llm.Caller:
-		f.Status, f.Class, f.Body = last.Status, llm.Caller, last.Body
-		f.Type, f.Code = errorType(last.Status), "upstream_rejected_request"
+		f.Status, f.Class, f.Body, f.Dialect = last.Status, llm.Caller, last.Body, last.Dialect
+		f.Code = "upstream_rejected_request"
 		f.Message = fmt.Sprintf("%s rejected the request: %s", tr.Attempts[len(tr.Attempts)-1].Backend, last.Message)
 		return f
 	case route.Pinned && last != nil:
 		f.Class = last.Class
 		f.Status = statusFor(last.Class)
-		f.Type, f.Code = errorType(f.Status), "backend_failed"
+		f.Code = "backend_failed"
 		f.Message = fmt.Sprintf("%s failed (no failover for a pinned provider/model): %s", route.Backends[0].Name, last.Message)
 		return f
 	}
 	allLimited := len(tr.Attempts) > 0
+	allUnsupported := last == nil && len(tr.Attempts) > 0
 	var parts []string
 	for _, a := range tr.Attempts {
+		if a.Skip != llm.SkipUnsupported {
+			allUnsupported = false
+		}
 		// A quota used up is a rate limit the user configured.
 		if a.Class != llm.RateLimited && a.Class != llm.Quota {
 			allLimited = false
@@ -437,14 +450,21 @@ func (r *Router) failure(route Route, tr *llm.Trace, last *llm.Error) *Failure {
 		parts = append(parts, a.Backend+": "+a.Reason)
 	}
 	f.Class = llm.Transient
-	f.Status, f.Type, f.Code = http.StatusBadGateway, "upstream_error", "all_backends_failed"
+	f.Status, f.Code = http.StatusBadGateway, "all_backends_failed"
 	if allLimited {
 		f.Class = llm.RateLimited
-		f.Status, f.Type, f.Code = http.StatusTooManyRequests, "rate_limit_error", "all_backends_rate_limited"
+		f.Status, f.Code = http.StatusTooManyRequests, "all_backends_rate_limited"
 	}
 	name := route.Chain
 	if name == "" {
 		name = tr.Model
+	}
+	if allUnsupported {
+		// Not one backend could have served it: the request asks for
+		// something the route cannot give, which is the caller's to fix.
+		f.Class, f.Status, f.Code = llm.Caller, http.StatusBadRequest, "unsupported_request"
+		f.Message = fmt.Sprintf("no backend for %q can serve this request: %s", name, strings.Join(parts, "; "))
+		return f
 	}
 	f.Message = fmt.Sprintf("all %d backends for %q failed: %s", len(tr.Attempts), name, strings.Join(parts, "; "))
 	return f
@@ -458,20 +478,6 @@ func statusFor(c llm.Class) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusBadGateway
-}
-
-func errorType(status int) string {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return "authentication_error"
-	case status >= 400 && status < 500:
-		return "invalid_request_error"
-	case status == http.StatusServiceUnavailable:
-		return "service_unavailable"
-	}
-	return "upstream_error"
 }
 
 func (r *Router) finish(tr *llm.Trace, start time.Time, f *Failure) {

@@ -18,6 +18,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/llm"
+	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
 )
 
@@ -450,7 +451,7 @@ func streamReq(t *testing.T, model string, wantsUsage bool) *llm.Request {
 	if wantsUsage {
 		body = `{"model":"` + model + `","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
 	}
-	r, err := llm.ParseRequest(llm.Chat, []byte(body))
+	r, err := openai.ParseRequest(llm.Chat, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -793,7 +794,7 @@ func TestStreamModelPerBackend(t *testing.T) {
 
 func completeReq(t *testing.T, model string) *llm.Request {
 	t.Helper()
-	r, err := llm.ParseRequest(llm.Chat, []byte(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+	r, err := openai.ParseRequest(llm.Chat, []byte(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,9 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		}
 		switch ev.Kind {
 		case llm.Held:
+			if ev.Usage != nil {
+				a.usage = ev.Usage
+			}
 			held = append(held, append([]byte(nil), ev.Data...))
 			continue
 		case llm.UsageOnly:

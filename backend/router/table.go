@@ -31,6 +31,13 @@ type ModelSpec struct {
 	ID      string
 	ParamsB float64
 	Context int
+	// Caps are what the model can do, when CapsKnown; a model of unknown
+	// capabilities is sent every request.
+	Caps      llm.Caps
+	CapsKnown bool
+	// Endpoints, when set, narrow the provider's endpoints for this model
+	// (an embeddings-only model, say).
+	Endpoints []llm.Endpoint
 	// CreditUntil is when a prepaid credit for this model runs out; until
 	// then the default chain puts it ahead of the free pool, so the credit
 	// is used before it expires. Zero for none.
@@ -49,6 +56,10 @@ type ProviderSpec struct {
 	KeyHint string
 	Models  []ModelSpec
 	Up      Upstream
+	// Dialect is the wire format the provider speaks, and Endpoints the
+	// kinds of request its API serves (nil: all).
+	Dialect   llm.Dialect
+	Endpoints []llm.Endpoint
 }
 
 // ChainSpec is a user-arranged chain of "provider/model" references.
@@ -76,6 +87,46 @@ type Backend struct {
 	ParamsB  float64
 	Context  int
 	Up       Upstream
+	// Dialect is the wire format the backend is spoken to in.
+	Dialect llm.Dialect
+	// Endpoints are the kinds of request the backend serves (nil: all);
+	// Caps what it can do, when CapsKnown.
+	Endpoints []llm.Endpoint
+	Caps      llm.Caps
+	CapsKnown bool
+	// limited is set when Endpoints or Caps restrict what the backend
+	// serves, so a backend that serves everything is checked at once.
+	limited bool
+}
+
+// Unsupported tells why b cannot serve req, or returns nil when it can:
+// an endpoint it does not serve, a capability the request needs that the
+// backend declares it lacks, or a request that cannot be put into the
+// backend's dialect. The router passes such a backend by without calling
+// it, so it neither fails the request nor counts against its health.
+func (b *Backend) Unsupported(req *llm.Request) *llm.Skip {
+	if !b.limited && (b.Dialect == req.Dialect || b.Dialect == "") {
+		return nil
+	}
+	return b.unsupported(req)
+}
+
+func (b *Backend) unsupported(req *llm.Request) *llm.Skip {
+	if b.Endpoints != nil && !slices.Contains(b.Endpoints, req.Endpoint) {
+		return &llm.Skip{Word: llm.SkipUnsupported, Class: llm.Caller,
+			Reason: fmt.Sprintf("does not serve %s requests", req.Endpoint)}
+	}
+	if b.CapsKnown && !b.Caps.Has(req.Needs) {
+		return &llm.Skip{Word: llm.SkipUnsupported, Class: llm.Caller,
+			Reason: "has no " + strings.Join(b.Caps.Missing(req.Needs), " or ") + " support"}
+	}
+	if b.Dialect != "" && b.Dialect != req.Dialect {
+		if _, err := req.Conversation(); err != nil {
+			return &llm.Skip{Word: llm.SkipUnsupported, Class: llm.Caller,
+				Reason: fmt.Sprintf("the request cannot be translated to the %s dialect: %v", b.Dialect, err)}
+		}
+	}
+	return nil
 }
 
 // DefaultChain is the chain used for the model name "auto".
@@ -136,7 +187,12 @@ func Build(spec Spec) *Table {
 			continue
 		}
 		for _, m := range p.Models {
-			b := &Backend{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID, Tier: p.Tier, ParamsB: m.ParamsB, Context: m.Context, Up: p.Up}
+			b := &Backend{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID, Tier: p.Tier, ParamsB: m.ParamsB,
+				Context: m.Context, Up: p.Up, Dialect: p.Dialect, Endpoints: p.Endpoints, Caps: m.Caps, CapsKnown: m.CapsKnown}
+			if m.Endpoints != nil {
+				b.Endpoints = m.Endpoints
+			}
+			b.limited = b.Endpoints != nil || b.CapsKnown
 			t.backends[b.Name] = b
 			switch {
 			case p.Tier == TierOwn && p.Default:

@@ -88,12 +88,16 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 }
 
 // LedgerRow is one ledger row, or one rolled-up day (RequestID "rollup",
-// Time the day's start, Requests the number of attempts it folds).
+// Time the day's start, Requests the number of attempts it folds). Dialect
+// is the wire format the backend was spoken to in; it is empty for rolled-up
+// days, which are kept per backend only, and for rows written before the
+// ledger recorded it.
 type LedgerRow struct {
 	Time             time.Time
 	RequestID        string
 	Chain            string
 	Backend          string
+	Dialect          string
 	Outcome          string
 	Status           int
 	LatencyMS        float64
@@ -134,7 +138,7 @@ func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(Ledg
 	if err := daily.Close(); err != nil {
 		return fmt.Errorf("store: ledger export: %w", err)
 	}
-	rows, err := d.sql.QueryContext(ctx, `SELECT time, request_id, chain, backend, outcome, status, latency_ms, ttft_ms,
+	rows, err := d.sql.QueryContext(ctx, `SELECT time, request_id, chain, backend, dialect, outcome, status, latency_ms, ttft_ms,
 	prompt_tokens, completion_tokens, estimated, cost FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`,
 		from.UnixMilli(), to.UnixMilli())
 	if err != nil {
@@ -144,7 +148,7 @@ func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(Ledg
 	for rows.Next() {
 		var r LedgerRow
 		var ms int64
-		if err := rows.Scan(&ms, &r.RequestID, &r.Chain, &r.Backend, &r.Outcome, &r.Status, &r.LatencyMS, &r.TTFTMS,
+		if err := rows.Scan(&ms, &r.RequestID, &r.Chain, &r.Backend, &r.Dialect, &r.Outcome, &r.Status, &r.LatencyMS, &r.TTFTMS,
 			&r.PromptTokens, &r.CompletionTokens, &r.Estimated, &r.Cost); err != nil {
 			return fmt.Errorf("store: ledger export: %w", err)
 		}

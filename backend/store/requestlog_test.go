@@ -40,6 +40,7 @@ func sampleTrace(i int) llm.Trace {
 		ID:        fmt.Sprintf("req-%06d", i),
 		Start:     baseTime.Add(time.Duration(i) * time.Millisecond),
 		Endpoint:  []string{"chat", "completions", "embeddings"}[i%3],
+		Dialect:   []llm.Dialect{llm.DialectOpenAI, llm.DialectAnthropic, "", llm.DialectGemini, llm.DialectResponses}[i%5],
 		Model:     "auto",
 		Chain:     testChains[i%len(testChains)],
 		Backend:   testBackends[i%len(testBackends)],
@@ -57,6 +58,7 @@ func sampleTrace(i int) llm.Trace {
 	for seq := 0; seq < i%4; seq++ {
 		a := llm.Attempt{
 			Backend: fmt.Sprintf("provider-%d/model-%d", seq, i),
+			Dialect: []llm.Dialect{llm.DialectOpenAI, llm.DialectGemini, llm.DialectAnthropic}[(seq+i)%3],
 			Class:   []llm.Class{llm.RateLimited, llm.Transient, llm.OK}[seq%3],
 			Status:  []int{429, 503, 200}[seq%3],
 			Latency: time.Duration(1_000_001*(seq+1) + i),

@@ -38,20 +38,22 @@ const (
 )
 
 const insertRequestSQL = `INSERT INTO requests (
-	id, started_at, endpoint, model, chain, backend, stream, status, class, error,
+	id, started_at, endpoint, dialect, model, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
-	time, request_id, chain, backend, outcome, status, latency_ms, ttft_ms,
+	time, request_id, chain, backend, dialect, outcome, status, latency_ms, ttft_ms,
 	prompt_tokens, completion_tokens, estimated, cost
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // storedAttempt is an attempt as kept in the attempts JSON column, with
-// durations in milliseconds like the other columns.
+// durations in milliseconds like the other columns. Attempts stored before
+// they carried a dialect decode with an empty one.
 type storedAttempt struct {
 	Backend   string       `json:"backend"`
+	Dialect   llm.Dialect  `json:"dialect,omitempty"`
 	Class     llm.Class    `json:"class"`
 	Status    int          `json:"status,omitempty"`
 	LatencyMS float64      `json:"latency_ms"`
@@ -73,7 +75,7 @@ func encodeAttempts(as []llm.Attempt) (string, error) {
 	}
 	out := make([]storedAttempt, len(as))
 	for i, a := range as {
-		out[i] = storedAttempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
+		out[i] = storedAttempt{Backend: a.Backend, Dialect: a.Dialect, Class: a.Class, Status: a.Status,
 			LatencyMS: durationMS(a.Latency), Reason: a.Reason, Skipped: a.Skipped, Skip: a.Skip, Until: a.Until, Budget: a.Budget,
 			Prompt: a.PromptTokens, Complete: a.CompletionTokens, Cost: a.Cost, Estimated: a.Estimated}
 		if a.TTFT > 0 {
@@ -91,7 +93,7 @@ func decodeAttempts(s string) ([]llm.Attempt, error) {
 	}
 	out := make([]llm.Attempt, len(in))
 	for i, a := range in {
-		out[i] = llm.Attempt{Backend: a.Backend, Class: a.Class, Status: a.Status,
+		out[i] = llm.Attempt{Backend: a.Backend, Dialect: a.Dialect, Class: a.Class, Status: a.Status,
 			Latency: msDuration(a.LatencyMS), TTFT: msDuration(a.TTFTMS), Reason: a.Reason, Skipped: a.Skipped,
 			Skip: a.Skip, Until: a.Until, Budget: a.Budget,
 			PromptTokens: a.Prompt, CompletionTokens: a.Complete, Cost: a.Cost, Estimated: a.Estimated}
@@ -144,7 +146,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 			return 0, fmt.Errorf("store: write request %s: attempts: %w", id, err)
 		}
 		res, err := stmt.ExecContext(ctx,
-			id, start.UnixMilli(), t.Endpoint, t.Model, t.Chain, t.Backend,
+			id, start.UnixMilli(), t.Endpoint, string(t.Dialect), t.Model, t.Chain, t.Backend,
 			t.Stream, t.Status, string(t.Class), t.Error,
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
@@ -170,7 +172,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 					return 0, fmt.Errorf("store: write ledger: prepare: %w", err)
 				}
 			}
-			if _, err := ledger.ExecContext(ctx, start.UnixMilli(), id, t.Chain, a.Backend, string(a.Class), a.Status,
+			if _, err := ledger.ExecContext(ctx, start.UnixMilli(), id, t.Chain, a.Backend, string(a.Dialect), string(a.Class), a.Status,
 				durationMS(a.Latency), nullDurationMS(a.TTFT), a.PromptTokens, a.CompletionTokens, a.Estimated, a.Cost); err != nil {
 				return 0, fmt.Errorf("store: write ledger row of %s: %w", id, err)
 			}
@@ -214,7 +216,7 @@ func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, e
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	args = append(args, limit)
-	query := `SELECT id, started_at, endpoint, model, chain, backend, stream, status, class, error,
+	query := `SELECT id, started_at, endpoint, dialect, model, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
 FROM requests` + cond + `
 ORDER BY started_at DESC, seq DESC
@@ -232,12 +234,13 @@ LIMIT ?`
 			t        llm.Trace
 			startMS  int64
 			class    string
+			dialect  string
 			latency  float64
 			ttft     sql.NullFloat64
 			attempts string
 		)
 		if err := rows.Scan(
-			&t.ID, &startMS, &t.Endpoint, &t.Model, &t.Chain, &t.Backend, &t.Stream, &t.Status,
+			&t.ID, &startMS, &t.Endpoint, &dialect, &t.Model, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &latency, &ttft,
 			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts,
 		); err != nil {
@@ -245,6 +248,7 @@ LIMIT ?`
 		}
 		t.Start = time.UnixMilli(startMS)
 		t.Class = llm.Class(class)
+		t.Dialect = llm.Dialect(dialect)
 		t.Latency = msDuration(latency)
 		t.TTFT = msDuration(ttft.Float64)
 		if t.Attempts, err = decodeAttempts(attempts); err != nil {

@@ -1,7 +1,8 @@
-// Command fakeupstream runs the scriptable fake OpenAI-compatible upstream
-// as a process, for browser and desktop tests that drive the real FreeLane
-// binary. It prints its base URL on the first line of stdout and serves
-// until it gets SIGINT or SIGTERM.
+// Command fakeupstream runs the scriptable fake upstream as a process, for
+// browser and desktop tests that drive the real FreeLane binary. It prints
+// its OpenAI base URL on the first line of stdout, the Anthropic and Gemini
+// base URLs of the same server on stderr, and serves until it gets SIGINT
+// or SIGTERM.
 //
 // Models whose name starts with "fail-" answer 503, "slow-" wait a second
 // before answering, anything else answers normally. With -require-key K
@@ -35,6 +36,7 @@ func main() {
 		up.Set(m, fakeupstream.Behavior{HeaderDelay: time.Second})
 	}
 	fmt.Println(up.URL)
+	fmt.Fprintf(os.Stderr, "fakeupstream: anthropic %s, gemini %s\n", up.AnthropicURL(), up.GeminiURL())
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 	<-c

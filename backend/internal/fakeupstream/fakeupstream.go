@@ -1,27 +1,54 @@
-// Package fakeupstream is a scriptable, OpenAI-compatible HTTP server for
-// integration tests and load benchmarks. It listens on a real TCP port on
-// 127.0.0.1 and can reproduce every fault a free-tier LLM provider shows:
-// error statuses with rate-limit headers, connection resets, hangs, slow
-// first tokens, streams that are cut, stalled or malformed, empty answers and
-// tool calls.
+// Package fakeupstream is a scriptable HTTP server that speaks the OpenAI,
+// Anthropic Messages and Gemini wires, for integration tests and load
+// benchmarks. It listens on a real TCP port on 127.0.0.1 and can reproduce
+// every fault a free-tier LLM provider shows: error statuses with rate-limit
+// headers, connection resets, hangs, slow first tokens, streams that are
+// cut, stalled, malformed or broken by an in-stream error event, empty or
+// blocked answers and tool calls.
 //
 // A test starts a server, scripts the behaviour of each model it will ask
-// for and points the code under test at Server.URL:
+// for and points the code under test at Server.URL (OpenAI),
+// Server.AnthropicURL or Server.GeminiURL:
 //
 //	up := fakeupstream.Start()
 //	defer up.Close()
 //	up.Set("gpt-x", fakeupstream.Behavior{Status: 429, Headers: map[string]string{"Retry-After": "1"}}, fakeupstream.Behavior{})
 //
 // The first request naming "gpt-x" then gets a 429 and every later one a
-// normal answer.
+// normal answer. Scripts are keyed by model whichever wire asks, and every
+// Behavior field applies to every wire in that wire's own shape.
 //
-// The endpoints, all under /v1, are POST /chat/completions and POST
+// The OpenAI endpoints, all under /v1, are POST /chat/completions and POST
 // /completions (streamed as server-sent events when the body sets "stream",
 // with a final usage chunk when it sets stream_options.include_usage), POST
 // /embeddings (a deterministic vector of length 8 per input item) and GET
 // /models. Scripts apply to the three POST endpoints; GET /models only
 // checks the key. A body that is not valid JSON gets 400, an unknown path
 // 404 and a wrong method 405, each with an OpenAI-shaped error.
+//
+// The Anthropic endpoint is POST /v1/messages (any query string, such as
+// ?beta=true, is ignored). It wants the anthropic-version header and, when
+// RequireKey is set, the key in x-api-key. The body is validated the way
+// the real API validates it (required model, max_tokens and messages,
+// alternating user and assistant roles, tool_result blocks answering the
+// previous turn's tool_use blocks, image sources, thinking budgets, tool
+// schemas, unknown fields) and a violation gets 400 invalid_request_error
+// with a message worded like Anthropic's. Answers are a Message object or,
+// with "stream": true, the real event sequence: message_start,
+// content_block_start, ping, content_block_delta events, content_block_stop,
+// message_delta and message_stop, each with its "event:" name.
+//
+// The Gemini endpoints are POST /v1beta/models/{model}:generateContent and
+// :streamGenerateContent, also under /v1/. The model comes from the path
+// (an escaped slash, %2F, is decoded). Streams are server-sent events with
+// ?alt=sse, each event a whole GenerateContentResponse ending in CRLF CRLF
+// and no end marker, and a JSON array of responses without it, as Google
+// sends them. The key, when RequireKey is set, is the x-goog-api-key header
+// or the key query parameter. The body is validated like the real API
+// (contents, roles "user" and "model", exactly one data field per part,
+// function responses answering the previous turn's calls, inline data in
+// base64, the OpenAPI subset allowed in function parameters, unknown
+// fields) and a violation gets 400 INVALID_ARGUMENT.
 //
 // The happy path is built for throughput: the request is decoded once, the
 // answer is assembled in pooled buffers, and the only lock is held for a few
@@ -50,7 +77,10 @@ const maxLog = 10000
 
 // Behavior is one scripted answer. The zero value is a normal, successful
 // answer. Fields are applied in this order: HeaderDelay, Reset, Hang, Status,
-// Body, then the normal answer shaped by the remaining fields. Slices and maps
+// Body, then the normal answer shaped by the remaining fields. Every field
+// applies to every wire; the docs describe OpenAI's shape first and then
+// Anthropic's and Gemini's where they differ. A request the wire refuses
+// (a wrong key, an invalid body) gets that refusal instead. Slices and maps
 // are shared with the caller and must not be modified after Set or
 // SetDefault.
 type Behavior struct {
@@ -58,7 +88,16 @@ type Behavior struct {
 	// body is Body or, when Body is empty, an OpenAI-shaped error
 	// {"error":{"message":...,"type":...,"param":null,"code":...}} that
 	// suits the status and Code (for example 429 rate_limit_exceeded,
-	// 404 model_not_found, 401 invalid_api_key).
+	// 404 model_not_found, 401 invalid_api_key). On Anthropic the default
+	// body is {"type":"error","error":{"type":...,"message":...}} with the
+	// type Anthropic pairs with the status (400 invalid_request_error, 401
+	// authentication_error, 403 permission_error, 404 not_found_error, 413
+	// request_too_large, 429 rate_limit_error, 500 api_error, 529 and 503
+	// overloaded_error). On Gemini it is {"error":{"code":...,"message":...,
+	// "status":...}} with Google's status name (400 INVALID_ARGUMENT, 401
+	// UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND, 429
+	// RESOURCE_EXHAUSTED with quota details, 500 INTERNAL, 503 and 529
+	// UNAVAILABLE, 504 DEADLINE_EXCEEDED).
 	Status int
 	// Code is the error code of the default error body, for example
 	// "context_length_exceeded", "insufficient_quota" or "invalid_api_key".
@@ -66,6 +105,14 @@ type Behavior struct {
 	// implies the status OpenAI uses for it (400 context_length_exceeded,
 	// 401 invalid_api_key, 404 model_not_found, 429 rate_limit_exceeded and
 	// insufficient_quota, 400 for any other code).
+	//
+	// The same codes work on the other wires in their words: on Anthropic
+	// "context_length_exceeded" is 400 "prompt is too long: 250000 tokens >
+	// 200000 maximum" and "insufficient_quota" the 400 about a too low
+	// credit balance; on Gemini "invalid_api_key" is the 400 API_KEY_INVALID
+	// the real API answers a bad key with. Anthropic's error types
+	// ("overloaded_error" is 529) and Google's status names ("UNAVAILABLE"
+	// is 503) are codes of their own wire.
 	Code string
 	// Body replaces the answer's body. With an error Status it is the error
 	// body; without one it is sent as a 200 answer with Content-Type
@@ -94,11 +141,14 @@ type Behavior struct {
 	// {"delta":{"role":"assistant"}} and a chunk with empty content "" are
 	// sent and flushed at once; the first content chunk follows after this
 	// delay. On legacy completion streams the headers alone are flushed
-	// first.
+	// first. On Anthropic message_start, the text block's
+	// content_block_start and ping are flushed first; on Gemini the
+	// headers.
 	FirstTokenDelay time.Duration
 	// Chunks are the content pieces. The default is
 	// []string{"Hello", " from ", MODEL} where MODEL is the requested model.
-	// Non-stream answers join them.
+	// Non-stream answers join them. Streams send one per event: an
+	// Anthropic text_delta, a Gemini chunk with one text part.
 	Chunks []string
 	// ChunkDelay is the pause between content chunks of a stream.
 	ChunkDelay time.Duration
@@ -106,7 +156,10 @@ type Behavior struct {
 	// content chunks: the connection is hijacked and closed, with no
 	// terminating chunk and no [DONE]. Zero disables it; a negative value
 	// cuts before the first content chunk; a value past the last chunk cuts
-	// just before the finish chunk.
+	// just before the finish chunk. On Anthropic that is before
+	// content_block_stop; on Gemini, whose last chunk carries the finish,
+	// it is after the last chunk, which a client only notices as a broken
+	// transfer.
 	CutAfter int
 	// StallAfter, on streams, sends nothing more after that many content
 	// chunks but keeps the connection open until the client leaves or the
@@ -115,30 +168,88 @@ type Behavior struct {
 	// MalformedAt, on streams, emits the malformed event
 	// "data: {\"choices\":[{\"delta\":{\"content\": broken\n\n" just before
 	// content chunk MalformedAt (1-based). A value past the last chunk emits
-	// it just before the finish chunk. Zero disables it.
+	// it just before the finish chunk (on Gemini after the last chunk).
+	// Zero disables it. On Anthropic it is a content_block_delta event whose
+	// data is cut short; on Gemini a chunk cut short.
 	MalformedAt int
 	// NoDone, on streams, ends normally with a finish_reason "stop" chunk
-	// but leaves out "data: [DONE]".
+	// but leaves out "data: [DONE]". On Anthropic it leaves out
+	// message_stop; on Gemini, which has no end marker, the last chunk has
+	// no finishReason and no candidate token count.
 	NoDone bool
 	// Empty answers 200 with content "" and no tool calls. A stream sends the
-	// role chunk, a finish chunk and [DONE].
+	// role chunk, a finish chunk and [DONE]. On Anthropic the message has
+	// no content block and stop_reason "end_turn" (a stream: message_start,
+	// ping, message_delta, message_stop); on Gemini the candidate has no
+	// parts and finishReason "STOP" (one chunk on streams).
 	Empty bool
 	// ToolCall answers with one call of the function get_weather with
 	// arguments {"city":"Paris"} and finish_reason "tool_calls". A stream
 	// sends a chunk that opens the call (id, type, name and empty arguments)
 	// and then the arguments in two fragments, as OpenAI does; for
 	// CutAfter, StallAfter, MalformedAt and the delays these three chunks
-	// are the content chunks. It applies to chat completions only.
+	// are the content chunks. It applies to chat completions, not to
+	// legacy completions.
+	//
+	// On Anthropic the answer is a tool_use block with id "toolu_..." and
+	// stop_reason "tool_use"; a stream sends content_block_start (with
+	// input {}) and two input_json_delta fragments, the three content
+	// events. On Gemini it is one functionCall part with args
+	// {"city":"Paris"} and finishReason "STOP", sent whole in one chunk.
 	ToolCall bool
+	// ErrorEvent, on streams, sends an in-stream error event after
+	// ErrorAfter content chunks and then ends the response without the
+	// normal ending, as providers do when they fail mid-answer. It names
+	// the error: ErrorOverloaded, ErrorRateLimit or ErrorServer; any other
+	// non-empty value is used as the message of an overloaded error. The
+	// event is OpenAI's data: {"error":{...}} chunk, Anthropic's
+	// "event: error" with {"type":"error","error":{"type":"overloaded_error",
+	// ...}} and Gemini's data: {"error":{"code":503,...,"status":
+	// "UNAVAILABLE"}} chunk.
+	ErrorEvent string
+	// ErrorAfter is the number of content chunks sent before ErrorEvent.
+	// Zero or negative sends the error before the first content chunk (after
+	// the stream's opening events); a value past the last chunk sends it
+	// just before the finish.
+	ErrorAfter int
+	// Blocked, for example "SAFETY" or "PROHIBITED_CONTENT", answers as a
+	// provider's content filter does: Gemini a 200 with
+	// promptFeedback {"blockReason": Blocked} and no candidates (one such
+	// chunk on streams), OpenAI finish_reason "content_filter" with empty
+	// content, Anthropic stop_reason "refusal" with no content block. It
+	// overrides Chunks, ToolCall and Empty.
+	Blocked string
+	// RetryDelay, on error answers (Status or Code), is the wait the
+	// provider asks for: Gemini puts it in a google.rpc.RetryInfo detail
+	// ("retryDelay":"37s") and its message, OpenAI and Anthropic in a
+	// Retry-After header in whole seconds, rounded up (Headers can replace
+	// it). Zero leaves it out.
+	RetryDelay time.Duration
 }
+
+// Values of Behavior.ErrorEvent.
+const (
+	// ErrorOverloaded is an overload: OpenAI server_error, Anthropic
+	// overloaded_error, Gemini 503 UNAVAILABLE.
+	ErrorOverloaded = "overloaded"
+	// ErrorRateLimit is a rate or quota limit: OpenAI rate_limit_exceeded,
+	// Anthropic rate_limit_error, Gemini 429 RESOURCE_EXHAUSTED.
+	ErrorRateLimit = "rate_limit"
+	// ErrorServer is an internal error: OpenAI server_error, Anthropic
+	// api_error, Gemini 500 INTERNAL.
+	ErrorServer = "server"
+)
 
 // Request is one request the server received, as returned by Requests.
 type Request struct {
-	// Path is the URL path, for example "/v1/chat/completions".
+	// Path is the URL path, for example "/v1/chat/completions", "/v1/messages"
+	// or "/v1beta/models/gemini-x:streamGenerateContent", without the query.
 	Path string
-	// Model is the "model" field of the body, empty when there is none.
+	// Model is the "model" field of the body, or for Gemini the model named
+	// in the path; empty when there is none.
 	Model string
-	// Stream is the "stream" field of the body.
+	// Stream is the "stream" field of the body; for Gemini it reports a
+	// :streamGenerateContent request.
 	Stream bool
 	// Header is a copy of the request headers.
 	Header http.Header
@@ -153,6 +264,7 @@ type Request struct {
 // Server is a running fake upstream. Its methods are safe for concurrent use.
 type Server struct {
 	// URL is the base URL including "/v1", e.g. "http://127.0.0.1:43567/v1".
+	// It is the base of the OpenAI and the Anthropic endpoints.
 	URL string
 
 	srv       *http.Server
@@ -248,9 +360,25 @@ func (s *Server) SetDefault(b Behavior) {
 	s.mu.Unlock()
 }
 
-// RequireKey makes every request that lacks "Authorization: Bearer KEY" fail
-// with 401 invalid_api_key. An empty key turns the check off. Rejected
-// requests still count as calls and use up a script step.
+// AnthropicURL returns the base URL of the Anthropic Messages API, e.g.
+// "http://127.0.0.1:43567/v1"; the endpoint is AnthropicURL()+"/messages".
+func (s *Server) AnthropicURL() string { return s.URL }
+
+// GeminiURL returns the base URL of the Gemini API, e.g.
+// "http://127.0.0.1:43567/v1beta"; a model's endpoint is
+// GeminiURL()+"/models/MODEL:generateContent".
+func (s *Server) GeminiURL() string {
+	return s.URL[:len(s.URL)-len("/v1")] + "/v1beta"
+}
+
+// RequireKey makes every request that does not carry the key fail. OpenAI
+// requests need "Authorization: Bearer KEY" and otherwise get 401
+// invalid_api_key. Anthropic requests need "x-api-key: KEY" and otherwise
+// get 401 authentication_error. Gemini requests need the x-goog-api-key
+// header or the key query parameter; as on the real API a wrong key gets
+// 400 INVALID_ARGUMENT (reason API_KEY_INVALID) and a missing one 403
+// PERMISSION_DENIED. An empty key turns the check off. Rejected requests
+// still count as calls and use up a script step.
 func (s *Server) RequireKey(key string) {
 	s.mu.Lock()
 	s.key = key

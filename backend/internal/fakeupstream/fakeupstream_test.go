@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"freelane/backend/jsonscan"
 	"io"
 	"net/http"
 	"reflect"
@@ -781,7 +782,7 @@ func TestLogIsBounded(t *testing.T) {
 
 func TestAppendString(t *testing.T) {
 	for _, in := range []string{"", "plain", `q"uote\back`, "nl\n\r\t", "\x00\x1f\x7f", "héllo ✓ 🚀", "bad\xffutf8", "</script>&"} {
-		got := appendString(nil, in)
+		got := jsonscan.AppendString(nil, in)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Errorf("%q encodes to invalid JSON %s: %v", in, got, err)

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // kind is the endpoint a request is for.
@@ -19,7 +21,16 @@ const (
 	kindText
 	kindEmbed
 	kindModels
+	kindMessages       // Anthropic POST /v1/messages.
+	kindGenerate       // Gemini :generateContent.
+	kindStreamGenerate // Gemini :streamGenerateContent.
 )
+
+// anthropic reports whether k is an endpoint of the Anthropic wire.
+func (k kind) anthropic() bool { return k == kindMessages }
+
+// gemini reports whether k is an endpoint of the Gemini wire.
+func (k kind) gemini() bool { return k == kindGenerate || k == kindStreamGenerate }
 
 // maxPooled is the largest buffer returned to the pool; bigger ones are left
 // to the garbage collector so one huge request does not pin memory.
@@ -82,6 +93,9 @@ type exchange struct {
 	out    []byte // Event or body being written.
 	prefix []byte // Start of every stream chunk, up to `"choices":[`.
 
+	ant *antRequest // The Anthropic request, on kindMessages.
+	gem *gemRequest // The Gemini request, on the Gemini kinds.
+
 	kind         kind
 	created      int64
 	id           uint64
@@ -130,6 +144,11 @@ func route(method, path string) (kind, bool) {
 		return kindEmbed, method == http.MethodPost
 	case "/v1/models":
 		return kindModels, method == http.MethodGet
+	case "/v1/messages":
+		return kindMessages, method == http.MethodPost
+	}
+	if k := geminiRoute(path); k != kindUnknown {
+		return k, method == http.MethodPost
 	}
 	return kindUnknown, false
 }
@@ -152,7 +171,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var parseErr error
 	counted := false
-	if allowed && k != kindModels {
+	switch {
+	case !allowed || k == kindModels:
+	case k.anthropic():
+		x.ant, parseErr = parseAnthropic(x.in)
+		if parseErr == nil {
+			x.req.Model, x.req.Stream = x.ant.model, x.ant.stream
+		}
+		counted = parseErr == nil && x.req.Model != ""
+	case k.gemini():
+		x.req.Model = geminiModel(r.URL.Path)
+		x.req.Stream = k == kindStreamGenerate
+		x.gem, parseErr = parseGemini(x.in)
+		counted = parseErr == nil && x.req.Model != ""
+	default:
 		x.req = apiRequest{Messages: x.req.Messages[:0]}
 		parseErr = json.Unmarshal(x.in, &x.req)
 		counted = parseErr == nil && x.req.Model != ""
@@ -175,24 +207,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.end(&x.t, x.cancelled) }()
 
 	switch {
-	case x.t.key != "" && !bearerOK(r.Header.Get("Authorization"), x.t.key):
-		x.writeError(http.StatusUnauthorized, "invalid_api_key", nil)
-		return
-	case k == kindUnknown:
-		x.writeErrorMessage(http.StatusNotFound, "Invalid URL ("+r.Method+" "+r.URL.Path+")", "invalid_request_error", "unknown_url")
-		return
-	case !allowed:
-		x.writeErrorMessage(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed for "+r.URL.Path, "invalid_request_error", "method_not_allowed")
-		return
-	case k == kindModels:
-		x.modelList()
-		return
-	case parseErr != nil:
-		x.writeErrorMessage(http.StatusBadRequest, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)", "invalid_request_error", "")
-		return
-	case x.req.Model == "":
-		x.writeErrorMessage(http.StatusBadRequest, "you must provide a model parameter", "invalid_request_error", "")
-		return
+	case k.anthropic():
+		if !x.admitAnthropic(r, allowed, parseErr) {
+			return
+		}
+	case k.gemini():
+		if !x.admitGemini(r, allowed, parseErr) {
+			return
+		}
+	default:
+		if !x.admitOpenAI(r, k, allowed, parseErr) {
+			return
+		}
 	}
 
 	b := &x.t.b
@@ -217,7 +243,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		x.errorAnswer(b.Status)
 		return
 	case b.Status == 0 && b.Code != "":
-		x.errorAnswer(statusForCode(b.Code))
+		x.errorAnswer(x.statusForCode(b.Code))
 		return
 	case b.Body != "":
 		h := w.Header()
@@ -243,7 +269,37 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case kindText:
 		x.promptTokens = tokens(int(x.req.Prompt))
 		x.answer()
+	case kindMessages:
+		x.promptTokens = tokens(x.ant.promptChars)
+		x.anthropicAnswer()
+	case kindGenerate, kindStreamGenerate:
+		x.promptTokens = tokens(x.gem.promptChars)
+		x.gem.sse = r.URL.Query().Get("alt") == "sse"
+		x.geminiAnswer()
 	}
+}
+
+// admitOpenAI checks the key, the endpoint and the body of an OpenAI
+// request and answers the first problem it finds. It reports whether the
+// request may go on to its scripted answer.
+func (x *exchange) admitOpenAI(r *http.Request, k kind, allowed bool, parseErr error) bool {
+	switch {
+	case x.t.key != "" && !bearerOK(r.Header.Get("Authorization"), x.t.key):
+		x.writeError(http.StatusUnauthorized, "invalid_api_key", nil)
+	case k == kindUnknown:
+		x.writeErrorMessage(http.StatusNotFound, "Invalid URL ("+r.Method+" "+r.URL.Path+")", "invalid_request_error", "unknown_url")
+	case !allowed:
+		x.writeErrorMessage(http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed for "+r.URL.Path, "invalid_request_error", "method_not_allowed")
+	case k == kindModels:
+		x.modelList()
+	case parseErr != nil:
+		x.writeErrorMessage(http.StatusBadRequest, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)", "invalid_request_error", "")
+	case x.req.Model == "":
+		x.writeErrorMessage(http.StatusBadRequest, "you must provide a model parameter", "invalid_request_error", "")
+	default:
+		return true
+	}
+	return false
 }
 
 // answer writes a completion or chat completion, streamed or not.
@@ -284,7 +340,7 @@ func (x *exchange) stream() {
 		return
 	}
 
-	cut, stall := stopPoint(b.CutAfter, n), stopPoint(b.StallAfter, n)
+	cut, stall, errAt := stopPoint(b.CutAfter, n), stopPoint(b.StallAfter, n), errorPoint(b, n)
 	for i := 0; ; i++ {
 		// Here i content events have been sent.
 		if i == cut {
@@ -295,6 +351,10 @@ func (x *exchange) stream() {
 			x.s.block(x.ctx)
 			x.gone()
 			x.abort()
+			return
+		}
+		if i == errAt {
+			x.streamError()
 			return
 		}
 		d := b.ChunkDelay
@@ -343,6 +403,15 @@ func stopPoint(v, n int) int {
 		return 0
 	}
 	return min(v, n)
+}
+
+// errorPoint is the number of content events after which the scripted
+// in-stream error is sent, or -1 when there is none.
+func errorPoint(b *Behavior, n int) int {
+	if b.ErrorEvent == "" {
+		return -1
+	}
+	return max(0, min(b.ErrorAfter, n))
 }
 
 // send writes one event and flushes it. It reports false, after noting
@@ -407,11 +476,23 @@ func (x *exchange) reset() {
 	_ = conn.Close()
 }
 
-// errorAnswer writes the scripted error status with Body or a default body.
+// errorAnswer writes the scripted error status with Body or a default body
+// in the shape of the request's wire.
 func (x *exchange) errorAnswer(status int) {
 	b := &x.t.b
+	if b.RetryDelay > 0 && !x.kind.gemini() {
+		// Set before the scripted headers, which may replace it.
+		x.w.Header().Set("Retry-After", retryAfter(b.RetryDelay))
+	}
 	if b.Body == "" {
-		x.writeError(status, b.Code, b.Headers)
+		switch {
+		case x.kind.anthropic():
+			x.anthropicScriptedError(status)
+		case x.kind.gemini():
+			x.geminiScriptedError(status)
+		default:
+			x.writeError(status, b.Code, b.Headers)
+		}
 		return
 	}
 	h := x.w.Header()
@@ -507,6 +588,23 @@ func setHeaders(h http.Header, extra map[string]string) {
 func bearerOK(auth, key string) bool {
 	const p = "Bearer "
 	return len(auth) == len(p)+len(key) && strings.EqualFold(auth[:len(p)], p) && auth[len(p):] == key
+}
+
+// statusForCode is the status the request's wire answers an error code
+// with.
+func (x *exchange) statusForCode(code string) int {
+	switch {
+	case x.kind.anthropic():
+		return anthropicStatusForCode(code)
+	case x.kind.gemini():
+		return geminiStatusForCode(code)
+	}
+	return statusForCode(code)
+}
+
+// retryAfter formats d as a Retry-After value: whole seconds, rounded up.
+func retryAfter(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 // tokens is the rough token count of chars characters.

@@ -2,10 +2,10 @@ package fakeupstream
 
 import (
 	"encoding/json"
+	"freelane/backend/jsonscan"
 	"math"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 )
 
 // The JSON of OpenAI answers is assembled by hand into pooled buffers: it is
@@ -45,18 +45,30 @@ func (x *exchange) chunks() []string {
 	return x.defChunks[:]
 }
 
-// toolCall reports whether the answer is a tool call.
+// toolCall reports whether the answer is a tool call. It applies to chat
+// completions and the Anthropic and Gemini wires, not to legacy
+// completions.
 func (x *exchange) toolCall() bool {
-	return x.kind == kindChat && x.t.b.ToolCall && !x.t.b.Empty
+	return x.kind != kindText && x.t.b.ToolCall && !x.t.b.Empty && x.t.b.Blocked == ""
+}
+
+// noContent reports whether the answer has no content: an empty or a
+// blocked answer.
+func (x *exchange) noContent() bool {
+	return x.t.b.Empty || x.t.b.Blocked != ""
 }
 
 // contentEvents is the number of content events the answer has: the chunks,
-// the three tool-call chunks, or none for an empty answer.
+// the tool-call events (three, or one on Gemini), or none for an empty or
+// blocked answer.
 func (x *exchange) contentEvents() int {
 	switch {
-	case x.t.b.Empty:
+	case x.noContent():
 		return 0
 	case x.toolCall():
+		if x.kind.gemini() {
+			return 1
+		}
 		return 1 + len(toolFragments)
 	}
 	return len(x.chunks())
@@ -76,7 +88,7 @@ func (x *exchange) appendHead(b []byte, object string) []byte {
 	b = append(b, `","created":`...)
 	b = strconv.AppendInt(b, x.created, 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, x.req.Model)
+	b = jsonscan.AppendString(b, x.req.Model)
 	if x.kind == kindChat {
 		b = append(b, `,"system_fingerprint":"fp_fake"`...)
 	}
@@ -101,12 +113,16 @@ func (x *exchange) appendCompletion(b []byte) []byte {
 	if x.kind == kindText {
 		b = x.appendHead(b, "text_completion")
 		b = append(b, `"choices":[{"text":"`...)
-		if !bh.Empty {
+		if !x.noContent() {
 			for _, c := range x.chunks() {
-				b = appendStringBody(b, c)
+				b = jsonscan.AppendStringBody(b, c)
 			}
 		}
-		b = append(b, `","index":0,"logprobs":null,"finish_reason":"stop"}],`...)
+		if bh.Blocked != "" {
+			b = append(b, `","index":0,"logprobs":null,"finish_reason":"content_filter"}],`...)
+		} else {
+			b = append(b, `","index":0,"logprobs":null,"finish_reason":"stop"}],`...)
+		}
 		b = x.appendUsage(b, n)
 		return append(b, '}')
 	}
@@ -114,6 +130,9 @@ func (x *exchange) appendCompletion(b []byte) []byte {
 	b = append(b, `"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	reason := "stop"
 	switch {
+	case bh.Blocked != "":
+		reason = "content_filter"
+		b = append(b, `""`...)
 	case bh.Empty:
 		b = append(b, `""`...)
 	case x.toolCall():
@@ -121,12 +140,12 @@ func (x *exchange) appendCompletion(b []byte) []byte {
 		b = append(b, `null,"tool_calls":[{"id":"call_fake`...)
 		b = strconv.AppendUint(b, x.id, 10)
 		b = append(b, `","type":"function","function":{"name":"`+toolName+`","arguments":`...)
-		b = appendString(b, toolArgs)
+		b = jsonscan.AppendString(b, toolArgs)
 		b = append(b, `}}]`...)
 	default:
 		b = append(b, '"')
 		for _, c := range x.chunks() {
-			b = appendStringBody(b, c)
+			b = jsonscan.AppendStringBody(b, c)
 		}
 		b = append(b, '"')
 	}
@@ -154,10 +173,13 @@ func (x *exchange) event(ev evKind, i int) bool {
 	b := append(x.out[:0], x.prefix...)
 	if x.kind == kindText {
 		b = append(b, `{"text":`...)
-		if ev == evContent {
-			b = appendString(b, x.chunks()[i])
+		switch {
+		case ev == evContent:
+			b = jsonscan.AppendString(b, x.chunks()[i])
 			b = append(b, `,"index":0,"logprobs":null,"finish_reason":null}`...)
-		} else {
+		case x.t.b.Blocked != "":
+			b = append(b, `"","index":0,"logprobs":null,"finish_reason":"content_filter"}`...)
+		default:
 			b = append(b, `"","index":0,"logprobs":null,"finish_reason":"stop"}`...)
 		}
 	} else {
@@ -170,7 +192,7 @@ func (x *exchange) event(ev evKind, i int) bool {
 			switch {
 			case !x.toolCall():
 				b = append(b, `{"index":0,"delta":{"content":`...)
-				b = appendString(b, x.chunks()[i])
+				b = jsonscan.AppendString(b, x.chunks()[i])
 				b = append(b, `},"logprobs":null,"finish_reason":null}`...)
 			case i == 0:
 				b = append(b, `{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_fake`...)
@@ -178,13 +200,16 @@ func (x *exchange) event(ev evKind, i int) bool {
 				b = append(b, `","type":"function","function":{"name":"`+toolName+`","arguments":""}}]},"logprobs":null,"finish_reason":null}`...)
 			default:
 				b = append(b, `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`...)
-				b = appendString(b, toolFragments[i-1])
+				b = jsonscan.AppendString(b, toolFragments[i-1])
 				b = append(b, `}}]},"logprobs":null,"finish_reason":null}`...)
 			}
 		case evFinish:
-			if x.toolCall() {
+			switch {
+			case x.toolCall():
 				b = append(b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}`...)
-			} else {
+			case x.t.b.Blocked != "":
+				b = append(b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"content_filter"}`...)
+			default:
 				b = append(b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}`...)
 			}
 		}
@@ -204,6 +229,33 @@ func (x *exchange) appendUsageChunk(b []byte) []byte {
 	b = append(b, "],"...)
 	b = x.appendUsage(b, x.contentEvents())
 	return append(b, "}\n\n"...)
+}
+
+// streamError writes the scripted in-stream error chunk.
+func (x *exchange) streamError() bool {
+	status, msg := streamErrorKind(x.t.b.ErrorEvent)
+	m, typ, code := describeError(status, "", x.req.Model)
+	if msg != "" {
+		m = msg
+	}
+	b := append(x.out[:0], "data: "...)
+	b = appendError(b, m, typ, code)
+	return x.send(append(b, "\n\n"...))
+}
+
+// streamErrorKind maps a Behavior.ErrorEvent value to the HTTP status whose
+// error it stands for and, for a value that is not one of the named kinds,
+// the message to use.
+func streamErrorKind(ev string) (status int, msg string) {
+	switch ev {
+	case ErrorOverloaded:
+		return http.StatusServiceUnavailable, ""
+	case ErrorRateLimit:
+		return http.StatusTooManyRequests, ""
+	case ErrorServer:
+		return http.StatusInternalServerError, ""
+	}
+	return http.StatusServiceUnavailable, ev
 }
 
 // malformed writes the broken event.
@@ -234,7 +286,7 @@ func (x *exchange) appendEmbeddings(b []byte, items []json.RawMessage) []byte {
 		b = append(b, "]}"...)
 	}
 	b = append(b, `],"model":`...)
-	b = appendString(b, x.req.Model)
+	b = jsonscan.AppendString(b, x.req.Model)
 	b = append(b, `,"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(x.promptTokens), 10)
 	b = append(b, `,"total_tokens":`...)
@@ -280,7 +332,7 @@ func appendModels(b []byte, ids []string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendString(b, id)
+		b = jsonscan.AppendString(b, id)
 		b = append(b, `,"object":"model","created":1700000000,"owned_by":"fakeupstream"}`...)
 	}
 	return append(b, "]}"...)
@@ -289,14 +341,14 @@ func appendModels(b []byte, ids []string) []byte {
 // appendError appends {"error":{...}}; an empty code is written as null.
 func appendError(b []byte, msg, typ, code string) []byte {
 	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, msg)
+	b = jsonscan.AppendString(b, msg)
 	b = append(b, `,"type":`...)
-	b = appendString(b, typ)
+	b = jsonscan.AppendString(b, typ)
 	b = append(b, `,"param":null,"code":`...)
 	if code == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, code)
+		b = jsonscan.AppendString(b, code)
 	}
 	return append(b, "}}"...)
 }
@@ -375,53 +427,4 @@ func statusError(status int, model string) (msg, typ, code string) {
 		return text, "invalid_request_error", ""
 	}
 	return text, "error", ""
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendStringBody(b, s)
-	return append(b, '"')
-}
-
-// appendStringBody appends s escaped for use inside a JSON string, without
-// the quotes. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func appendStringBody(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(b, s[start:]...)
 }

@@ -47,6 +47,26 @@ describe("ProviderForm", () => {
     expect(f.calls).toEqual([]);
   });
 
+  it("adds an Anthropic provider with the Messages protocol", async () => {
+    const f = fakeFetch(() => ({ status: 201, body: provider("claude") }));
+    vi.stubGlobal("fetch", f.fn);
+    render(ProviderForm, { existing: [] });
+
+    await fireEvent.change(field("Protocol"), { target: { value: "anthropic" } });
+    expect(field("Base URL").placeholder).toBe("https://api.anthropic.com/v1");
+    await type("Name", "claude");
+    await fireEvent.change(field("Tier"), { target: { value: "own" } });
+    await type("Base URL", "https://api.anthropic.com/v1");
+    await type("Model id", "claude-sonnet-4-5");
+    await type(/API key/, "sk-ant-secret");
+    await submit();
+
+    await waitFor(() => expect(f.calls.length).toBe(1));
+    const body = f.calls[0].body as { kind: string; base_url: string };
+    expect(body.kind).toBe("anthropic");
+    expect(body.base_url).toBe("https://api.anthropic.com/v1");
+  });
+
   it("sends the provider and its key, then reports it saved", async () => {
     const saved = provider("cerebras");
     const f = fakeFetch(() => ({ status: 201, body: saved }));

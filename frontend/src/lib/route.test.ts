@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { trace } from "../test/fixtures";
-import { attemptWord, formatRoute, tokensEstimated, traceTokens } from "./route";
+import { attemptRows, attemptWord, dialectName, formatRoute, outcomeParts, showsDialects, tokensEstimated, traceTokens } from "./route";
 
 describe("formatRoute", () => {
   it("writes the route of a request that failed over", () => {
@@ -65,6 +65,7 @@ describe("quota skips, tokens and cost", () => {
     expect(skip({ skip: "quota", budget: true })).toBe("over budget");
     expect(skip({ class: "transient", skip: "half_open" })).toBe("half-open");
     expect(skip({ class: "rate_limited", skip: "cooling", until: "2026-12-01T00:01:00Z" })).toBe("cooling down");
+    expect(skip({ class: "soft", skip: "unsupported" })).toBe("not supported");
   });
 
   it("takes tokens from the trace, else from its attempts", () => {
@@ -77,5 +78,75 @@ describe("quota skips, tokens and cost", () => {
       ],
     });
     expect(traceTokens(t)).toBe(25);
+  });
+});
+
+describe("dialects", () => {
+  const mixed = trace("d", {
+    backend: "claude/haiku",
+    dialect: "anthropic",
+    attempts: [
+      { backend: "groq/llama", dialect: "openai", class: "rate_limited", status: 429, latency_ns: 1 },
+      { backend: "google/flash", dialect: "gemini", class: "soft", skipped: true, skip: "unsupported", reason: "google/flash cannot serve tools", latency_ns: 0 },
+      { backend: "claude/haiku", dialect: "anthropic", class: "ok", status: 200, latency_ns: 1 },
+    ],
+  });
+
+  it("labels every backend of a route that spoke more than OpenAI's dialect", () => {
+    expect(showsDialects(mixed)).toBe(true);
+    expect(formatRoute(mixed)).toBe("groq/llama (openai): 429 → google/flash (gemini): not supported → served by claude/haiku (anthropic) in 412 ms");
+    expect(outcomeParts(mixed)).toEqual({ lead: "served by ", backend: "claude/haiku", dialect: "anthropic", tail: " in 412 ms" });
+  });
+
+  it("labels a route of one dialect other than OpenAI's", () => {
+    const t = trace("g", { backend: "google/flash", attempts: [{ backend: "google/flash", dialect: "gemini", class: "ok", status: 200, latency_ns: 1 }] });
+    expect(formatRoute(t)).toBe("served by google/flash (gemini) in 412 ms");
+  });
+
+  it("leaves OpenAI-only routes and routes logged before dialects unlabelled", () => {
+    const openai = trace("o", {
+      backend: "C",
+      attempts: [
+        { backend: "A", dialect: "openai", class: "rate_limited", status: 429, latency_ns: 1 },
+        { backend: "C", dialect: "openai", class: "ok", status: 200, latency_ns: 1 },
+      ],
+    });
+    expect(showsDialects(openai)).toBe(false);
+    expect(formatRoute(openai)).toBe("A: 429 → served by C in 412 ms");
+    expect(showsDialects(trace("old"))).toBe(false);
+    expect(formatRoute(trace("old"))).toBe("served by cerebras/qwen in 412 ms");
+  });
+
+  it("keeps the outcome of a failed route in one piece", () => {
+    const t = trace("f", {
+      backend: undefined,
+      class: "transient",
+      status: 502,
+      latency_ns: 3_100_000_000,
+      attempts: [{ backend: "claude/haiku", dialect: "anthropic", class: "transient", status: 529, latency_ns: 1 }],
+    });
+    expect(formatRoute(t)).toBe("claude/haiku (anthropic): 529 → failed with 502 in 3.1 s");
+    expect(outcomeParts(t)).toEqual({ lead: "failed with 502 in 3.1 s", backend: "", dialect: "", tail: "" });
+  });
+
+  it("names dialects for the detail view", () => {
+    expect(dialectName("openai")).toBe("OpenAI chat completions");
+    expect(dialectName("openai-responses")).toBe("OpenAI Responses");
+    expect(dialectName("anthropic")).toBe("Anthropic Messages");
+    expect(dialectName("gemini")).toBe("Gemini");
+    expect(dialectName("bedrock")).toBe("bedrock");
+    expect(dialectName(undefined)).toBe("");
+  });
+
+  it("lists every attempt with its dialect for the detail view", () => {
+    const rows = attemptRows(mixed);
+    expect(rows.map((r) => [r.backend, r.dialect, r.word, r.kind])).toEqual([
+      ["groq/llama", "OpenAI chat completions", "429", "fail"],
+      ["google/flash", "Gemini", "not supported", "skip"],
+      ["claude/haiku", "Anthropic Messages", "ok", "ok"],
+    ]);
+    expect(rows[1].took).toBe("");
+    expect(rows[1].reason).toBe("google/flash cannot serve tools");
+    expect(attemptRows(trace("old"))[0].dialect).toBe("—");
   });
 });

@@ -1,5 +1,5 @@
-import { fmtMs, nsToMs } from "./format";
-import type { Attempt, FailureClass, SkipWord, Trace } from "./types";
+import { fmtMoney, fmtMs, fmtTokens, nsToMs } from "./format";
+import type { Attempt, Dialect, FailureClass, SkipWord, Trace } from "./types";
 
 // Words for the reasons a backend was skipped, keyed by the skip word the
 // router records with each skip (the same word as in X-FreeLane-Attempts).
@@ -11,6 +11,7 @@ const SKIP_WORDS: Record<SkipWord, string> = {
   retired: "retired",
   too_long: "too long",
   quota: "quota used",
+  unsupported: "not supported",
 };
 
 // Skips by class rather than by the reason's first word: a quota skip's
@@ -62,8 +63,44 @@ export function attemptWord(a: Attempt): string {
   return classWord(a.class);
 }
 
+// Names of the wire dialects for where a request is shown in full; the
+// route line uses the dialect's own short word instead.
+const DIALECT_NAMES: Record<Dialect, string> = {
+  openai: "OpenAI chat completions",
+  "openai-responses": "OpenAI Responses",
+  anthropic: "Anthropic Messages",
+  gemini: "Gemini",
+};
+
+/**
+ * The name of a wire dialect: "anthropic" -> "Anthropic Messages". A dialect
+ * this dashboard does not know yet is shown as the server wrote it, and none
+ * (requests logged before dialects were recorded) as "".
+ */
+export function dialectName(d: string | undefined): string {
+  if (!d) return "";
+  return (DIALECT_NAMES as Record<string, string>)[d] ?? d;
+}
+
+/**
+ * Whether a request's route labels each backend with its dialect. Nearly
+ * every route speaks only OpenAI's dialect, and a label on each of its
+ * backends would say nothing, so the labels appear once any attempt spoke
+ * another one; a route of more than one dialect always has such an attempt.
+ */
+export function showsDialects(t: Trace): boolean {
+  return (t.attempts ?? []).some((a) => !!a.dialect && a.dialect !== "openai");
+}
+
+/** A dialect as the route line writes it after a backend: " (anthropic)". */
+function dialectLabel(d: string): string {
+  return d ? ` (${d})` : "";
+}
+
 export interface RouteStep {
   backend: string;
+  /** The dialect label to show next to the backend; "" for none. */
+  dialect: string;
   word: string;
   kind: "skip" | "fail" | "ok";
   title: string;
@@ -71,33 +108,89 @@ export interface RouteStep {
 
 /** The attempts of a trace as steps, for rendering each in its colour. */
 export function routeSteps(t: Trace): RouteStep[] {
+  const labelled = showsDialects(t);
   return (t.attempts ?? []).map((a) => ({
     backend: a.backend,
+    dialect: labelled ? (a.dialect ?? "") : "",
     word: attemptWord(a),
     kind: a.skipped ? "skip" : a.class === "ok" ? "ok" : "fail",
     title: a.reason ?? "",
   }));
 }
 
-/** How a request ended: "served by C in 412 ms" or "failed with 502 in 3.1 s". */
-export function routeOutcome(t: Trace): string {
+/**
+ * How a request ended, in pieces so the served backend's dialect label can
+ * be set apart: the sentence is lead + backend + label + tail. A request
+ * nothing served is all lead.
+ */
+export interface OutcomeParts {
+  lead: string;
+  backend: string;
+  dialect: string;
+  tail: string;
+}
+
+/** The pieces of routeOutcome. */
+export function outcomeParts(t: Trace): OutcomeParts {
   const took = fmtMs(nsToMs(t.latency_ns));
   if (t.class === "ok") {
-    const served = t.backend || [...(t.attempts ?? [])].reverse().find((a) => a.class === "ok")?.backend || "?";
-    return `served by ${served} in ${took}`;
+    const served = [...(t.attempts ?? [])].reverse().find((a) => a.class === "ok" && !a.skipped && (!t.backend || a.backend === t.backend));
+    const backend = t.backend || served?.backend || "?";
+    const dialect = showsDialects(t) ? (served?.dialect ?? "") : "";
+    return { lead: "served by ", backend, dialect, tail: ` in ${took}` };
   }
   const status = t.status ? ` ${t.status}` : "";
-  if (t.class === "cancelled") return `cancelled by the client after ${took}`;
-  return `failed with${status || " " + classWord(t.class)} in ${took}`;
+  const lead = t.class === "cancelled" ? `cancelled by the client after ${took}` : `failed with${status || " " + classWord(t.class)} in ${took}`;
+  return { lead, backend: "", dialect: "", tail: "" };
+}
+
+/** How a request ended: "served by C in 412 ms" or "failed with 502 in 3.1 s". */
+export function routeOutcome(t: Trace): string {
+  const o = outcomeParts(t);
+  return o.lead + o.backend + dialectLabel(o.dialect) + o.tail;
 }
 
 /**
  * The route a request took, in one line:
  * "A: 429 → B: open → served by C in 412 ms". The serving attempt itself is
- * named only in the outcome, so it is not repeated as "C: ok".
+ * named only in the outcome, so it is not repeated as "C: ok". When the
+ * route spoke other dialects than OpenAI's, each backend carries its
+ * dialect: "A (openai): 429 → served by C (anthropic) in 412 ms".
  */
 export function formatRoute(t: Trace): string {
-  return [...shownSteps(t).map((s) => `${s.backend}: ${s.word}`), routeOutcome(t)].join(" → ");
+  return [...shownSteps(t).map((s) => `${s.backend}${dialectLabel(s.dialect)}: ${s.word}`), routeOutcome(t)].join(" → ");
+}
+
+/** One attempt of a request as its detail view lists it. */
+export interface AttemptRow {
+  backend: string;
+  /** The dialect's name, "—" when it was not recorded. */
+  dialect: string;
+  word: string;
+  kind: RouteStep["kind"];
+  /** The time the attempt took; "" for a skip, which took none. */
+  took: string;
+  /** Tokens and cost of a call; "" for none. */
+  tokens: string;
+  cost: string;
+  reason: string;
+}
+
+/** Every attempt of a request, the serving one too, for its detail view. */
+export function attemptRows(t: Trace): AttemptRow[] {
+  return (t.attempts ?? []).map((a) => {
+    const tokens = (a.prompt_tokens ?? 0) + (a.completion_tokens ?? 0);
+    return {
+      backend: a.backend,
+      dialect: dialectName(a.dialect) || "—",
+      word: attemptWord(a),
+      kind: a.skipped ? "skip" : a.class === "ok" ? "ok" : "fail",
+      took: a.skipped ? "" : fmtMs(nsToMs(a.latency_ns)),
+      tokens: tokens ? fmtTokens(tokens) + (a.estimated ? " (estimated)" : "") : "",
+      cost: a.cost ? fmtMoney(a.cost) : "",
+      reason: a.reason ?? "",
+    };
+  });
 }
 
 /** The steps shown before the outcome: all but a final successful attempt. */

@@ -15,6 +15,7 @@ export type {
   BudgetPeriod,
   BudgetView,
   ChainView,
+  Dialect,
   Endpoints,
   EventKind,
   EventLevel,

@@ -17,6 +17,8 @@
 export interface Attempt {
   /** provider/model */
   backend: string;
+  /** Dialect is the wire format the backend was spoken to in. */
+  dialect?: Dialect;
   class: FailureClass;
   status?: number;
   latency_ns: number;
@@ -172,6 +174,13 @@ export interface ChainView {
 export interface DefaultChainInput {
   name: string;
 }
+
+/**
+ * Dialect is a wire format spoken by clients and upstreams. Every dialect
+ * has one package under backend/protocol that converts it to and from the
+ * neutral types of this file.
+ */
+export type Dialect = "openai" | "openai-responses" | "anthropic" | "gemini";
 
 /**
  * Endpoints lists every admin route with the JSON body it takes and what it
@@ -572,7 +581,7 @@ export interface ProviderInput {
 }
 
 /** ProviderKind is a provider's wire protocol. */
-export type ProviderKind = "openai";
+export type ProviderKind = "openai" | "anthropic" | "gemini";
 
 /** ProviderTest is the body of POST /api/providers/{name}/test. */
 export interface ProviderTest {
@@ -684,7 +693,7 @@ export interface SettingsProbes {
  * X-FreeLane-Attempts header writes it ("skip(open)") and the dashboard
  * reads it.
  */
-export type SkipWord = "open" | "half_open" | "cooling" | "key_disabled" | "retired" | "quota" | "too_long";
+export type SkipWord = "open" | "half_open" | "cooling" | "key_disabled" | "retired" | "quota" | "too_long" | "unsupported";
 
 /**
  * Snapshot is everything the dashboard starts from.
@@ -789,6 +798,8 @@ export interface Trace {
   start: string;
   /** chat, completions, embeddings */
   endpoint: RequestEndpoint;
+  /** Dialect is the wire format the client spoke. */
+  dialect?: Dialect;
   /** as the client asked */
   model: string;
   chain?: string;

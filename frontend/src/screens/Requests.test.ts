@@ -77,4 +77,50 @@ describe("Requests", () => {
     expect(screen.queryByTestId("request-estimated-r1")).toBeNull();
     expect(screen.queryByTestId("request-cost-r1")).toBeNull();
   });
+
+  it("labels backends with their dialect and shows the client's dialect in the details", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+    const mixed = trace("m1", {
+      start: "2025-03-01T12:00:09Z",
+      backend: "claude/haiku",
+      dialect: "anthropic",
+      attempts: [
+        { backend: "groq/llama", dialect: "openai", class: "rate_limited", status: 429, latency_ns: 1 },
+        { backend: "google/flash", dialect: "gemini", class: "soft", skipped: true, skip: "unsupported", reason: "google/flash cannot serve tools", latency_ns: 0 },
+        { backend: "claude/haiku", dialect: "anthropic", class: "ok", status: 200, latency_ns: 1, prompt_tokens: 5, completion_tokens: 7 },
+      ],
+    });
+    live.applySnapshot(snapshot({ requests: [mixed, failover] }));
+    render(Requests);
+
+    const route = screen.getByTestId("route-m1");
+    const line = "groq/llama (openai): 429 → google/flash (gemini): not supported → served by claude/haiku (anthropic) in 412 ms";
+    expect(route.textContent?.trim()).toBe(line);
+    expect(route.dataset.route).toBe(line);
+    expect([...route.querySelectorAll(".dialect")].map((e) => e.textContent)).toEqual(["(openai)", "(gemini)", "(anthropic)"]);
+    // A route of OpenAI's dialect alone carries no labels.
+    expect(screen.getByTestId("route-r2").querySelectorAll(".dialect")).toHaveLength(0);
+
+    // The details are built when opened.
+    const detail = screen.getByTestId("request-detail-m1") as HTMLDetailsElement;
+    expect(screen.queryByTestId("request-dialect-m1")).toBeNull();
+    detail.open = true;
+    await fireEvent(detail, new Event("toggle"));
+    await waitFor(() => expect(screen.getByTestId("request-dialect-m1").textContent).toBe("Anthropic Messages"));
+    const cells = [...screen.getByTestId("request-attempts-m1").querySelectorAll("tbody tr")].map((tr) =>
+      [...tr.querySelectorAll("td")].slice(0, 2).map((td) => td.textContent?.trim()),
+    );
+    expect(cells).toEqual([
+      ["groq/llama", "OpenAI chat completions"],
+      ["google/flash", "Gemini"],
+      ["claude/haiku", "Anthropic Messages"],
+    ]);
+    expect(screen.getByTestId("request-attempts-m1").textContent).toContain("google/flash cannot serve tools");
+
+    // A request logged before dialects were recorded says so.
+    const old = screen.getByTestId("request-detail-r2") as HTMLDetailsElement;
+    old.open = true;
+    await fireEvent(old, new Event("toggle"));
+    await waitFor(() => expect(screen.getByTestId("request-dialect-r2").textContent).toBe("not recorded"));
+  });
 });

@@ -1,0 +1,424 @@
+package openai
+
+import (
+	"slices"
+	"strconv"
+
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"freelane/backend/jsonscan"
+	"freelane/backend/llm"
+)
+
+// source is an OpenAI request body, scanned just enough to route it and to
+// rewrite it for an OpenAI upstream without re-encoding it: fields
+// FreeLane does not interpret (tools, response_format, image parts, ...)
+// reach the upstream byte for byte.
+type source struct {
+	ep     llm.Endpoint
+	body   []byte
+	stream bool
+	// maxTokens is the larger of max_tokens and max_completion_tokens.
+	maxTokens int
+	// hasStreamOptions is true when the client sent stream_options at
+	// all; FreeLane then leaves them alone.
+	hasStreamOptions bool
+	modelStart       int // offset of the model value (including its quotes)
+	modelEnd         int
+	// nullOptions is the span of a "stream_options": null value, which
+	// FreeLane replaces when it asks for usage (a field added in front
+	// would lose to the later null).
+	nullOptStart, nullOptEnd int
+}
+
+// ParseRequest validates a request body for the given endpoint. It is on the
+// path of every request, so it avoids reflection: json.Valid checks the whole
+// body, then a scan of the top level finds the few fields routing needs and
+// where the model value sits. Only invalid bodies take the slower decoder,
+// which says precisely where they are broken.
+func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
+	if !json.Valid(body) {
+		if err := explainInvalid(ep, body); err != nil {
+			return nil, err
+		}
+		return nil, llm.BadRequest("", "request body is not valid JSON")
+	}
+	start := jsonscan.SkipSpace(body, 0)
+	if body[start] != '{' {
+		return nil, llm.BadRequest("", "request body must be a JSON object")
+	}
+	src := &source{ep: ep, body: body, modelStart: -1}
+	r := llm.NewRequest(src)
+	r.Endpoint, r.Dialect = ep, llm.DialectOpenAI
+	requiredName := requiredField[ep]
+	var required []byte
+	var err error
+	jsonscan.EachMember(body, start, func(key []byte, vs, ve int) bool {
+		v := body[vs:ve]
+		switch string(key) {
+		case "model":
+			switch v[0] {
+			case '"':
+				r.Model, err = llm.ModelValue(v)
+				src.modelStart, src.modelEnd = vs, ve
+			case 'n':
+				r.Model, src.modelStart = "", vs
+				src.modelEnd = ve
+			default:
+				err = llm.BadRequest("model", "model must be a string")
+			}
+		case "stream":
+			switch string(v) {
+			case "true":
+				r.Stream = true
+			case "false", "null":
+				r.Stream = false
+			default:
+				err = llm.BadRequest("stream", "stream must be true or false")
+			}
+		case "stream_options":
+			src.hasStreamOptions, r.WantsUsage = false, false
+			src.nullOptStart, src.nullOptEnd = 0, 0
+			switch v[0] {
+			case 'n':
+				src.nullOptStart, src.nullOptEnd = vs, ve
+			case '{':
+				src.hasStreamOptions = true
+				jsonscan.EachMember(v, 0, func(k []byte, s, e int) bool {
+					if string(k) == "include_usage" {
+						switch string(v[s:e]) {
+						case "true":
+							r.WantsUsage = true
+						case "false", "null":
+							r.WantsUsage = false
+						default:
+							err = llm.BadRequest("stream_options", "stream_options.include_usage must be true or false")
+						}
+					}
+					return err == nil
+				})
+			default:
+				err = llm.BadRequest("stream_options", "stream_options must be an object")
+			}
+		case "max_tokens", "max_completion_tokens":
+			r.MaxTokens = max(r.MaxTokens, jsonscan.SmallInt(v))
+		case "tools", "functions":
+			if v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) > 0 {
+				r.Needs |= llm.CapTools
+			}
+		case "response_format":
+			if bytes.Contains(v, jsonObject) || bytes.Contains(v, jsonSchema) {
+				r.Needs |= llm.CapJSON
+			}
+		case requiredName:
+			required = v
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Model == "" {
+		return nil, llm.BadRequest("model", "model is required: use \"auto\", a chain name or provider/model")
+	}
+	if ep == llm.Embeddings && r.Stream {
+		return nil, llm.BadRequest("stream", "embeddings cannot be streamed")
+	}
+	images, err := checkRequiredFast(ep, requiredName, required)
+	if err != nil {
+		return nil, err
+	}
+	src.stream, src.maxTokens = r.Stream, r.MaxTokens
+	if images {
+		r.Needs |= llm.CapVision
+	}
+	return r, nil
+}
+
+var (
+	jsonObject = []byte(`"json_object"`)
+	jsonSchema = []byte(`"json_schema"`)
+	imageURL   = []byte(`"image_url"`)
+)
+
+var requiredField = map[llm.Endpoint]string{llm.Chat: "messages", llm.Completions: "prompt", llm.Embeddings: "input"}
+
+// checkRequiredFast checks the endpoint's required field in a valid body,
+// and reports whether a chat's messages hold an image. Only content given
+// as parts is searched, for the key every image part has; a text part that
+// merely quotes the word has it escaped inside a string, which is rare and
+// only costs the backends that declare no vision.
+func checkRequiredFast(ep llm.Endpoint, name string, v []byte) (images bool, err error) {
+	if len(v) == 0 || v[0] == 'n' {
+		return false, llm.BadRequest(name, "%s is required", name)
+	}
+	if ep != llm.Chat {
+		return false, nil
+	}
+	if v[0] != '[' {
+		return false, llm.BadRequest(name, "messages must be an array of message objects")
+	}
+	n := 0
+	jsonscan.EachElement(v, func(es, ee int) bool {
+		m := v[es:ee]
+		switch m[0] {
+		case '{':
+		case 'n':
+			err = llm.BadRequest(fmt.Sprintf("messages[%d].role", n), "messages[%d].role is required", n)
+			return false
+		default:
+			err = llm.BadRequest(name, "messages must be an array of message objects: messages[%d] is not an object", n)
+			return false
+		}
+		hasRole := false
+		jsonscan.EachMember(m, 0, func(k []byte, s, e int) bool {
+			if !images && m[s] == '[' && string(k) == "content" {
+				images = bytes.Contains(m[s:e], imageURL)
+			}
+			if string(k) == "role" {
+				switch {
+				case m[s] == '"' && e-s > 2:
+					hasRole = true
+				case m[s] == '"' || m[s] == 'n':
+					hasRole = false
+				default:
+					err = llm.BadRequest(fmt.Sprintf("messages[%d].role", n), "messages[%d].role must be a string", n)
+				}
+			}
+			return err == nil
+		})
+		if err == nil && !hasRole {
+			err = llm.BadRequest(fmt.Sprintf("messages[%d].role", n), "messages[%d].role is required", n)
+		}
+		n++
+		return err == nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		return false, llm.BadRequest(name, "messages must contain at least one message")
+	}
+	return images, nil
+}
+
+// explainInvalid runs the reflective decoder over a body json.Valid refused,
+// to say precisely what is wrong with it.
+func explainInvalid(ep llm.Endpoint, body []byte) error {
+	var model string
+	var stream bool
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	if err != nil {
+		return llm.BadRequest("", "request body is not valid JSON: %s", jsonErr(err))
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return llm.BadRequest("", "request body must be a JSON object")
+	}
+	var required json.RawMessage
+	requiredName := requiredField[ep]
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return llm.BadRequest("", "request body is not valid JSON: %s", jsonErr(err))
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return llm.BadRequest(key, "request body is not valid JSON near %q: %s", key, jsonErr(err))
+		}
+		switch key {
+		case "model":
+			if err := json.Unmarshal(raw, &model); err != nil {
+				return llm.BadRequest("model", "model must be a string")
+			}
+		case "stream":
+			if string(raw) != "null" {
+				if err := json.Unmarshal(raw, &stream); err != nil {
+					return llm.BadRequest("stream", "stream must be true or false")
+				}
+			}
+		case "stream_options":
+			var so struct {
+				IncludeUsage *bool `json:"include_usage"`
+			}
+			if string(raw) != "null" {
+				if err := json.Unmarshal(raw, &so); err != nil {
+					return llm.BadRequest("stream_options", "stream_options must be an object")
+				}
+			}
+		case requiredName:
+			required = raw
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return llm.BadRequest("", "request body is not valid JSON: %s", jsonErr(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return llm.BadRequest("", "request body has data after the JSON object")
+	}
+	if model == "" {
+		return llm.BadRequest("model", "model is required: use \"auto\", a chain name or provider/model")
+	}
+	if ep == llm.Embeddings && stream {
+		return llm.BadRequest("stream", "embeddings cannot be streamed")
+	}
+	return checkRequired(ep, requiredName, required)
+}
+
+func checkRequired(ep llm.Endpoint, name string, raw json.RawMessage) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return llm.BadRequest(name, "%s is required", name)
+	}
+	if ep != llm.Chat {
+		return nil
+	}
+	if trimmed[0] != '[' {
+		return llm.BadRequest(name, "messages must be an array of message objects")
+	}
+	var msgs []struct {
+		Role *string `json:"role"`
+	}
+	if err := json.Unmarshal(trimmed, &msgs); err != nil {
+		return llm.BadRequest(name, "messages must be an array of message objects: %s", jsonErr(err))
+	}
+	if len(msgs) == 0 {
+		return llm.BadRequest(name, "messages must contain at least one message")
+	}
+	for i, m := range msgs {
+		if m.Role == nil || *m.Role == "" {
+			return llm.BadRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
+		}
+	}
+	return nil
+}
+
+func jsonErr(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("%s has the wrong type (%s)", te.Field, te.Value)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return err.Error()
+}
+
+// Raw returns the client's body as sent.
+func (r *source) Raw() []byte { return r.body }
+
+// Rewrite returns the request body to send upstream for one backend: the
+// client's bytes with the model value replaced. When e.AddUsage is set and
+// the client sent no stream_options, stream_options.include_usage is added
+// so usage can be accounted for. Nothing else is re-encoded unless the
+// upstream's quirks drop a parameter or lower max_tokens; then the top
+// level is joined again from the client's own member bytes.
+func (r *source) Rewrite(model string, e llm.Edits) []byte {
+	// json.Marshal of a string cannot fail; it escapes exactly as JSON needs.
+	quoted, _ := json.Marshal(model)
+	if (len(e.Drop) > 0 || e.MaxOutput > 0) && r.touched(e) {
+		return r.edited(quoted, e)
+	}
+	inject := e.AddUsage && r.stream && !r.hasStreamOptions && !slices.Contains(e.Drop, "stream_options")
+	const usageField = `"stream_options":{"include_usage":true},`
+	const usageValue = `{"include_usage":true}`
+	n := len(r.body) - (r.modelEnd - r.modelStart) + len(quoted) + len(usageField)
+	out := make([]byte, 0, n)
+	type splice struct {
+		start, end int
+		with       []byte
+	}
+	edits := []splice{{r.modelStart, r.modelEnd, quoted}}
+	switch {
+	case inject && r.nullOptEnd > 0:
+		edits = append(edits, splice{r.nullOptStart, r.nullOptEnd, []byte(usageValue)})
+	case inject:
+		// The new field goes right after the opening brace and always has a
+		// field after it (model), so the comma is right.
+		brace := bytes.IndexByte(r.body, '{') + 1
+		edits = append(edits, splice{brace, brace, []byte(usageField)})
+	}
+	if len(edits) == 2 && edits[1].start < edits[0].start {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	pos := 0
+	for _, e := range edits {
+		out = append(out, r.body[pos:e.start]...)
+		out = append(out, e.with...)
+		pos = e.end
+	}
+	return append(out, r.body[pos:]...)
+}
+
+// touched reports whether the edits change anything in the body: a
+// dropped parameter it has, or a max_tokens over the limit. Most bodies
+// have neither, and keep their bytes.
+func (r *source) touched(e llm.Edits) bool {
+	if e.MaxOutput > 0 && r.maxTokens > e.MaxOutput {
+		return true
+	}
+	found := false
+	jsonscan.EachMember(r.body, jsonscan.SkipSpace(r.body, 0), func(k []byte, _, _ int) bool {
+		found = slices.Contains(e.Drop, string(k))
+		return !found
+	})
+	return found
+}
+
+// edited rebuilds the top level member by member: dropped members left
+// out, the model and an over-large max_tokens replaced, and usage asked
+// for as Rewrite would. Member values are the client's bytes.
+func (r *source) edited(quoted []byte, e llm.Edits) []byte {
+	b := r.body
+	out := make([]byte, 0, len(b)+64)
+	out = append(out, '{')
+	first := true
+	member := func(key, value []byte) {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, key...)
+		out = append(out, ':')
+		out = append(out, value...)
+	}
+	stream, hasOptions := false, false
+	drop := func(k string) bool { return slices.Contains(e.Drop, k) }
+	jsonscan.MemberSpan(b, jsonscan.SkipSpace(b, 0), func(k []byte, ks, vs, ve int) bool {
+		key := bytes.TrimSpace(b[ks:vs])
+		key = bytes.TrimSuffix(key, []byte(":"))
+		key = bytes.TrimSpace(key)
+		v := b[vs:ve]
+		switch name := string(k); {
+		case drop(name):
+			return true
+		case name == "model":
+			v = quoted
+		case name == "stream":
+			stream = string(v) == "true"
+		case name == "stream_options":
+			hasOptions = v[0] == '{'
+			if !hasOptions {
+				return true // null: replaced below when usage is wanted
+			}
+		case (name == "max_tokens" || name == "max_completion_tokens") && e.MaxOutput > 0 &&
+			jsonscan.SmallInt(v) > e.MaxOutput:
+			v = strconv.AppendInt(nil, int64(e.MaxOutput), 10)
+		}
+		member(key, v)
+		return true
+	})
+	if e.AddUsage && stream && !hasOptions && !drop("stream_options") {
+		member([]byte(`"stream_options"`), []byte(`{"include_usage":true}`))
+	}
+	return append(out, '}')
+}

@@ -1,0 +1,244 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"freelane/backend/llm"
+	"freelane/backend/protocol"
+)
+
+// Endpoints are the kinds of request OpenAI-compatible servers serve.
+func (codec) Endpoints() []llm.Endpoint {
+	return []llm.Endpoint{llm.Chat, llm.Completions, llm.Embeddings}
+}
+
+// Path is the endpoint's path below the base URL; the model travels in
+// the body. The paths are constants, so building a request's URL costs one
+// concatenation.
+func (codec) Path(ep llm.Endpoint, _ string, _ bool) string {
+	switch ep {
+	case llm.Chat:
+		return "/chat/completions"
+	case llm.Completions:
+		return "/completions"
+	case llm.Embeddings:
+		return "/embeddings"
+	}
+	return "/" + string(ep)
+}
+
+// Header sets the bearer key, when there is one.
+func (codec) Header(h http.Header, key string) {
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// Classify keeps the generic classification, which is written for this
+// dialect's statuses and error bodies, and notes the error's code.
+func (codec) Classify(e *llm.Error, _ int, _ http.Header, body []byte, _ time.Time) {
+	if info, ok := Codec.DecodeError(body); ok {
+		e.Code = info.Code
+		if e.Code == "" {
+			e.Code = info.Type
+		}
+	}
+}
+
+// seen records that a JSON value is there, and whether it is an empty
+// array or string, without keeping a copy of it: an embeddings answer's
+// data, or a long answer's text, is nearly the whole body, and checking an
+// answer must not double what it costs.
+type seen struct{ set, empty bool }
+
+func (s *seen) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	s.set = string(b) != "null"
+	s.empty = string(b) == "[]" || string(b) == `""`
+	return nil
+}
+
+// quotaNoticeMax is the longest answer text that is checked for a quota
+// notice (a free tier's error put in the assistant's message).
+const quotaNoticeMax = 200
+
+// content is a message's content as checkAnswer needs it: text or parts,
+// whether it is empty, and the text itself only when it is short enough
+// to be a quota notice.
+type content struct {
+	seen
+	text  bool
+	short string
+}
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if err := c.seen.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	if len(b) == 0 || b[0] != '"' {
+		return nil
+	}
+	c.text = true
+	// A character takes at most 6 bytes escaped, so a longer value holds
+	// more than quotaNoticeMax bytes of text and need not be decoded.
+	if len(b) > 2+6*quotaNoticeMax {
+		return nil
+	}
+	return json.Unmarshal(b, &c.short)
+}
+
+// answer is the part of a non-streaming answer needed to tell a usable
+// answer from an empty or broken one.
+type answer struct {
+	Choices []struct {
+		Message *struct {
+			Content          content `json:"content"`
+			ToolCalls        seen    `json:"tool_calls"`
+			FunctionCall     seen    `json:"function_call"`
+			ReasoningContent seen    `json:"reasoning_content"`
+			Reasoning        seen    `json:"reasoning"`
+			Refusal          seen    `json:"refusal"`
+		} `json:"message"`
+		Text seen `json:"text"`
+	} `json:"choices"`
+	Data  seen       `json:"data"`
+	Usage *llm.Usage `json:"usage"`
+	Error seen       `json:"error"`
+}
+
+// CheckAnswer decides whether a 200 body is a real answer (an empty or
+// unparseable one is a soft failure) and extracts its usage. A usable
+// answer is never scanned for text; the caller redacts the messages of
+// the errors, which quote the upstream.
+func (codec) CheckAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
+	var a answer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
+	}
+	var usage llm.Usage
+	if a.Usage != nil {
+		usage = *a.Usage
+	}
+	if a.Error.set {
+		msg := llm.ErrorMessage(body)
+		if llm.QuotaText(msg) {
+			return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in a 200 answer): %s", llm.Truncate(msg, 120))
+		}
+		return usage, llm.SoftError(llm.SubMalformed, "error in a 200 answer: %s", llm.Truncate(msg, 120))
+	}
+	switch ep {
+	case llm.Embeddings:
+		if !a.Data.set || a.Data.empty {
+			return usage, llm.SoftError(llm.SubEmpty, "empty embeddings")
+		}
+		return usage, nil
+	case llm.Completions:
+		for _, ch := range a.Choices {
+			if ch.Text.set && !ch.Text.empty {
+				return usage, nil
+			}
+		}
+		return usage, llm.SoftError(llm.SubEmpty, "empty answer")
+	}
+	for _, ch := range a.Choices {
+		m := ch.Message
+		if m == nil {
+			continue
+		}
+		if m.ToolCalls.set && !m.ToolCalls.empty || m.FunctionCall.set {
+			return usage, nil
+		}
+		for _, s := range []seen{m.Refusal, m.ReasoningContent, m.Reasoning} {
+			if s.set && !s.empty {
+				return usage, nil
+			}
+		}
+		c := m.Content
+		if c.text || !c.set {
+			if !c.set || c.empty {
+				continue
+			}
+			// Some free tiers put their quota error into the assistant's
+			// message; a short answer that says so is not an answer.
+			if c.short != "" && len(c.short) < quotaNoticeMax && llm.QuotaText(c.short) {
+				return usage, llm.SoftError(llm.SubQuota, "quota exceeded (in the answer text)")
+			}
+			return usage, nil
+		}
+		if !c.empty {
+			return usage, nil // content parts
+		}
+	}
+	return usage, llm.SoftError(llm.SubEmpty, "empty answer")
+}
+
+func present(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// relay classifies the events of one stream for relaying them unchanged.
+type relay struct{ sawContent bool }
+
+// chunk is the part of a streamed chunk the router looks at.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string         `json:"content"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			Reasoning        *string         `json:"reasoning"`
+			Refusal          *string         `json:"refusal"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+			FunctionCall     json.RawMessage `json:"function_call"`
+		} `json:"delta"`
+		Text *string `json:"text"`
+	} `json:"choices"`
+	Usage *llm.Usage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+var (
+	usageKey = []byte(`"usage"`)
+	errorKey = []byte(`"error"`)
+)
+
+func nonEmpty(s *string) bool { return s != nil && *s != "" }
+
+// classify says what one event means for the stream rule.
+func (r *relay) classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		return llm.Done, nil, nil
+	}
+	// Once content has flowed, the router only needs to know that an
+	// event is well-formed and whether it carries usage or an error;
+	// checking that without decoding keeps long streams cheap.
+	if r.sawContent && !bytes.Contains(data, usageKey) && !bytes.Contains(data, errorKey) {
+		if json.Valid(data) {
+			return llm.Content, nil, nil
+		}
+		return 0, nil, protocol.ErrMalformed
+	}
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return 0, nil, protocol.ErrMalformed
+	}
+	if present(c.Error) || string(name) == "error" {
+		return 0, nil, streamError(data)
+	}
+	if len(c.Choices) == 0 && c.Usage != nil {
+		return llm.UsageOnly, c.Usage, nil
+	}
+	for _, ch := range c.Choices {
+		d := ch.Delta
+		if nonEmpty(d.Content) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) || nonEmpty(d.Refusal) ||
+			nonEmpty(ch.Text) || (present(d.ToolCalls) && string(d.ToolCalls) != "[]") || present(d.FunctionCall) {
+			r.sawContent = true
+			return llm.Content, c.Usage, nil
+		}
+	}
+	return llm.Held, c.Usage, nil
+}
