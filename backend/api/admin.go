@@ -183,7 +183,7 @@ func (h *adminHandlers) decode(w http.ResponseWriter, r *http.Request, v any) bo
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			h.s.bodyReadError(w, err, maxAdminBody, timeout)
+			h.s.bodyReadError(w, r, err, maxAdminBody, timeout)
 			return false
 		}
 		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not what this endpoint expects: "+err.Error(), "")

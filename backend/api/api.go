@@ -20,6 +20,7 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
+	"freelane/backend/protocol/anthropic"
 	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
 )
@@ -79,7 +80,7 @@ func (s *Server) unlessPaused(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.paused.Load() {
 			w.Header().Set("Retry-After", "30")
-			WriteError(w, http.StatusServiceUnavailable, "service_unavailable", "freelane_paused", PausedMessage, "")
+			v1Error(w, r, http.StatusServiceUnavailable, "service_unavailable", "freelane_paused", PausedMessage, "")
 			return
 		}
 		h(w, r)
@@ -125,6 +126,8 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(openai.Codec, llm.Chat)))
 	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(openai.Codec, llm.Completions)))
 	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(openai.Codec, llm.Embeddings)))
+	s.mux.HandleFunc("POST /v1/messages", s.unlessPaused(s.routed(anthropic.Codec, llm.Chat)))
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.unlessPaused(s.countTokens(anthropic.Codec, anthropic.ParseCountTokens)))
 	s.mux.HandleFunc("GET /v1/models", s.unlessPaused(s.models))
 	s.mux.HandleFunc("GET /v1/models/{model...}", s.unlessPaused(s.model))
 	s.mux.HandleFunc("GET /healthz", s.health)
@@ -190,36 +193,41 @@ func WriteError(w http.ResponseWriter, status int, typ, code, msg, param string)
 	_, _ = w.Write(b)
 }
 
+// requestBody reads a /v1 request's body within the size limit, the
+// in-flight budget and the read deadline, or answers why it could not.
+// The deadline covers the body only: it is lifted before routing, so that
+// nothing after the body on this connection (a long answer, the next
+// request on a kept-alive connection) runs under it.
+func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) (*heldBody, bool) {
+	limit := s.maxBody.Load()
+	timeout := time.Duration(s.readTimeout.Load())
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(clock.Deadline(timeout))
+	held, err := readBody(w, r, limit, &s.budget)
+	if err != nil {
+		s.bodyReadError(w, r, err, limit, timeout)
+		return nil, false
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return held, true
+}
+
 // routed serves one routed endpoint of a client dialect: the codec parses
 // the body, the router serves it, and answers and errors go back in the
 // client's dialect.
 func (s *Server) routed(codec protocol.Codec, ep llm.Endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		limit := s.maxBody.Load()
-		timeout := time.Duration(s.readTimeout.Load())
-		// The deadline covers the body only: it is lifted before routing,
-		// so that nothing after the body on this connection (a long
-		// answer, the next request on a kept-alive connection) runs under
-		// it.
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(clock.Deadline(timeout))
-		held, err := readBody(w, r, limit, &s.budget)
-		if err != nil {
-			s.bodyReadError(w, err, limit, timeout)
+		held, ok := s.requestBody(w, r)
+		if !ok {
 			return
 		}
 		defer held.release()
-		_ = rc.SetReadDeadline(time.Time{})
 		req, err := codec.ParseRequest(ep, held.data)
 		if err != nil {
-			info := protocol.ErrorInfo{Status: http.StatusBadRequest, Code: "invalid_request", Message: err.Error()}
-			var bad *llm.BadRequestError
-			if errors.As(err, &bad) {
-				info.Code, info.Param = cmp.Or(bad.Code, "invalid_request"), bad.Param
-			}
-			writeError(w, codec, info)
+			writeBadRequest(w, codec, err)
 			return
 		}
+		req.Forward = forwarded(codec, r.Header)
 		if req.Stream {
 			s.stream(w, r, codec, req)
 			return
@@ -264,6 +272,16 @@ func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Fai
 	writeError(w, codec, protocol.ErrorInfo{Status: f.Status, Code: f.Code, Message: f.Message})
 }
 
+// writeBadRequest refuses a request the codec could not parse.
+func writeBadRequest(w http.ResponseWriter, codec protocol.Codec, err error) {
+	info := protocol.ErrorInfo{Status: http.StatusBadRequest, Code: "invalid_request", Message: err.Error()}
+	var bad *llm.BadRequestError
+	if errors.As(err, &bad) {
+		info.Code, info.Param = cmp.Or(bad.Code, "invalid_request"), bad.Param
+	}
+	writeError(w, codec, info)
+}
+
 // writeError writes an error body in the codec's dialect.
 func writeError(w http.ResponseWriter, codec protocol.Codec, e protocol.ErrorInfo) {
 	b := codec.EncodeError(e)
@@ -293,6 +311,10 @@ func (s *Server) modelList() []modelEntry {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Anthropic-Version") != "" {
+		s.anthropicModels(w)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.modelList()})
 }
 

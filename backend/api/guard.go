@@ -64,18 +64,18 @@ func (s *Server) guardV1(next http.Handler) http.Handler {
 		if !allowed {
 			switch {
 			case origin != "" && !ownOrigin(origin, r):
-				WriteError(w, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
+				v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
 					"FreeLane's /v1 does not answer web pages of other sites (Origin "+quoteHost(origin)+"), since any site could then spend your keys; if you run a web UI against FreeLane, add its origin to allowed_origins in the config", "")
 				return
 			case strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site"):
-				WriteError(w, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
+				v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
 					"FreeLane's /v1 does not answer cross-site browser requests (Sec-Fetch-Site: cross-site), since any site could then spend your keys; if you run a web UI against FreeLane, add its origin to allowed_origins in the config", "")
 				return
 			}
 		}
 		if s.o.Token.Set() && !s.o.Token.Match(presentedToken(r)) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="FreeLane"`)
-			WriteError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+			v1Error(w, r, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
 				"this FreeLane requires its inbound token: set it as your tool's API key (it is sent as Authorization: Bearer, x-api-key or x-goog-api-key); the token is server.token in FreeLane's config or its FREELANE_TOKEN environment variable", "")
 			return
 		}
@@ -83,7 +83,7 @@ func (s *Server) guardV1(next http.Handler) http.Handler {
 			if ct := r.Header.Get("Content-Type"); ct != "" {
 				mt, _, err := mime.ParseMediaType(ct)
 				if err != nil || mt != "application/json" {
-					WriteError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+					v1Error(w, r, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
 						"the request body must be JSON sent with Content-Type: application/json, got "+quoteHost(ct)+"; with curl, add -H 'Content-Type: application/json'", "")
 					return
 				}
@@ -114,7 +114,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request, origin string
 	case origin == "":
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		WriteError(w, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
+		v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
 			"FreeLane's /v1 does not answer web pages of other sites (Origin "+quoteHost(origin)+"); if you run a web UI against FreeLane, add its origin to allowed_origins in the config", "")
 	}
 }

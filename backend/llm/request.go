@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"net/http"
 	"sync"
 
 	"freelane/backend/jsonscan"
@@ -110,6 +111,9 @@ type Request struct {
 	// Needs are the capabilities a backend must have to serve the request
 	// (tools, images, JSON output).
 	Needs Caps
+	// Forward are client headers an upstream of the client's dialect is
+	// sent verbatim (Anthropic's version and beta flags), nil for none.
+	Forward http.Header
 
 	src Source
 

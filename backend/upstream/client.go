@@ -272,6 +272,11 @@ func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string)
 	} else {
 		hr.Header.Set("Accept", "application/json")
 	}
+	if req.Forward != nil && !c.translated(req) {
+		for k, v := range req.Forward {
+			hr.Header[k] = v
+		}
+	}
 	c.o.Wire.Header(hr.Header, c.o.APIKey)
 	for k, v := range c.o.Headers {
 		hr.Header.Set(k, v)

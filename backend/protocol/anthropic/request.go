@@ -29,6 +29,17 @@ type source struct {
 // a scan finds the fields routing needs; only a body that is not JSON at
 // all takes the decoder, which says where it breaks.
 func (codec) ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
+	return parseRequest(ep, body, true)
+}
+
+// ParseCountTokens validates the body of a token count request
+// (/v1/messages/count_tokens), which is a Messages request without
+// max_tokens.
+func ParseCountTokens(body []byte) (*llm.Request, error) {
+	return parseRequest(llm.Chat, body, false)
+}
+
+func parseRequest(ep llm.Endpoint, body []byte, needMax bool) (*llm.Request, error) {
 	if ep != llm.Chat {
 		return nil, llm.BadRequest("", "the Messages API serves chat only, not %s", ep)
 	}
@@ -83,7 +94,7 @@ func (codec) ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 	switch {
 	case src.modelStart < 0 || r.Model == "":
 		return nil, llm.BadRequest("model", "model is required: use \"auto\", a chain name or provider/model")
-	case !hasMax:
+	case needMax && !hasMax:
 		return nil, llm.BadRequest("max_tokens", "max_tokens is required: the most tokens the answer may have")
 	}
 	vision, err := checkMessages(messages)

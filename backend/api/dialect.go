@@ -1,0 +1,145 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"freelane/backend/tokens"
+
+	"freelane/backend/llm"
+	"freelane/backend/protocol"
+	"freelane/backend/protocol/anthropic"
+	"freelane/backend/protocol/gemini"
+	"freelane/backend/protocol/openai"
+)
+
+// clientCodec is the dialect a request's path implies, in which its
+// errors are written: clients parse errors only in their own shape, so a
+// Claude client refused for its token must read an Anthropic error.
+func clientCodec(r *http.Request) protocol.Codec {
+	p := r.URL.Path
+	switch {
+	case p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/"):
+		return anthropic.Codec
+	case strings.HasPrefix(p, "/v1beta/") || strings.Contains(p, ":generateContent") ||
+		strings.Contains(p, ":streamGenerateContent") || strings.Contains(p, ":countTokens"):
+		return gemini.Codec
+	}
+	return openai.Codec
+}
+
+// v1Error writes an error for a /v1 request in its client's dialect. typ
+// is OpenAI's error type, used for OpenAI clients; the other dialects take
+// theirs from the status.
+func v1Error(w http.ResponseWriter, r *http.Request, status int, typ, code, msg, param string) {
+	codec := clientCodec(r)
+	info := protocol.ErrorInfo{Status: status, Code: code, Message: msg, Param: param}
+	if codec.Dialect() == llm.DialectOpenAI {
+		info.Type = typ
+	}
+	writeError(w, codec, info)
+}
+
+// forwardHeaders are the client headers each dialect's upstreams are sent
+// as they came: Anthropic's API version and the beta features a client
+// asked for change what the upstream accepts, and only the client knows
+// which it wants.
+var forwardHeaders = map[llm.Dialect][]string{
+	llm.DialectAnthropic: {"Anthropic-Version", "Anthropic-Beta"},
+}
+
+// forwarded picks the headers of h that go on to upstreams of the codec's
+// dialect; nil when there are none.
+func forwarded(codec protocol.Codec, h http.Header) http.Header {
+	var out http.Header
+	for _, k := range forwardHeaders[codec.Dialect()] {
+		if v := h.Values(k); len(v) > 0 {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// anthropicModels lists the chains and backends in the shape of
+// Anthropic's model list, which Anthropic's clients ask for with their
+// version header.
+func (s *Server) anthropicModels(w http.ResponseWriter) {
+	type model struct {
+		Type        string `json:"type"`
+		ID          string `json:"id"`
+		DisplayName string `json:"display_name"`
+		CreatedAt   string `json:"created_at"`
+	}
+	list := s.modelList()
+	data := make([]model, 0, len(list))
+	for _, m := range list {
+		// Anthropic's list dates every model; FreeLane's names have no
+		// date, so the Unix epoch stands for "unknown".
+		data = append(data, model{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: "1970-01-01T00:00:00Z"})
+	}
+	out := map[string]any{"data": data, "has_more": false, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		out["first_id"], out["last_id"] = data[0].ID, data[len(data)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// countTokens answers a token count request (Anthropic's
+// /v1/messages/count_tokens, parsed by parse and answered in the codec's
+// error shape) with an offline estimate of the request's input: the system
+// prompt, every message part and the tools. No upstream is asked, so it
+// costs nothing and works with any chain.
+func (s *Server) countTokens(codec protocol.Codec, parse func([]byte) (*llm.Request, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		held, ok := s.requestBody(w, r)
+		if !ok {
+			return
+		}
+		defer held.release()
+		req, err := parse(held.data)
+		if err != nil {
+			writeBadRequest(w, codec, err)
+			return
+		}
+		conv, err := req.Conversation()
+		if err != nil {
+			writeBadRequest(w, codec, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": inputTokens(conv)})
+	}
+}
+
+// inputTokens estimates a conversation's input tokens.
+func inputTokens(c *llm.Conversation) int {
+	var text []byte
+	add := func(parts []llm.Part) {
+		for _, p := range parts {
+			text = append(text, p.Text...)
+			if p.ToolCall != nil {
+				text = append(text, p.ToolCall.Name...)
+				text = append(text, p.ToolCall.Arguments...)
+			}
+			if p.ToolResult != nil {
+				for _, q := range p.ToolResult.Content {
+					text = append(text, q.Text...)
+				}
+			}
+			text = append(text, '\n')
+		}
+	}
+	add(c.System)
+	for _, m := range c.Messages {
+		add(m.Parts)
+	}
+	for _, t := range c.Tools {
+		text = append(text, t.Name...)
+		text = append(text, t.Description...)
+		text = append(text, t.Parameters...)
+	}
+	// Each message costs a few tokens of framing, as in OpenAI's count.
+	return tokens.Count(text) + 4*len(c.Messages) + 3
+}
