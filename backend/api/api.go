@@ -128,6 +128,8 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(openai.Codec, llm.Embeddings)))
 	s.mux.HandleFunc("POST /v1/messages", s.unlessPaused(s.routed(anthropic.Codec, llm.Chat)))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.unlessPaused(s.countTokens(anthropic.Codec, anthropic.ParseCountTokens)))
+	s.mux.HandleFunc("POST /v1beta/models/{call...}", s.unlessPaused(s.gemini))
+	s.mux.HandleFunc("POST /v1/models/{call...}", s.unlessPaused(s.gemini))
 	s.mux.HandleFunc("GET /v1/models", s.unlessPaused(s.models))
 	s.mux.HandleFunc("GET /v1/models/{model...}", s.unlessPaused(s.model))
 	s.mux.HandleFunc("GET /healthz", s.health)
@@ -160,7 +162,7 @@ func New(o Options) *Server {
 func (s *Server) Handler() http.Handler {
 	v1 := s.guardV1(s.mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+		if p := r.URL.Path; p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/v1beta/") {
 			v1.ServeHTTP(w, r)
 			return
 		}
@@ -228,24 +230,30 @@ func (s *Server) routed(codec protocol.Codec, ep llm.Endpoint) http.HandlerFunc 
 			return
 		}
 		req.Forward = forwarded(codec, r.Header)
-		if req.Stream {
-			s.stream(w, r, codec, req)
-			return
-		}
-		res, f := s.o.Router.Complete(r.Context(), req)
-		if f != nil {
-			s.fail(w, codec, f)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(res.Response.Body)))
-		h.Set("X-FreeLane-Request-Id", res.ID)
-		h.Set("X-FreeLane-Backend", res.Backend.Name)
-		h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(res.Response.Body)
+		s.serve(w, r, codec, req)
 	}
+}
+
+// serve routes a parsed request and writes the answer, or the failure, in
+// the codec's dialect.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, codec protocol.Codec, req *llm.Request) {
+	if req.Stream {
+		s.stream(w, r, codec, req)
+		return
+	}
+	res, f := s.o.Router.Complete(r.Context(), req)
+	if f != nil {
+		s.fail(w, codec, f)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(res.Response.Body)))
+	h.Set("X-FreeLane-Request-Id", res.ID)
+	h.Set("X-FreeLane-Backend", res.Backend.Name)
+	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(res.Response.Body)
 }
 
 // fail writes a routing failure in the client's dialect. Caller errors

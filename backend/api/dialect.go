@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -109,7 +110,12 @@ func (s *Server) countTokens(codec protocol.Codec, parse func([]byte) (*llm.Requ
 			writeBadRequest(w, codec, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": inputTokens(conv)})
+		n := inputTokens(conv)
+		if codec.Dialect() == llm.DialectGemini {
+			writeJSON(w, http.StatusOK, map[string]int{"totalTokens": n})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
 	}
 }
 
@@ -142,4 +148,53 @@ func inputTokens(c *llm.Conversation) int {
 	}
 	// Each message costs a few tokens of framing, as in OpenAI's count.
 	return tokens.Count(text) + 4*len(c.Messages) + 3
+}
+
+// gemini serves Google's Generative Language API paths,
+// /v1beta/models/{model}:{method} and the same under /v1 (the path the
+// @google/genai SDK uses by default). The model comes from the path and
+// may contain a slash (provider/model), so the call is split at its last
+// colon.
+func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
+	call := r.PathValue("call")
+	i := strings.LastIndexByte(call, ':')
+	if i <= 0 {
+		v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
+			fmt.Sprintf("%s %s is not an endpoint FreeLane serves; Gemini clients call /v1beta/models/MODEL:generateContent, :streamGenerateContent?alt=sse or :countTokens", r.Method, r.URL.Path), "")
+		return
+	}
+	model, method := call[:i], call[i+1:]
+	var stream bool
+	switch method {
+	case "generateContent":
+	case "streamGenerateContent":
+		// Without alt=sse Google answers one JSON array at the end, which
+		// no agent asks for; FreeLane streams events only.
+		if r.URL.Query().Get("alt") != "sse" {
+			v1Error(w, r, http.StatusBadRequest, "invalid_request_error", "invalid_request",
+				"FreeLane streams Gemini answers as server-sent events: call :streamGenerateContent?alt=sse", "alt")
+			return
+		}
+		stream = true
+	case "countTokens":
+		s.countTokens(gemini.Codec, func(b []byte) (*llm.Request, error) {
+			return gemini.ParseRequestFor(llm.Chat, model, false, b)
+		})(w, r)
+		return
+	default:
+		v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
+			fmt.Sprintf("the Gemini method %q is not one FreeLane serves; it serves generateContent, streamGenerateContent and countTokens", llm.Truncate(method, 40)), "")
+		return
+	}
+	held, ok := s.requestBody(w, r)
+	if !ok {
+		return
+	}
+	defer held.release()
+	req, err := gemini.ParseRequestFor(llm.Chat, model, stream, held.data)
+	if err != nil {
+		writeBadRequest(w, gemini.Codec, err)
+		return
+	}
+	s.serve(w, r, gemini.Codec, req)
 }

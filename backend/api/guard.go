@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"freelane/backend/llm"
 )
 
 // The /v1 guard keeps web pages of other sites away from inference. Local
@@ -128,7 +130,14 @@ func presentedToken(r *http.Request) string {
 	if k := r.Header.Get("X-Api-Key"); k != "" {
 		return k
 	}
-	return r.Header.Get("X-Goog-Api-Key")
+	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
+		return k
+	}
+	// Google's clients may send the key as ?key=, on Gemini's paths only.
+	if clientCodec(r).Dialect() == llm.DialectGemini {
+		return r.URL.Query().Get("key")
+	}
+	return ""
 }
 
 // fromLoopback reports whether the request came from this machine.
