@@ -133,10 +133,8 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("GET /v1/models", s.unlessPaused(s.models))
 	s.mux.HandleFunc("GET /v1/models/{model...}", s.unlessPaused(s.model))
 	s.mux.HandleFunc("GET /healthz", s.health)
-	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
-			fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models", r.Method, r.URL.Path), "")
-	})
+	s.mux.HandleFunc("/v1/", s.unknownEndpoint)
+	s.mux.HandleFunc("/v1beta/", s.unknownEndpoint)
 	var files http.Handler = http.NotFoundHandler()
 	if o.Assets != nil {
 		files = http.FileServerFS(o.Assets)
@@ -254,6 +252,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, codec protocol.Co
 	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(res.Response.Body)
+}
+
+// unknownEndpoint answers a path under /v1 or /v1beta that FreeLane does
+// not serve with a JSON 404 in the dialect the path implies, and logs the
+// path (never the body), so a tool that calls something new shows up in
+// the log.
+func (s *Server) unknownEndpoint(w http.ResponseWriter, r *http.Request) {
+	path := llm.Truncate(r.URL.Path, 200)
+	s.o.Logger.Info("unknown endpoint", "method", r.Method, "path", path, "status", http.StatusNotFound)
+	v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
+		fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /v1/messages and /v1beta/models/MODEL:generateContent", r.Method, path), "")
 }
 
 // fail writes a routing failure in the client's dialect. Caller errors

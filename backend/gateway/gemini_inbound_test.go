@@ -137,3 +137,19 @@ func TestGeminiSideEndpointsAndErrors(t *testing.T) {
 		t.Fatalf("?key= on an OpenAI path: %d %s", r.status, r.body)
 	}
 }
+
+// Unknown paths answer a JSON 404 in the dialect their prefix implies.
+func TestUnknownPathsAnswerInTheirDialect(t *testing.T) {
+	e := mixedEnv(t)
+	for _, c := range []struct{ method, path, want string }{
+		{http.MethodGet, "/v1/nope", `"code":"unknown_endpoint"`},
+		{http.MethodPost, "/v1/messages/batches", `{"type":"error","error":{"type":"not_found_error"`},
+		{http.MethodGet, "/v1beta/tunedModels", `"status":"NOT_FOUND"`},
+	} {
+		r := e.do(c.method, c.path, "", nil)
+		if r.status != http.StatusNotFound || !strings.Contains(string(r.body), c.want) ||
+			!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.body)
+		}
+	}
+}
