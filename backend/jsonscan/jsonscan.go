@@ -69,29 +69,11 @@ func SkipValue(b []byte, i int) int {
 // EachMember calls fn for every member of the object starting at b[i] ==
 // '{', with the key unescaped and the value's span, until fn returns false.
 func EachMember(b []byte, i int, fn func(key []byte, vs, ve int) bool) {
-	i = SkipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		ke := skipString(b, i)
-		key := b[i+1 : ke-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(Unquote(b[i:ke]))
-		}
-		i = SkipSpace(b, ke)
-		i = SkipSpace(b, i+1) // past ':'
-		ve := SkipValue(b, i)
-		if !fn(key, i, ve) {
-			return
-		}
-		i = SkipSpace(b, ve)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-		}
-	}
+	MemberSpan(b, i, func(key []byte, _, vs, ve int) bool { return fn(key, vs, ve) })
 }
 
-// MemberSpan is like EachMember but also reports where each member starts
-// (its key's opening quote) and ends (past its value), so a member can be
-// cut out of the object.
+// MemberSpan is EachMember that also reports where each member starts (its
+// key's opening quote), so a member can be cut out of the object.
 func MemberSpan(b []byte, i int, fn func(key []byte, ks, vs, ve int) bool) {
 	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {

@@ -1,6 +1,9 @@
 package llm
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Dialect is a wire format spoken by clients and upstreams. Every dialect
 // has one package under backend/protocol that converts it to and from the
@@ -224,13 +227,32 @@ func (a *Answer) Usable() bool {
 
 // Text is the answer's text parts joined.
 func (a *Answer) Text() string {
-	var s string
+	t, _ := a.ShortText(-1)
+	return t
+}
+
+// ShortText is the answer's text when it is shorter than n bytes, for
+// checking a short answer for a quota notice without joining a long one;
+// ok is false, and the text empty, when it is not. A negative n has no
+// bound.
+func (a *Answer) ShortText(n int) (text string, ok bool) {
+	size := 0
 	for _, p := range a.Parts {
 		if p.Kind == PartText {
-			s += p.Text
+			size += len(p.Text)
 		}
 	}
-	return s
+	if n >= 0 && size >= n {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, p := range a.Parts {
+		if p.Kind == PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), true
 }
 
 // DeltaKind says what a stream Delta carries.

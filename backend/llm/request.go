@@ -66,6 +66,18 @@ func ModelValue(v []byte) (string, error) {
 	return m, nil
 }
 
+// StreamValue reads a body's "stream" flag from its JSON value v: true,
+// false or null.
+func StreamValue(v []byte) (bool, error) {
+	switch string(v) {
+	case "true":
+		return true, nil
+	case "false", "null":
+		return false, nil
+	}
+	return false, BadRequest("stream", "stream must be true or false")
+}
+
 // Source is a client's request body in its own dialect, parsed by that
 // dialect's package.
 type Source interface {

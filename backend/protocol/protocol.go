@@ -65,9 +65,6 @@ type ResponseOptions struct {
 	Model string
 	// Created is the answer's time in Unix seconds.
 	Created int64
-	// IncludeUsage asks a stream encoder for a usage event where the
-	// dialect makes it optional.
-	IncludeUsage bool
 }
 
 // ErrorInfo is an error in no particular dialect.

@@ -403,7 +403,7 @@ func (c *Client) translate(req *llm.Request, model string, resp *http.Response, 
 	}
 	// Some free tiers put their quota error into the assistant's message;
 	// a short answer that says so is not an answer.
-	if t := a.Text(); len(t) < quotaNoticeMax && len(a.Parts) == 1 && llm.QuotaText(t) {
+	if t, short := a.ShortText(quotaNoticeMax); short && len(a.Parts) == 1 && llm.QuotaText(t) {
 		return nil, llm.SoftError(llm.SubQuota, "quota exceeded (in the answer text)")
 	}
 	out, err := cc.EncodeResponse(a, protocol.ResponseOptions{ID: a.ID, Model: cmp.Or(a.Model, model), Created: c.o.Clock.Now().Unix()})
@@ -414,9 +414,9 @@ func (c *Client) translate(req *llm.Request, model string, resp *http.Response, 
 	if a.Usage != nil {
 		usage = *a.Usage
 	}
-	h := resp.Header.Clone()
-	h.Del("Content-Length")
-	return &llm.Response{Status: resp.StatusCode, Header: h, Body: out, Usage: usage}, nil
+	// The header is the upstream's, read for its rate limits; the client's
+	// answer gets headers of its own.
+	return &llm.Response{Status: resp.StatusCode, Header: resp.Header, Body: out, Usage: usage}, nil
 }
 
 // quotaNoticeMax is the longest answer text that is checked for a quota
@@ -526,7 +526,7 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (ll
 			return nil, err
 		}
 		enc = cc.NewStreamEncoder(protocol.ResponseOptions{ID: newID(), Model: model,
-			Created: c.o.Clock.Now().Unix(), IncludeUsage: req.WantsUsage})
+			Created: c.o.Clock.Now().Unix()})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	firstToken := c.o.Clock.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })

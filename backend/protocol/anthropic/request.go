@@ -71,14 +71,7 @@ func parseRequest(ep llm.Endpoint, body []byte, needMax bool) (*llm.Request, err
 		case "messages":
 			messages = v
 		case "stream":
-			switch string(v) {
-			case "true":
-				r.Stream = true
-			case "false", "null":
-				r.Stream = false
-			default:
-				err = llm.BadRequest("stream", "stream must be true or false")
-			}
+			r.Stream, err = llm.StreamValue(v)
 		case "tools":
 			if v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) > 0 {
 				r.Needs |= llm.CapTools

@@ -227,7 +227,7 @@ func (c codec) CheckAnswer(_ llm.Endpoint, body []byte) (llm.Usage, error) {
 	if !a.Usable() {
 		return u, llm.SoftError(llm.SubEmpty, "empty answer")
 	}
-	if text := a.Text(); len(text) < 300 && llm.QuotaText(text) {
+	if text, short := a.ShortText(300); short && llm.QuotaText(text) {
 		return u, llm.SoftError(llm.SubQuota, "the answer is a quota notice: %s", llm.Truncate(text, 100))
 	}
 	return u, nil

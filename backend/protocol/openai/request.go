@@ -72,14 +72,7 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 				err = llm.BadRequest("model", "model must be a string")
 			}
 		case "stream":
-			switch string(v) {
-			case "true":
-				r.Stream = true
-			case "false", "null":
-				r.Stream = false
-			default:
-				err = llm.BadRequest("stream", "stream must be true or false")
-			}
+			r.Stream, err = llm.StreamValue(v)
 		case "stream_options":
 			src.hasStreamOptions, r.WantsUsage = false, false
 			src.nullOptStart, src.nullOptEnd = 0, 0

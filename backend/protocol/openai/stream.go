@@ -379,8 +379,8 @@ type streamEncoder struct {
 }
 
 // NewStreamEncoder returns an encoder of one stream for a client. The
-// usage chunk is always written, as a UsageOnly event, whatever
-// o.IncludeUsage says: the router drops it for a client that did not ask.
+// usage chunk is always written, as a UsageOnly event: the router drops it
+// for a client that did not ask.
 // A tool call without an id gets one made from its index.
 func (codec) NewStreamEncoder(o protocol.ResponseOptions) protocol.StreamEncoder {
 	p := make([]byte, 0, 128+len(o.ID)+len(o.Model))
