@@ -249,7 +249,12 @@ func (x *exchange) anthropicAnswer() {
 	case x.toolCall():
 		b = append(b, `{"type":"tool_use","id":`...)
 		b = x.appendToolID(b)
-		b = append(b, `,"name":"`+toolName+`","input":`+toolArgs+`}`...)
+		name, args := x.tool()
+		b = append(b, `,"name":`...)
+		b = jsonscan.AppendString(b, name)
+		b = append(b, `,"input":`...)
+		b = append(b, args...)
+		b = append(b, '}')
 	default:
 		b = append(b, `{"type":"text","text":"`...)
 		for _, c := range x.chunks() {
@@ -348,12 +353,15 @@ func (x *exchange) anthropicContent(i int) bool {
 		return x.anthropicEvent("content_block_start", func(p []byte) []byte {
 			p = append(p, `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":`...)
 			p = x.appendToolID(p)
-			return append(p, `,"name":"`+toolName+`","input":{}}}`...)
+			name, _ := x.tool()
+			p = append(p, `,"name":`...)
+			p = jsonscan.AppendString(p, name)
+			return append(p, `,"input":{}}}`...)
 		})
 	}
 	return x.anthropicEvent("content_block_delta", func(p []byte) []byte {
 		p = append(p, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":`...)
-		p = jsonscan.AppendString(p, toolFragments[i-1])
+		p = jsonscan.AppendString(p, x.toolFragment(i-1))
 		return append(p, "}}"...)
 	})
 }

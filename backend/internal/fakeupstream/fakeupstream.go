@@ -57,6 +57,7 @@
 package fakeupstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -197,6 +198,12 @@ type Behavior struct {
 	// events. On Gemini it is one functionCall part with args
 	// {"city":"Paris"} and finishReason "STOP", sent whole in one chunk.
 	ToolCall bool
+	// ToolName, with ToolCall, names the called tool instead of
+	// get_weather, so a test can have a coding agent run one of its own
+	// tools. ToolArgs are its arguments as the text of a JSON object
+	// (default {}); streams send them in two fragments cut in the middle.
+	ToolName string
+	ToolArgs string
 	// ErrorEvent, on streams, sends an in-stream error event after
 	// ErrorAfter content chunks and then ends the response without the
 	// normal ending, as providers do when they fail mid-answer. It names
@@ -240,6 +247,24 @@ const (
 	ErrorServer = "server"
 )
 
+// Rule picks a request's answer from its body, whatever the order and the
+// number of requests. Clients such as coding agents send requests of their
+// own between the turns of a test (titles, quota probes, checks); a rule
+// answers the turn it is meant for.
+type Rule struct {
+	// Contains, when not empty, must occur in the raw request body.
+	Contains string
+	// Lacks, when not empty, must not occur in it.
+	Lacks string
+	// Behavior is the answer to a request that matches.
+	Behavior Behavior
+}
+
+func (r *Rule) matches(body []byte) bool {
+	return (r.Contains == "" || bytes.Contains(body, []byte(r.Contains))) &&
+		(r.Lacks == "" || !bytes.Contains(body, []byte(r.Lacks)))
+}
+
 // Request is one request the server received, as returned by Requests.
 type Request struct {
 	// Path is the URL path, for example "/v1/chat/completions", "/v1/messages"
@@ -279,6 +304,7 @@ type Server struct {
 	mu      sync.Mutex
 	closed  bool
 	scripts map[string][]Behavior
+	rules   map[string][]Rule
 	counts  map[string]int
 	def     Behavior
 	key     string
@@ -303,6 +329,7 @@ func Start() *Server {
 		serveDone: make(chan struct{}),
 		done:      make(chan struct{}),
 		scripts:   make(map[string][]Behavior),
+		rules:     make(map[string][]Rule),
 		counts:    make(map[string]int),
 	}
 	s.recording.Store(true)
@@ -350,6 +377,21 @@ func (s *Server) Set(model string, steps ...Behavior) {
 		s.scripts[model] = append([]Behavior(nil), steps...)
 	}
 	delete(s.counts, model)
+}
+
+// SetRules sets the rules for requests naming model ("" for every model):
+// the first rule that matches a request's body decides its answer, ahead
+// of the model's script. The model's rules are tried before those of "".
+// Requests still count toward the model's script. SetRules with no rules
+// removes them.
+func (s *Server) SetRules(model string, rules ...Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(rules) == 0 {
+		delete(s.rules, model)
+	} else {
+		s.rules[model] = append([]Rule(nil), rules...)
+	}
 }
 
 // SetDefault sets the behaviour for models that have no script. Until it is
@@ -414,12 +456,13 @@ func (s *Server) Requests() []Request {
 	return append(out, s.log[:start]...)
 }
 
-// Reset clears the scripts, the call counts and the request log. The default
+// Reset clears the scripts, the rules, the call counts and the request log. The default
 // behaviour, the required key and the recording switch are kept.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.scripts)
+	clear(s.rules)
 	clear(s.counts)
 	s.log = nil
 	s.logN = 0
@@ -453,7 +496,7 @@ type ticket struct {
 // counted is true, logs entry when it is not nil and picks the behaviour. It
 // reports false when the server is closing, in which case the handler must
 // return at once without calling end.
-func (s *Server) begin(t *ticket, entry *Request, model string, counted bool) bool {
+func (s *Server) begin(t *ticket, entry *Request, model string, counted bool, body []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -470,6 +513,9 @@ func (s *Server) begin(t *ticket, entry *Request, model string, counted bool) bo
 		if steps, ok := s.scripts[model]; ok {
 			t.b = steps[min(k, len(steps)-1)]
 		}
+		if r := s.rule(model, body); r != nil {
+			t.b = r.Behavior
+		}
 	}
 	if entry != nil {
 		t.seq, t.gen, t.logged = s.logN, s.gen, true
@@ -481,6 +527,23 @@ func (s *Server) begin(t *ticket, entry *Request, model string, counted bool) bo
 		s.logN++
 	}
 	return true
+}
+
+// rule returns the first rule for model, then for every model, that body
+// matches; nil when none does. The caller holds mu.
+func (s *Server) rule(model string, body []byte) *Rule {
+	for _, m := range [2]string{model, ""} {
+		rs := s.rules[m]
+		for i := range rs {
+			if rs[i].matches(body) {
+				return &rs[i]
+			}
+		}
+		if model == "" {
+			break
+		}
+	}
+	return nil
 }
 
 // end marks the request's log entry cancelled if it was, and tells Close the

@@ -755,10 +755,10 @@ func TestLogIsBounded(t *testing.T) {
 	s := Start()
 	defer s.Close()
 	var first ticket
-	s.begin(&first, &Request{Path: "first"}, "m", true)
+	s.begin(&first, &Request{Path: "first"}, "m", true, nil)
 	for i := range maxLog + 4 {
 		var tk ticket
-		s.begin(&tk, &Request{Path: strconv.Itoa(i)}, "m", true)
+		s.begin(&tk, &Request{Path: strconv.Itoa(i)}, "m", true, nil)
 		s.end(&tk, i == maxLog+3)
 	}
 	// The first entry has been overwritten, so marking it changes nothing.

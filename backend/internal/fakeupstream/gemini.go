@@ -351,8 +351,13 @@ func (x *exchange) appendGeminiResponse(b []byte, parts func([]byte) []byte, fin
 }
 
 // appendFunctionCall appends the functionCall part.
-func appendFunctionCall(b []byte) []byte {
-	return append(b, `{"functionCall":{"name":"`+toolName+`","args":`+toolArgs+`}}`...)
+func (x *exchange) appendFunctionCall(b []byte) []byte {
+	name, args := x.tool()
+	b = append(b, `{"functionCall":{"name":`...)
+	b = jsonscan.AppendString(b, name)
+	b = append(b, `,"args":`...)
+	b = append(b, args...)
+	return append(b, "}}"...)
 }
 
 // geminiAnswer writes a response, or a stream of them.
@@ -371,7 +376,7 @@ func (x *exchange) geminiAnswer() {
 	case x.t.b.Empty:
 		b = x.appendGeminiResponse(x.out[:0], nil, true)
 	case x.toolCall():
-		b = x.appendGeminiResponse(x.out[:0], appendFunctionCall, true)
+		b = x.appendGeminiResponse(x.out[:0], x.appendFunctionCall, true)
 	default:
 		b = x.appendGeminiResponse(x.out[:0], func(b []byte) []byte {
 			b = append(b, `{"text":"`...)
@@ -428,7 +433,7 @@ func (x *exchange) geminiStream() {
 func (x *exchange) geminiContent(i int) bool {
 	finish := i == x.contentEvents()-1 && !x.t.b.NoDone
 	if x.toolCall() {
-		return x.geminiChunk(x.appendGeminiResponse(x.out[:0], appendFunctionCall, finish))
+		return x.geminiChunk(x.appendGeminiResponse(x.out[:0], x.appendFunctionCall, finish))
 	}
 	return x.geminiChunk(x.appendGeminiResponse(x.out[:0], func(b []byte) []byte {
 		b = append(b, `{"text":`...)

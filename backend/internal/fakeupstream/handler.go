@@ -200,7 +200,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			Body:   append([]byte(nil), x.in...),
 		}
 	}
-	if !s.begin(&x.t, entry, x.req.Model, counted) {
+	if !s.begin(&x.t, entry, x.req.Model, counted, x.in) {
 		http.Error(w, "fakeupstream: server closing", http.StatusServiceUnavailable)
 		return
 	}

@@ -1,6 +1,7 @@
 package fakeupstream
 
 import (
+	"cmp"
 	"encoding/json"
 	"freelane/backend/jsonscan"
 	"math"
@@ -21,14 +22,37 @@ const (
 	evFinish                // The chunk carrying finish_reason.
 )
 
-// The tool call every ToolCall answer makes, and the fragments its arguments
-// are streamed in.
+// The tool call a ToolCall answer makes unless Behavior.ToolName names
+// another, and the fragments its arguments are streamed in.
 const (
 	toolName = "get_weather"
 	toolArgs = `{"city":"Paris"}`
 )
 
 var toolFragments = [2]string{`{"city":`, `"Paris"}`}
+
+// tool returns the name and the JSON arguments of the answer's tool call.
+func (x *exchange) tool() (name, args string) {
+	if x.t.b.ToolName == "" {
+		return toolName, toolArgs
+	}
+	return x.t.b.ToolName, cmp.Or(x.t.b.ToolArgs, "{}")
+}
+
+// toolFragment returns the i-th (0-based) of the two pieces the call's
+// arguments are streamed in. Arguments are text to the client until they
+// are whole, so any cut is a valid stream; the fixed call keeps the cut a
+// client would see from OpenAI.
+func (x *exchange) toolFragment(i int) string {
+	if x.t.b.ToolName == "" {
+		return toolFragments[i]
+	}
+	_, args := x.tool()
+	if i == 0 {
+		return args[:len(args)/2]
+	}
+	return args[len(args)/2:]
+}
 
 // Malformed events, cut off in the middle of a JSON value.
 const (
@@ -139,8 +163,11 @@ func (x *exchange) appendCompletion(b []byte) []byte {
 		reason = "tool_calls"
 		b = append(b, `null,"tool_calls":[{"id":"call_fake`...)
 		b = strconv.AppendUint(b, x.id, 10)
-		b = append(b, `","type":"function","function":{"name":"`+toolName+`","arguments":`...)
-		b = jsonscan.AppendString(b, toolArgs)
+		name, args := x.tool()
+		b = append(b, `","type":"function","function":{"name":`...)
+		b = jsonscan.AppendString(b, name)
+		b = append(b, `,"arguments":`...)
+		b = jsonscan.AppendString(b, args)
 		b = append(b, `}}]`...)
 	default:
 		b = append(b, '"')
@@ -197,10 +224,13 @@ func (x *exchange) event(ev evKind, i int) bool {
 			case i == 0:
 				b = append(b, `{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_fake`...)
 				b = strconv.AppendUint(b, x.id, 10)
-				b = append(b, `","type":"function","function":{"name":"`+toolName+`","arguments":""}}]},"logprobs":null,"finish_reason":null}`...)
+				name, _ := x.tool()
+				b = append(b, `","type":"function","function":{"name":`...)
+				b = jsonscan.AppendString(b, name)
+				b = append(b, `,"arguments":""}}]},"logprobs":null,"finish_reason":null}`...)
 			default:
 				b = append(b, `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`...)
-				b = jsonscan.AppendString(b, toolFragments[i-1])
+				b = jsonscan.AppendString(b, x.toolFragment(i-1))
 				b = append(b, `}}]},"logprobs":null,"finish_reason":null}`...)
 			}
 		case evFinish:
