@@ -15,8 +15,8 @@ type HostGuard struct {
 	allowed map[string]bool
 }
 
-// NewHostGuard allows the loopback names with the listening port, the listen
-// host itself, and extra names (with or without port). When the server
+// NewHostGuard allows the loopback names on any port, the listen host with
+// the listening port, and extra names (with or without port). When the server
 // listens on every interface it also allows this machine's addresses and
 // hostname.
 func NewHostGuard(listen string, extra []string) *HostGuard {
@@ -65,8 +65,46 @@ func NewHostGuard(listen string, extra []string) *HostGuard {
 }
 
 // Allowed reports whether a Host header value names this server.
+//
+// The loopback names are allowed with any port: a browser only sends them
+// for a page it loaded from this machine, so they carry no rebinding risk,
+// and a tunnel (ssh -L 9000:127.0.0.1:7788) or a port forward makes clients
+// send their own local port rather than the one FreeLane listens on.
 func (g *HostGuard) Allowed(host string) bool {
-	return g.allowed[strings.ToLower(host)]
+	host = strings.ToLower(host)
+	return g.allowed[host] || loopbackHost(host)
+}
+
+// loopbackHost reports whether host is 127.0.0.1, localhost or [::1] with a
+// port, or without one.
+func loopbackHost(host string) bool {
+	name, port := host, ""
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
+		name, port = host[:i], host[i+1:]
+		if !validPort(port) {
+			return false
+		}
+	}
+	switch name {
+	case "127.0.0.1", "localhost", "[::1]":
+		return true
+	}
+	return false
+}
+
+// validPort reports whether p is a decimal port number, 1 to 65535.
+func validPort(p string) bool {
+	if p == "" || len(p) > 5 {
+		return false
+	}
+	n := 0
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n >= 1 && n <= 65535
 }
 
 // Wrap puts the guard in front of h.
@@ -74,7 +112,7 @@ func (g *HostGuard) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.Allowed(r.Host) {
 			WriteError(w, http.StatusForbidden, "invalid_request_error", "host_not_allowed",
-				"Host "+quoteHost(r.Host)+" is not this FreeLane server; use http://127.0.0.1 or localhost with the listening port, or add the name to allowed_hosts in the config", "")
+				"Host "+quoteHost(r.Host)+" is not this FreeLane server; use http://127.0.0.1 or localhost (any port, such as a tunnel's), or add the name to allowed_hosts in the config", "")
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -732,8 +732,21 @@ func TestHostHeaderIsChecked(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("foreign Host got %d", resp.StatusCode)
 	}
+	for _, h := range []string{"127.0.0.1:7788:80", "localhost:0", "localhost:99999", "localhost:x", "127.0.0.2", "evil.localhost:80", "[::2]:80"} {
+		req.Host = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("Host %s got %d, want 403", h, resp.StatusCode)
+		}
+	}
+	// The loopback names work on any port: a tunnel such as
+	// ssh -L 9000:127.0.0.1:7788 makes clients send their own port.
 	port := e.g.Addr()[strings.LastIndex(e.g.Addr(), ":"):]
-	for _, h := range []string{"localhost" + port, "127.0.0.1" + port} {
+	for _, h := range []string{"localhost" + port, "127.0.0.1" + port, "127.0.0.1:9000", "LOCALHOST:1", "[::1]:65535", "localhost", "[::1]"} {
 		req.Host = h
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
