@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"freelane/backend/clock"
+	"freelane/backend/config"
 	"freelane/backend/control"
 	"freelane/backend/llm"
 	"freelane/backend/quota"
@@ -100,6 +101,31 @@ func (s *Server) MountAdmin(a Admin) {
 			return
 		}
 		writeJSON(w, http.StatusOK, a.Chains())
+	})
+	route("GET /api/aliases", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Control().Aliases())
+	})
+	route("PUT /api/aliases", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Aliases *[]config.Alias `json:"aliases"`
+		}
+		if !h.decode(w, r, &in) {
+			return
+		}
+		if in.Aliases == nil {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "missing_field", "aliases is required: a list of {pattern, chain}", "aliases")
+			return
+		}
+		if len(*in.Aliases) > config.MaxAliases {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "too_many_aliases",
+				fmt.Sprintf("aliases has %d entries; at most %d are allowed", len(*in.Aliases), config.MaxAliases), "aliases")
+			return
+		}
+		if err := a.Control().SetAliases(r.Context(), *in.Aliases); err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, a.Control().Aliases())
 	})
 	route("GET /api/settings", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, a.Control().Settings())

@@ -130,6 +130,8 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.unlessPaused(s.countTokens(anthropic.Codec, anthropic.ParseCountTokens)))
 	s.mux.HandleFunc("POST /v1beta/models/{call...}", s.unlessPaused(s.gemini))
 	s.mux.HandleFunc("POST /v1/models/{call...}", s.unlessPaused(s.gemini))
+	s.mux.HandleFunc("GET /v1beta/models", s.unlessPaused(s.geminiModels))
+	s.mux.HandleFunc("GET /v1beta/models/{model...}", s.unlessPaused(s.geminiModelInfo))
 	s.mux.HandleFunc("GET /v1/models", s.unlessPaused(s.models))
 	s.mux.HandleFunc("GET /v1/models/{model...}", s.unlessPaused(s.model))
 	s.mux.HandleFunc("GET /healthz", s.health)
@@ -328,14 +330,22 @@ func (s *Server) modelList() []modelEntry {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Anthropic-Version") != "" {
+	switch {
+	case r.Header.Get("Anthropic-Version") != "":
 		s.anthropicModels(w)
+		return
+	case fromGemini(r):
+		s.geminiModels(w, r)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.modelList()})
 }
 
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	if fromGemini(r) {
+		s.geminiModelInfo(w, r)
+		return
+	}
 	id := r.PathValue("model")
 	if len(id) > llm.MaxModelName {
 		e := llm.ModelTooLong(len(id))

@@ -25,6 +25,15 @@ func clientCodec(r *http.Request) protocol.Codec {
 	case strings.HasPrefix(p, "/v1beta/") || strings.Contains(p, ":generateContent") ||
 		strings.Contains(p, ":streamGenerateContent") || strings.Contains(p, ":countTokens"):
 		return gemini.Codec
+	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
+		// The model list is one path for three vendors; the client's
+		// headers say whose it is.
+		if r.Header.Get("Anthropic-Version") != "" {
+			return anthropic.Codec
+		}
+		if fromGemini(r) {
+			return gemini.Codec
+		}
 	}
 	return openai.Codec
 }
@@ -62,30 +71,6 @@ func forwarded(codec protocol.Codec, h http.Header) http.Header {
 		}
 	}
 	return out
-}
-
-// anthropicModels lists the chains and backends in the shape of
-// Anthropic's model list, which Anthropic's clients ask for with their
-// version header.
-func (s *Server) anthropicModels(w http.ResponseWriter) {
-	type model struct {
-		Type        string `json:"type"`
-		ID          string `json:"id"`
-		DisplayName string `json:"display_name"`
-		CreatedAt   string `json:"created_at"`
-	}
-	list := s.modelList()
-	data := make([]model, 0, len(list))
-	for _, m := range list {
-		// Anthropic's list dates every model; FreeLane's names have no
-		// date, so the Unix epoch stands for "unknown".
-		data = append(data, model{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: "1970-01-01T00:00:00Z"})
-	}
-	out := map[string]any{"data": data, "has_more": false, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		out["first_id"], out["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 // countTokens answers a token count request (Anthropic's

@@ -8,6 +8,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -117,6 +118,44 @@ type Config struct {
 	// to; otherwise "auto" is the chain FreeLane builds from every backend
 	// (or a user chain named auto).
 	DefaultChain string `yaml:"default_chain"`
+	// Aliases route model names that match a pattern to a chain, so a
+	// client that only knows its vendor's names (claude-*, gemini-*) works
+	// without model settings. They are tried after every exact name (a
+	// chain, a provider/model backend, a served model id). DefaultAliases
+	// apply unless an alias here has the same pattern.
+	Aliases []Alias `yaml:"aliases,omitempty"`
+}
+
+// Alias routes the model names matching Pattern to Chain.
+type Alias struct {
+	// Pattern is a glob over the whole model name: '*' matches any run of
+	// characters (including none) and '?' exactly one, e.g. "claude-*".
+	Pattern string `yaml:"pattern" json:"pattern"`
+	// Chain is a chain name, or "auto" for the default chain.
+	Chain string `yaml:"chain" json:"chain"`
+}
+
+// MaxAliases bounds the alias list; each request may try every pattern.
+const MaxAliases = 64
+
+// DefaultAliases send the vendor model names that coding agents ask for by
+// default to the default chain: Claude Code asks for claude-* models
+// (and a smaller one for side tasks), Gemini CLI for gemini-*.
+var DefaultAliases = []Alias{
+	{Pattern: "claude-*", Chain: "auto"},
+	{Pattern: "gemini-*", Chain: "auto"},
+}
+
+// EffectiveAliases returns the aliases in the order they are tried: the
+// configured ones, then each default whose pattern none of them uses.
+func (c *Config) EffectiveAliases() []Alias {
+	out := slices.Clone(c.Aliases)
+	for _, d := range DefaultAliases {
+		if !slices.ContainsFunc(c.Aliases, func(a Alias) bool { return a.Pattern == d.Pattern }) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Server holds the listening server's credentials.

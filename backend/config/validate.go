@@ -131,6 +131,7 @@ func (v *validator) validate(c *Config) {
 	}
 	v.providers(c)
 	v.chains(c)
+	v.aliases(c)
 	v.breaker(c)
 	v.budgets(c)
 	if c.Ledger.RetentionDays < 0 {
@@ -495,6 +496,48 @@ func (v *validator) chains(c *Config) {
 			if p.Disabled {
 				v.warnf(bf, "provider %q is disabled, so this backend is skipped", pname)
 			}
+		}
+	}
+}
+
+// aliasPattern is the characters of a model name, plus the glob's '*' and
+// '?'.
+var aliasPattern = regexp.MustCompile(`^[A-Za-z0-9._:/@*?+-]+$`)
+
+func (v *validator) aliases(c *Config) {
+	if len(c.Aliases) > MaxAliases {
+		v.errorf("aliases", "has %d entries; at most %d are allowed", len(c.Aliases), MaxAliases)
+		return
+	}
+	seen := map[string]int{}
+	for i, a := range c.Aliases {
+		f := fmt.Sprintf("aliases[%d]", i)
+		switch {
+		case a.Pattern == "":
+			v.errorf(f+".pattern", "is required: a model name or a glob such as \"claude-*\"")
+		case len(a.Pattern) > 200:
+			v.errorf(f+".pattern", "is %d characters long; at most 200 are allowed", len(a.Pattern))
+		case !aliasPattern.MatchString(a.Pattern):
+			v.errorf(f+".pattern", "may hold the characters of a model name and the wildcards '*' and '?', got %q", a.Pattern)
+		default:
+			if first, dup := seen[a.Pattern]; dup {
+				v.errorf(f+".pattern", "repeats aliases[%d] (line %d); each pattern may appear once", first, v.line(fmt.Sprintf("aliases[%d].pattern", first)))
+			}
+			seen[a.Pattern] = i
+		}
+		if a.Chain == "auto" {
+			continue
+		}
+		if !slices.ContainsFunc(c.Chains, func(ch Chain) bool { return ch.Name == a.Chain }) {
+			names := []string{"auto"}
+			for _, ch := range c.Chains {
+				names = append(names, ch.Name)
+			}
+			if a.Chain == "" {
+				v.errorf(f+".chain", "is required: the chain the names go to (%s)", strings.Join(names, ", "))
+				continue
+			}
+			v.errorf(f+".chain", "names no chain: %q is not among the chains (%s)", a.Chain, strings.Join(names, ", "))
 		}
 	}
 }

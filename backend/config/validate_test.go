@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestValidationErrors(t *testing.T) {
 			"    tier: free",
 			"    base_ulr: https://x",
 		), nil, "providers[0].base_ulr", 4, `unknown field "base_ulr" (did you mean base_url?)`},
-		{"unknown key without suggestion", doc("colour: red"), nil, "colour", 1, "known fields are allowed_hosts, allowed_origins, breaker, budgets, chains"},
+		{"unknown key without suggestion", doc("colour: red"), nil, "colour", 1, "known fields are aliases, allowed_hosts, allowed_origins, breaker, budgets, chains"},
 		{"APIKeyEnv is not a key", withGroq("    apikeyenv: [X]"), nil, "providers[0].apikeyenv", 9, "unknown field"},
 		{"duplicate key", doc("listen: 127.0.0.1:1", "listen: 127.0.0.1:2"), nil, "listen", 2, "duplicate key \"listen\" (first given on line 1)"},
 		{"list expected", doc("providers: groq"), nil, "providers", 1, `must be a list, got "groq"`},
@@ -94,6 +95,13 @@ func TestValidationErrors(t *testing.T) {
 		{"duration without unit", doc("breaker:", "  open: 30"), nil, "breaker.open", 2, `add a unit, e.g. "30s"`},
 		{"unterminated env reference", doc("listen: ${PORT"), nil, "listen", 1, `unterminated "${"`},
 		{"invalid env name", doc("listen: ${1X}"), nil, "listen", 1, `invalid environment variable name "1X"`},
+
+		// Aliases.
+		{"alias to no chain", withGroq("aliases: [{pattern: claude-*, chain: nope}]"), nil, "aliases[0].chain", 9, `names no chain: "nope" is not among the chains (auto)`},
+		{"alias without chain", withGroq("aliases: [{pattern: claude-*}]"), nil, "aliases[0].chain", 9, "is required: the chain the names go to (auto)"},
+		{"alias without pattern", withGroq("aliases: [{chain: auto}]"), nil, "aliases[0].pattern", 9, `is required: a model name or a glob such as "claude-*"`},
+		{"alias pattern with spaces", withGroq("aliases: [{pattern: 'claude *', chain: auto}]"), nil, "aliases[0].pattern", 9, "may hold the characters of a model name"},
+		{"alias pattern twice", withGroq("aliases: [{pattern: a*, chain: auto}, {pattern: a*, chain: auto}]"), nil, "aliases[1].pattern", 9, "repeats aliases[0] (line 9)"},
 
 		// Top-level settings.
 		{"default chain names no chain", withGroq("default_chain: nope"), nil, "default_chain", 9, `names no chain: "nope" is not among the chains`},
@@ -569,5 +577,17 @@ func TestRequestLimits(t *testing.T) {
 		if _, _, err := Parse("t.yaml", doc("requests:", bad), nil); err == nil || !strings.Contains(err.Error(), "requests.") {
 			t.Errorf("%q accepted: %v", bad, err)
 		}
+	}
+}
+
+func TestEffectiveAliases(t *testing.T) {
+	var c Config
+	if got := c.EffectiveAliases(); !slices.Equal(got, DefaultAliases) {
+		t.Errorf("no aliases configured: %v, want the defaults %v", got, DefaultAliases)
+	}
+	c.Aliases = []Alias{{Pattern: "gpt-*", Chain: "coding"}, {Pattern: "claude-*", Chain: "coding"}}
+	want := []Alias{{Pattern: "gpt-*", Chain: "coding"}, {Pattern: "claude-*", Chain: "coding"}, {Pattern: "gemini-*", Chain: "auto"}}
+	if got := c.EffectiveAliases(); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v: a configured pattern replaces its default, the others stay", got, want)
 	}
 }

@@ -646,6 +646,12 @@ func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, a
 				// auto follows the chain it routes to under its new name.
 				doc.DefaultChain = final
 			}
+			// So do the aliases that route to it.
+			for j := range doc.Aliases {
+				if doc.Aliases[j].Chain == name {
+					doc.Aliases[j].Chain = final
+				}
+			}
 		}
 		if in.Default != nil {
 			return setDefault(doc, final, *in.Default)
@@ -698,6 +704,58 @@ func (c *Control) DeleteChain(ctx context.Context, name string) error {
 			// pointing at nothing.
 			doc.DefaultChain = ""
 		}
+		// Aliases to the chain go to auto, so the names they caught keep
+		// being served rather than turning into 404s.
+		for j := range doc.Aliases {
+			if doc.Aliases[j].Chain == name {
+				doc.Aliases[j].Chain = "auto"
+			}
+		}
+		return nil
+	})
+}
+
+// AliasView is one model alias as the dashboard shows it.
+type AliasView struct {
+	Pattern string `json:"pattern"`
+	Chain   string `json:"chain"`
+	// Default marks a built-in alias that no configured one replaces.
+	Default bool `json:"default"`
+}
+
+// Aliases returns the aliases in the order they are tried, the built-in
+// ones included.
+func (c *Control) Aliases() []AliasView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []AliasView
+	for _, a := range c.doc.EffectiveAliases() {
+		def := !slices.ContainsFunc(c.doc.Aliases, func(u config.Alias) bool { return u.Pattern == a.Pattern })
+		out = append(out, AliasView{Pattern: a.Pattern, Chain: a.Chain, Default: def})
+	}
+	return out
+}
+
+// SetAliases replaces the configured aliases. A built-in alias is kept
+// unless the list gives its pattern, so sending the list Aliases returns
+// changes nothing. Patterns are trimmed; the config's rules apply (each
+// pattern once, an existing chain or auto).
+func (c *Control) SetAliases(ctx context.Context, in []config.Alias) error {
+	list := make([]config.Alias, 0, len(in))
+	for _, a := range in {
+		a.Pattern, a.Chain = strings.TrimSpace(a.Pattern), strings.TrimSpace(a.Chain)
+		list = append(list, a)
+	}
+	return c.update(ctx, "", func(doc *config.Config) error {
+		// A built-in alias sent back unchanged stays built in, so the
+		// file gains only what the user wrote.
+		var own []config.Alias
+		for _, a := range list {
+			if !slices.Contains(config.DefaultAliases, a) || slices.ContainsFunc(doc.Aliases, func(u config.Alias) bool { return u.Pattern == a.Pattern }) {
+				own = append(own, a)
+			}
+		}
+		doc.Aliases = own
 		return nil
 	})
 }

@@ -257,6 +257,9 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: c.Backends})
 	}
 	spec.DefaultChain = cfg.DefaultChain
+	for _, a := range cfg.EffectiveAliases() {
+		spec.Aliases = append(spec.Aliases, router.AliasSpec{Pattern: a.Pattern, Chain: a.Chain})
+	}
 	g.gate.Configure(breaker.Settings{
 		Failures:          cfg.Breaker.Failures,
 		HealthThreshold:   cfg.Breaker.HealthThreshold,

@@ -94,6 +94,7 @@ func roundTripConfig(upstream string) *config.Config {
 		},
 		Ledger:       config.Ledger{RetentionDays: 45},
 		DefaultChain: "coding",
+		Aliases:      []config.Alias{{Pattern: "gpt-4*", Chain: "cheap"}, {Pattern: "claude-*", Chain: "coding"}},
 	}
 }
 

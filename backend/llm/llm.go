@@ -182,9 +182,11 @@ type Trace struct {
 	Start    time.Time `json:"start"`
 	Endpoint string    `json:"endpoint"` // chat, completions, embeddings
 	// Dialect is the wire format the client spoke.
-	Dialect   Dialect       `json:"dialect,omitempty"`
-	Model     string        `json:"model"` // as the client asked
-	Chain     string        `json:"chain,omitempty"`
+	Dialect Dialect `json:"dialect,omitempty"`
+	Model   string  `json:"model"` // as the client asked
+	Chain   string  `json:"chain,omitempty"`
+	// Alias is the model alias pattern that routed Model to Chain.
+	Alias     string        `json:"alias,omitempty"`
 	Backend   string        `json:"backend,omitempty"` // the one that served, if any
 	Stream    bool          `json:"stream"`
 	Status    int           `json:"status"` // status the client got

@@ -204,7 +204,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		r.finish(tr, start, f)
 		return tr, f
 	}
-	tr.Chain = route.Chain
+	tr.Chain, tr.Alias = route.Chain, route.Alias
 
 	// Pass by unavailable backends, unless every one of them is: then try
 	// them in order anyway, since refusing outright helps nobody.

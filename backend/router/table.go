@@ -76,6 +76,15 @@ type Spec struct {
 	Now time.Time
 	// DefaultChain, when it names a user chain, is what "auto" routes to.
 	DefaultChain string
+	// Aliases route names no exact lookup knows, tried in order.
+	Aliases []AliasSpec
+}
+
+// AliasSpec routes model names matching Pattern (a glob: '*' any run of
+// characters, '?' one) to the chain named Chain.
+type AliasSpec struct {
+	Pattern string
+	Chain   string
 }
 
 // Backend is one model of one provider (with that provider's key).
@@ -153,6 +162,7 @@ type Table struct {
 	// defaultOf is the user chain "auto" stands for, "" when auto is
 	// generated or user-defined.
 	defaultOf string
+	aliases   []AliasSpec
 }
 
 // DefaultOf names the user chain the model "auto" routes to, or "" when
@@ -169,6 +179,7 @@ func Build(spec Spec) *Table {
 		keyless:  map[string]string{},
 
 		keylessModels: map[string]string{},
+		aliases:       slices.Clone(spec.Aliases),
 	}
 	var own, free, local, credit []*Backend
 	var ownDefault []*Backend
@@ -271,7 +282,9 @@ func (t *Table) addChain(name string, bs []*Backend) {
 
 // Route is the ordered list of backends one request may use.
 type Route struct {
-	Chain    string // chain name, empty when pinned or by model id
+	Chain string // chain name, empty when pinned or by model id
+	// Alias is the pattern that sent the name to Chain, when one did.
+	Alias    string
 	Backends []*Backend
 	// Pinned is set for an explicit provider/model: no failover.
 	Pinned bool
@@ -287,7 +300,8 @@ type ResolveError struct {
 func (e *ResolveError) Error() string { return e.Message }
 
 // Resolve maps a requested model name to a route, in this order:
-// a chain name, then provider/model, then an upstream model id, else 404.
+// a chain name, then provider/model, then an upstream model id, then the
+// first alias whose pattern matches, else 404.
 func (t *Table) Resolve(model string) (Route, error) {
 	if bs, ok := t.chains[model]; ok {
 		if len(bs) == 0 {
@@ -308,6 +322,31 @@ func (t *Table) Resolve(model string) (Route, error) {
 	if hint, ok := t.keylessModels[model]; ok {
 		return Route{}, &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
 			Message: fmt.Sprintf("model %q is only served by providers without an API key: %s", model, hint)}
+	}
+	for _, prefix := range VendorChainPrefixes {
+		if chain, ok := strings.CutPrefix(model, prefix); ok {
+			if bs, ok := t.chains[chain]; ok {
+				if len(bs) == 0 {
+					return Route{}, t.emptyChain(chain)
+				}
+				return Route{Chain: chain, Alias: prefix + "*", Backends: bs}, nil
+			}
+		}
+	}
+	for _, a := range t.aliases {
+		if !Glob(a.Pattern, model) {
+			continue
+		}
+		bs, ok := t.chains[a.Chain]
+		if !ok {
+			// A chain removed since the alias was written: the next alias
+			// or the 404 below says more than an empty route would.
+			continue
+		}
+		if len(bs) == 0 {
+			return Route{}, t.emptyChain(a.Chain)
+		}
+		return Route{Chain: a.Chain, Alias: a.Pattern, Backends: bs}, nil
 	}
 	return Route{}, &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",
 		Message: fmt.Sprintf("model %q does not exist; use one of: %s", model, t.namesForError())}
@@ -344,6 +383,43 @@ func (t *Table) Names() []string {
 		names = append(names, b.Name)
 	}
 	return names
+}
+
+// VendorChainPrefixes name every chain in the vendor style some clients
+// require: Claude Code's model discovery keeps only ids that start with
+// "claude", so the chain "coding" is listed to it, and routed, as
+// "claude-freelane-coding"; Gemini's clients get "gemini-freelane-coding".
+var VendorChainPrefixes = []string{"claude-freelane-", "gemini-freelane-"}
+
+// Aliases returns the aliases in the order they are tried.
+func (t *Table) Aliases() []AliasSpec { return slices.Clone(t.aliases) }
+
+// Glob reports whether name matches pattern as a whole, where '*' matches
+// any run of bytes (including none and '/') and '?' exactly one byte. It
+// runs in time linear in the lengths of both for the usual patterns:
+// after a mismatch it backtracks only to the last '*'.
+func Glob(pattern, name string) bool {
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case star >= 0:
+			mark++
+			p, n = star+1, mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }
 
 // RebuildAt is when a credit that moved a backend up the default chain ends,

@@ -38,9 +38,9 @@ const (
 )
 
 const insertRequestSQL = `INSERT INTO requests (
-	id, started_at, endpoint, dialect, model, chain, backend, stream, status, class, error,
+	id, started_at, endpoint, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
@@ -146,7 +146,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 			return 0, fmt.Errorf("store: write request %s: attempts: %w", id, err)
 		}
 		res, err := stmt.ExecContext(ctx,
-			id, start.UnixMilli(), t.Endpoint, string(t.Dialect), t.Model, t.Chain, t.Backend,
+			id, start.UnixMilli(), t.Endpoint, string(t.Dialect), t.Model, t.Alias, t.Chain, t.Backend,
 			t.Stream, t.Status, string(t.Class), t.Error,
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
@@ -216,7 +216,7 @@ func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, e
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	args = append(args, limit)
-	query := `SELECT id, started_at, endpoint, dialect, model, chain, backend, stream, status, class, error,
+	query := `SELECT id, started_at, endpoint, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
 FROM requests` + cond + `
 ORDER BY started_at DESC, seq DESC
@@ -240,7 +240,7 @@ LIMIT ?`
 			attempts string
 		)
 		if err := rows.Scan(
-			&t.ID, &startMS, &t.Endpoint, &dialect, &t.Model, &t.Chain, &t.Backend, &t.Stream, &t.Status,
+			&t.ID, &startMS, &t.Endpoint, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &latency, &ttft,
 			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts,
 		); err != nil {

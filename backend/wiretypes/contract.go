@@ -107,6 +107,11 @@ var freelane = contract{
 		{Route: "DELETE /api/chains/{name}"},
 		{Route: "PUT /api/default-chain", Request: typeOf[defaultChainInput](), Response: typeOf[[]api.ChainView]()},
 
+		{Route: "GET /api/aliases", Doc: "The model aliases in the order they are tried, the built-in ones marked default.",
+			Response: typeOf[[]control.AliasView](), NeverNull: true},
+		{Route: "PUT /api/aliases", Doc: "The list replaces the configured aliases; a built-in one stays unless its pattern is given another chain.",
+			Request: typeOf[aliasesInput](), Response: typeOf[[]control.AliasView](), NeverNull: true},
+
 		{Route: "GET /api/settings", Response: typeOf[control.Settings]()},
 		{Route: "PUT /api/settings", Request: typeOf[control.Settings](), Response: typeOf[control.Settings]()},
 
@@ -211,6 +216,7 @@ var freelane = contract{
 		{Type: typeOf[chainCreate](), Dir: "backend/api", Func: "createChain"},
 		{Type: typeOf[defaultChainInput](), Dir: "backend/api", Route: "PUT /api/default-chain"},
 		{Type: typeOf[routingInput](), Dir: "backend/api", Route: "PUT /api/routing"},
+		{Type: typeOf[aliasesInput](), Dir: "backend/api", Route: "PUT /api/aliases"},
 		{Type: typeOf[routingState](), Dir: "backend/api", TypeName: "routingState"},
 		{Type: typeOf[usageReport](), Dir: "backend/api", TypeName: "usageAnswer"},
 		{Type: typeOf[errorBody](), Dir: "backend/api", TypeName: "errorBody"},
@@ -246,6 +252,11 @@ type chainCreate struct {
 // generated auto chain the default.
 type defaultChainInput struct {
 	Name string `json:"name"`
+}
+
+// aliasesInput is the body of PUT /api/aliases; aliases is required.
+type aliasesInput struct {
+	Aliases *[]config.Alias `json:"aliases"`
 }
 
 // routingInput is the body of PUT /api/routing; paused is required.

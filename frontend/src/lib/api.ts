@@ -5,6 +5,7 @@
 // acted on.
 
 import type {
+  Alias,
   ApiErrorBody,
   BudgetInput,
   Endpoints,
@@ -162,6 +163,11 @@ export const api = {
       name: to,
     } satisfies Partial<Body<"PUT /api/chains/{name}">>),
   deleteChain: (name: string) => request<Answer<"DELETE /api/chains/{name}">>("DELETE", `/api/chains/${seg(name)}`),
+
+  aliases: () => request<Answer<"GET /api/aliases">>("GET", "/api/aliases"),
+  /** Replaces the configured aliases; a built-in one stays unless its pattern is given another chain. */
+  setAliases: (aliases: Alias[]) =>
+    request<Answer<"PUT /api/aliases">>("PUT", "/api/aliases", { aliases } satisfies Body<"PUT /api/aliases">),
 
   requests: (q: { limit?: number; chain?: string; backend?: string; class?: FailureClass; before?: string } = {}) => {
     const params = new URLSearchParams();

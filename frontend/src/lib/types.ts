@@ -7,6 +7,8 @@
 import type * as wire from "./wire.gen";
 
 export type {
+  Alias,
+  AliasView,
   Attempt,
   BackendStatus,
   BackendView,

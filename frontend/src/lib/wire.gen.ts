@@ -10,6 +10,38 @@
 // rest of the dashboard.
 
 /**
+ * Alias routes the model names matching Pattern to Chain.
+ *
+ * Go: config.Alias.
+ */
+export interface Alias {
+  /**
+   * Pattern is a glob over the whole model name: '*' matches any run of
+   * characters (including none) and '?' exactly one, e.g. "claude-*".
+   */
+  pattern: string;
+  /** Chain is a chain name, or "auto" for the default chain. */
+  chain: string;
+}
+
+/**
+ * AliasView is one model alias as the dashboard shows it.
+ *
+ * Go: control.AliasView.
+ */
+export interface AliasView {
+  pattern: string;
+  chain: string;
+  /** Default marks a built-in alias that no configured one replaces. */
+  default: boolean;
+}
+
+/** AliasesInput is the body of PUT /api/aliases; aliases is required. */
+export interface AliasesInput {
+  aliases: Alias[] | null;
+}
+
+/**
  * Attempt is one try of one backend while serving a request.
  *
  * Go: llm.Attempt.
@@ -255,6 +287,16 @@ export interface Endpoints {
   "PUT /api/default-chain": {
     request: DefaultChainInput;
     response: ChainView[] | null;
+  };
+  /** The model aliases in the order they are tried, the built-in ones marked default. */
+  "GET /api/aliases": {
+    request: void;
+    response: AliasView[];
+  };
+  /** The list replaces the configured aliases; a built-in one stays unless its pattern is given another chain. */
+  "PUT /api/aliases": {
+    request: AliasesInput;
+    response: AliasView[];
   };
   "GET /api/settings": {
     request: void;
@@ -803,6 +845,8 @@ export interface Trace {
   /** as the client asked */
   model: string;
   chain?: string;
+  /** Alias is the model alias pattern that routed Model to Chain. */
+  alias?: string;
   /** the one that served, if any */
   backend?: string;
   stream: boolean;

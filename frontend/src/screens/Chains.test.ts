@@ -5,6 +5,21 @@ import { fakeFetch, snapshot } from "../test/fixtures";
 import type { Snapshot } from "../lib/types";
 import Chains from "./Chains.svelte";
 
+type Handler = Parameters<typeof fakeFetch>[0];
+
+// The screen's alias panel loads its own list; these tests are about the
+// chains, so its call is answered and left out of the calls they check.
+function chainsFetch(handler: Handler) {
+  const all = fakeFetch((method, url, body) => (url === "/api/aliases" ? { body: [] } : handler(method, url, body)));
+  return {
+    fn: all.fn,
+    all,
+    get calls() {
+      return all.calls.filter((c) => c.url !== "/api/aliases");
+    },
+  };
+}
+
 let state: Snapshot;
 
 beforeEach(() => {
@@ -36,7 +51,7 @@ describe("Chains", () => {
   });
 
   it("saves the new order with PUT as soon as an item is dropped", async () => {
-    const f = fakeFetch((method, url, body) => {
+    const f = chainsFetch((method, url, body) => {
       if (method === "PUT" && url === "/api/chains/auto") {
         const b = body as { backends: string[] };
         state = { ...state, chains: [{ name: "auto", backends: b.backends, strategy: "ordered", generated: false, default: true }, state.chains[1]] };
@@ -63,7 +78,7 @@ describe("Chains", () => {
   });
 
   it("does not call the server when the order did not change", async () => {
-    const f = fakeFetch(() => ({ body: {} }));
+    const f = chainsFetch(() => ({ body: {} }));
     vi.stubGlobal("fetch", f.fn);
     render(Chains);
     drop(screen.getByTestId("chain-coding"), ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"]);
@@ -72,7 +87,7 @@ describe("Chains", () => {
   });
 
   it("shows the server's error by the chain and puts the old order back", async () => {
-    const f = fakeFetch(() => ({ status: 400, body: { error: { message: "unknown backend nope/x", type: "invalid_request_error", param: "backends[0]" } } }));
+    const f = chainsFetch(() => ({ status: 400, body: { error: { message: "unknown backend nope/x", type: "invalid_request_error", param: "backends[0]" } } }));
     vi.stubGlobal("fetch", f.fn);
     render(Chains);
     const zone = screen.getByTestId("chain-coding");
@@ -83,13 +98,13 @@ describe("Chains", () => {
   });
 
   it("removes and adds backends through the same PUT", async () => {
-    const f = fakeFetch((method) => (method === "GET" ? { body: state } : { body: {} }));
+    const f = chainsFetch((method) => (method === "GET" ? { body: state } : { body: {} }));
     vi.stubGlobal("fetch", f.fn);
     render(Chains);
     await fireEvent.click(screen.getByRole("button", { name: "Remove groq/llama from coding" }));
     await waitFor(() => expect(f.calls[0]).toMatchObject({ method: "PUT", url: "/api/chains/coding", body: { backends: ["cerebras/qwen", "ollama/qwen-coder"] } }));
 
-    f.calls.length = 0;
+    f.all.calls.length = 0;
     const article = screen.getByTestId("chain-coding").closest("article")!;
     // A backend of a provider's model list that no chain has yet.
     state = snapshot({ providers: [...state.providers, { ...state.providers[0], name: "extra", models: [{ id: "big", params_b: 400, context: 0, max_output: 0 }] }] });
@@ -104,7 +119,7 @@ describe("Chains", () => {
   });
 
   it("creates a chain and explains a missing name", async () => {
-    const f = fakeFetch((method) => (method === "POST" ? { status: 201, body: { name: "fast", backends: ["groq/llama"], strategy: "ordered", generated: false } } : { body: state }));
+    const f = chainsFetch((method) => (method === "POST" ? { status: 201, body: { name: "fast", backends: ["groq/llama"], strategy: "ordered", generated: false } } : { body: state }));
     vi.stubGlobal("fetch", f.fn);
     render(Chains);
     const form = screen.getByTestId("chain-create");
