@@ -5,6 +5,7 @@
 //	freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   headless server
 //	freelane check   --config FILE
 //	freelane dashboard-url [--data-dir DIR]
+//	freelane connect [TOOL [--write]] [--url URL] [--model M] [--config FILE]
 //	freelane version
 package main
 
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return check(args, stdout, stderr)
 	case "dashboard-url":
 		return dashboardURL(args, stdout, stderr)
+	case "connect":
+		return connectCmd(args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "freelane", version)
 		return 0
@@ -76,9 +79,14 @@ Usage:
   freelane check   --config FILE                                       validate a config file
   freelane dashboard-url [--data-dir DIR]                              print a fresh one-time link that signs a
                                                                        browser in to the running FreeLane's dashboard
+  freelane connect [TOOL] [--write] [--url URL] [--model M] [--config FILE]
+                                                                       print the settings that point a tool at FreeLane
+                                                                       (claude-code, codex, gemini-cli, opencode, continue,
+                                                                       cline, cursor); --write merges them into the tool's
+                                                                       config file, keeping a backup; no TOOL lists them
   freelane version                                                     print the version
 
-Point tools at http://127.0.0.1:7788/v1 with model "auto".
+Point tools at http://127.0.0.1:7788/v1 with model "auto"; freelane connect TOOL has each agent's settings.
 To listen off loopback, set an inbound token (FREELANE_TOKEN or server.token in the config).
 `)
 }

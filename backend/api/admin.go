@@ -14,6 +14,7 @@ import (
 
 	"freelane/backend/clock"
 	"freelane/backend/config"
+	"freelane/backend/connect"
 	"freelane/backend/control"
 	"freelane/backend/llm"
 	"freelane/backend/quota"
@@ -61,6 +62,9 @@ type Admin interface {
 	EachLedgerRow(ctx context.Context, from, to time.Time, fn func(store.LedgerRow) error) error
 	Budgets() []quota.BudgetView
 	Now() time.Time
+	// TokenRequired reports whether /v1 requires the inbound token, so the
+	// Connect settings name it.
+	TokenRequired() bool
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -156,6 +160,7 @@ func (s *Server) MountAdmin(a Admin) {
 		a.SetRoutingPaused(*in.Paused)
 		writeJSON(w, http.StatusOK, routingState{Paused: s.Paused()})
 	})
+	route("GET /api/connect", h.connect)
 	route("GET /api/ws", a.WebSocket().ServeHTTP)
 	route("/api/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint", r.Method+" "+r.URL.Path+" is not an admin endpoint", "")
@@ -389,6 +394,29 @@ func (h *adminHandlers) setSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, h.a.Control().Settings())
+}
+
+// connect answers every tool's settings for this FreeLane, as the page
+// asking reaches it: the dashboard and /v1 share an origin, and the Host
+// header was checked against the allowed hosts before this runs.
+func (h *adminHandlers) connect(w http.ResponseWriter, r *http.Request) {
+	model := r.URL.Query().Get("model")
+	if model != "" {
+		if err := connect.CheckModel(model); err != nil {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error(), "model")
+			return
+		}
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	s, err := connect.For(connect.Options{Base: scheme + "://" + r.Host, TokenRequired: h.a.TokenRequired(), Model: model})
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error(), "")
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
 }
 
 func (h *adminHandlers) requests(w http.ResponseWriter, r *http.Request) {

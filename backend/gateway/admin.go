@@ -116,6 +116,8 @@ func (a adminView) Chains() []api.ChainView { return a.g.chains() }
 
 func (a adminView) SetRoutingPaused(paused bool) { a.g.SetRoutingPaused(paused) }
 
+func (a adminView) TokenRequired() bool { return a.g.token.Set() }
+
 // TestProvider sends one probe to a provider's model and reports what came
 // back, for the dashboard's "Test" button.
 func (a adminView) TestProvider(ctx context.Context, provider, model string) api.TestResult {

@@ -7,6 +7,7 @@ import (
 	"freelane/backend/api"
 	"freelane/backend/breaker"
 	"freelane/backend/config"
+	"freelane/backend/connect"
 	"freelane/backend/control"
 	"freelane/backend/events"
 	"freelane/backend/gateway"
@@ -128,6 +129,9 @@ var freelane = contract{
 		{Route: "PUT /api/limits/{provider}", Request: typeOf[control.ModelLimitsInput](), Response: typeOf[[]control.LimitsEntry](), NeverNull: true},
 		{Route: "PUT /api/limits/{provider}/{model...}", Request: typeOf[control.ModelLimitsInput](), Response: typeOf[[]control.LimitsEntry](), NeverNull: true},
 
+		{Route: "GET /api/connect", Doc: "Every tool's settings for pointing it at this FreeLane, as the page asking reaches it. Query: model (default auto).",
+			Response: typeOf[connect.Setup]()},
+
 		{Route: "GET /api/routing", Response: typeOf[routingState]()},
 		{Route: "PUT /api/routing", Request: typeOf[routingInput](), Response: typeOf[routingState]()},
 	},
@@ -209,6 +213,11 @@ var freelane = contract{
 		field[quota.QuotaView]("Limits"),
 		// store.Usage makes its rows.
 		field[usageReport]("Rows"),
+		// connect.For lists every tool and gives each one its lists.
+		field[connect.Setup]("Tools"),
+		field[connect.ToolSetup]("Env"),
+		field[connect.ToolSetup]("Steps"),
+		field[connect.ToolSetup]("Notes"),
 	},
 	Mirrors: []mirror{
 		{Type: typeOf[providerTest](), Dir: "backend/api", Func: "testProvider"},

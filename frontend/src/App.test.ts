@@ -63,11 +63,12 @@ describe("App", () => {
 
   it("switches screens from the navigation", async () => {
     live.applySnapshot(snapshot());
+    vi.stubGlobal("fetch", fakeFetch(() => ({ status: 503, body: { error: { message: "not in this test", type: "server_error", param: null } } })).fn);
     render(App);
     nav.go("connect");
     await Promise.resolve();
     expect(screen.getByTestId("endpoint").textContent).toBe("http://127.0.0.1:7788/v1");
-    expect(screen.getByTestId("snippet-continue").textContent).toContain("apiBase: http://127.0.0.1:7788/v1");
+    expect(screen.getByTestId("snippet-env").textContent).toContain("OPENAI_BASE_URL=http://127.0.0.1:7788/v1");
     expect(screen.getByRole("link", { name: "Connect" }).getAttribute("aria-current")).toBe("page");
   });
 

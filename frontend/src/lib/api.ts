@@ -176,6 +176,9 @@ export const api = {
     return request<Answer<"GET /api/requests">>("GET", `/api/requests${qs ? "?" + qs : ""}`);
   },
 
+  /** Every tool's settings for this FreeLane, with model as the model they ask for. */
+  connect: (model = "auto") => request<Answer<"GET /api/connect">>("GET", `/api/connect?model=${seg(model)}`),
+
   /** Pauses or resumes routing: while paused /v1 answers 503. */
   setRouting: (paused: boolean) =>
     request<Answer<"PUT /api/routing">>("PUT", "/api/routing", { paused } satisfies Body<"PUT /api/routing">),

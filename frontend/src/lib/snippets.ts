@@ -1,7 +1,14 @@
-// Ready-to-paste settings for common clients. FreeLane ignores the API key
-// clients send, but every SDK insists on one, so the snippets use "freelane".
+// Ready-to-paste code for the SDKs. The coding agents' settings come from
+// the server (GET /api/connect), which also writes them into their config
+// files; these are the snippets for code the user writes themselves.
+//
+// FreeLane ignores the API key clients send unless it requires its inbound
+// token, but every SDK insists on one, so the snippets use "freelane"; with
+// a token they read it from the FREELANE_TOKEN environment variable, never
+// holding the secret.
 
 export const CLIENT_KEY = "freelane";
+export const TOKEN_VAR = "FREELANE_TOKEN";
 
 export interface Snippet {
   id: string;
@@ -11,16 +18,19 @@ export interface Snippet {
   code: string;
 }
 
-export function snippets(endpoint: string, model = "auto"): Snippet[] {
+export function snippets(endpoint: string, model = "auto", tokenRequired = false): Snippet[] {
+  const pyKey = tokenRequired ? `os.environ["${TOKEN_VAR}"]` : `"${CLIENT_KEY}"`;
+  const jsKey = tokenRequired ? `process.env.${TOKEN_VAR}` : `"${CLIENT_KEY}"`;
+  const shKey = tokenRequired ? `"$${TOKEN_VAR}"` : CLIENT_KEY;
   return [
     {
       id: "python",
       title: "OpenAI Python SDK",
       lang: "python",
       note: "pip install openai",
-      code: `from openai import OpenAI
+      code: `${tokenRequired ? "import os\n\n" : ""}from openai import OpenAI
 
-client = OpenAI(base_url="${endpoint}", api_key="${CLIENT_KEY}")
+client = OpenAI(base_url="${endpoint}", api_key=${pyKey})
 reply = client.chat.completions.create(
     model="${model}",
     messages=[{"role": "user", "content": "Say hello"}],
@@ -35,7 +45,7 @@ print(reply.choices[0].message.content)
       note: "npm install openai",
       code: `import OpenAI from "openai";
 
-const client = new OpenAI({ baseURL: "${endpoint}", apiKey: "${CLIENT_KEY}" });
+const client = new OpenAI({ baseURL: "${endpoint}", apiKey: ${jsKey} });
 const reply = await client.chat.completions.create({
   model: "${model}",
   messages: [{ role: "user", content: "Say hello" }],
@@ -49,48 +59,7 @@ console.log(reply.choices[0].message.content);
       lang: "sh",
       note: "openai-go and most OpenAI-compatible tools read these; pass the model name in the request.",
       code: `export OPENAI_BASE_URL=${endpoint}
-export OPENAI_API_KEY=${CLIENT_KEY}
-`,
-    },
-    {
-      id: "continue",
-      title: "Continue (config.yaml)",
-      lang: "yaml",
-      note: "Add to ~/.continue/config.yaml.",
-      code: `name: FreeLane
-version: 1.0.0
-schema: v1
-models:
-  - name: FreeLane ${model}
-    provider: openai
-    model: ${model}
-    apiBase: ${endpoint}
-    apiKey: ${CLIENT_KEY}
-    roles:
-      - chat
-      - edit
-      - apply
-`,
-    },
-    {
-      id: "cline",
-      title: "Cline (and Roo Code)",
-      lang: "text",
-      note: "Settings → API Provider.",
-      code: `API Provider: OpenAI Compatible
-Base URL:     ${endpoint}
-API Key:      ${CLIENT_KEY}
-Model ID:     ${model}
-`,
-    },
-    {
-      id: "cursor",
-      title: "Cursor",
-      lang: "text",
-      note: "Settings → Models. Some Cursor features call the model from Cursor's own servers, which cannot reach a router on this machine.",
-      code: `OpenAI API Key:           ${CLIENT_KEY}
-Override OpenAI Base URL: ${endpoint}
-Add model:                ${model}
+export OPENAI_API_KEY=${shKey}
 `,
     },
   ];

@@ -17,8 +17,10 @@ export type {
   BudgetPeriod,
   BudgetView,
   ChainView,
+  ConfigFile,
   Dialect,
   Endpoints,
+  EnvVar,
   EventKind,
   EventLevel,
   FailureClass,
@@ -41,6 +43,7 @@ export type {
   TestResult,
   Tier,
   Timeouts,
+  ToolSetup,
   Totals,
   Trace,
   UsageGrouping,
@@ -48,6 +51,8 @@ export type {
   UsageRow,
 } from "./wire.gen";
 
+/** Every tool's settings for pointing it at FreeLane (GET /api/connect). */
+export type ConnectSetup = wire.Setup;
 /** One rolling window of a backend's metrics. */
 export type MetricWindow = wire.Window;
 /** The windows the server keeps for every backend (metrics' 1m, 5m and 1h rings). */

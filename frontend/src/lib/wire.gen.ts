@@ -200,6 +200,27 @@ export interface ChainView {
 }
 
 /**
+ * File is a config file and what to put in it.
+ *
+ * Go: connect.ConfigFile.
+ */
+export interface ConfigFile {
+  /**
+   * Path is relative to the home directory with slashes, the same on
+   * Linux and macOS; Windows is relative to %USERPROFILE%.
+   */
+  path: string;
+  windows: string;
+  /** Format is json, toml, yaml or dotenv. */
+  format: string;
+  /**
+   * Content is the whole file for a user who has none; Write merges the
+   * same settings into an existing one.
+   */
+  content: string;
+}
+
+/**
  * DefaultChainInput is the body of PUT /api/default-chain; "" makes the
  * generated auto chain the default.
  */
@@ -342,6 +363,11 @@ export interface Endpoints {
     request: ModelLimitsInput;
     response: LimitsEntry[];
   };
+  /** Every tool's settings for pointing it at this FreeLane, as the page asking reaches it. Query: model (default auto). */
+  "GET /api/connect": {
+    request: void;
+    response: Setup;
+  };
   "GET /api/routing": {
     request: void;
     response: RoutingState;
@@ -350,6 +376,17 @@ export interface Endpoints {
     request: RoutingInput;
     response: RoutingState;
   };
+}
+
+/**
+ * EnvVar is one environment variable. Value is written as a shell would
+ * expand it: "$FREELANE_TOKEN" names the token without holding it.
+ *
+ * Go: connect.EnvVar.
+ */
+export interface EnvVar {
+  name: string;
+  value: string;
 }
 
 /**
@@ -731,6 +768,27 @@ export interface SettingsProbes {
 }
 
 /**
+ * Setup is every tool's settings for one FreeLane.
+ *
+ * Go: connect.Setup.
+ */
+export interface Setup {
+  /** Base is FreeLane's address, scheme://host:port. */
+  base: string;
+  /** OpenAIBase is Base plus /v1, the base URL OpenAI-compatible tools take. */
+  openai_base: string;
+  /** TokenRequired is true when FreeLane requires its inbound token. */
+  token_required: boolean;
+  /**
+   * Key is what to give a tool as its API key: "freelane", or
+   * "$FREELANE_TOKEN" when the token is required.
+   */
+  key: string;
+  model: string;
+  tools: ToolSetup[];
+}
+
+/**
  * SkipWord is the one-word reason a backend was passed by, as the
  * X-FreeLane-Attempts header writes it ("skip(open)") and the dashboard
  * reads it.
@@ -817,6 +875,36 @@ export interface Timeouts {
   header: string;
   first_token: string;
   idle: string;
+}
+
+/**
+ * ToolSetup is one tool's settings.
+ *
+ * Go: connect.ToolSetup.
+ */
+export interface ToolSetup {
+  /** ID names the tool in freelane connect ID. */
+  id: string;
+  name: string;
+  /** Dialect is the API the tool speaks, and Endpoint the URL it calls. */
+  dialect: Dialect;
+  endpoint: string;
+  /**
+   * Env are the environment variables to set, and Shell the same as
+   * export lines to paste.
+   */
+  env: EnvVar[];
+  shell: string;
+  /** File is the tool's config file; nil for tools set up in a GUI. */
+  file: ConfigFile | null;
+  /** Steps say what to fill in, for tools set up in a GUI. */
+  steps: string[];
+  /**
+   * Write is the command that merges File into the user's own file; ""
+   * for tools without a file.
+   */
+  write: string;
+  notes: string[];
 }
 
 /**
