@@ -162,6 +162,15 @@ func anthropicMessages(body object) string {
 			return problem
 		}
 	}
+	seen := map[string]bool{}
+	for i, t := range turns {
+		for _, id := range t.toolUse {
+			if seen[id] {
+				return fmt.Sprintf("messages.%d.content: `tool_use` ids must be unique", i)
+			}
+			seen[id] = true
+		}
+	}
 	return ""
 }
 

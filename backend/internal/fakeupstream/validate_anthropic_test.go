@@ -88,6 +88,8 @@ func TestAnthropicValidation(t *testing.T) {
 		{"image url without url", block(`{"type":"image","source":{"type":"url"}}`), "image.source.url.url: Field required"},
 		{"image openai style", block(`{"type":"image","source":{"type":"image_url","url":"https://x"}}`), "Input tag 'image_url' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'"},
 		{"tool_use unanswered", msgs(user, toolUse, user), "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. Each `tool_use` block must have a corresponding `tool_result` block in the next message."},
+		{"tool_use id repeated", msgs(user, toolUse, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}`, toolUse,
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}`), "messages.3.content: `tool_use` ids must be unique"},
 		{"tool_use last", msgs(user, toolUse), "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"},
 		{"tool_result after text", msgs(user, toolUse, `{"role":"user","content":[{"type":"text","text":"here"},{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}`), "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"},
 		{"tool_result unknown id", msgs(user, toolUse, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"},{"type":"tool_result","tool_use_id":"toolu_9","content":"ok"}]}`), "messages.2.content.1: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."},

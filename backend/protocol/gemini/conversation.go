@@ -124,7 +124,7 @@ func generation(c *llm.Conversation, g *generationConfig) {
 // them kept as user messages.
 func messages(contents []content) []llm.Message {
 	var out []llm.Message
-	calls := 0
+	calls := callIDs{prefix: "call_"}
 	pending := map[string][]string{} // unanswered call ids by function name
 	for _, ct := range contents {
 		for i := range ct.Parts {
@@ -176,7 +176,7 @@ func messages(contents []content) []llm.Message {
 // answer finds the call a function response answers: the one with its id,
 // or else the earliest unanswered call of its name. A response to no call
 // gets an id of its own.
-func answer(pending map[string][]string, fr *functionResponse, calls *int) string {
+func answer(pending map[string][]string, fr *functionResponse, calls *callIDs) string {
 	ids := pending[fr.Name]
 	if fr.ID != "" {
 		for i, id := range ids {
@@ -191,9 +191,7 @@ func answer(pending map[string][]string, fr *functionResponse, calls *int) strin
 		pending[fr.Name] = ids[1:]
 		return ids[0]
 	}
-	id := callID("", *calls)
-	*calls++
-	return id
+	return calls.next("")
 }
 
 // toolResult reads a function response. The API's convention of an

@@ -17,3 +17,7 @@ func mustDecode(t *testing.T, body []byte) *llm.Answer {
 	}
 	return a
 }
+
+// The golden files were written with the ids of one answer numbered from
+// call_0; TestAnswerCallIDsDiffer checks the real, random prefixes.
+func init() { answerCallPrefix = func() string { return "call_" } }

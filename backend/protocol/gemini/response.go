@@ -2,7 +2,9 @@ package gemini
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -122,13 +124,39 @@ func parseResponse(body []byte) (*response, error) {
 	return &r, nil
 }
 
-// callID is the id of the n-th function call of an answer or a
-// conversation: the API's own when it gave one.
-func callID(id string, n int) string {
+// callIDs numbers the function calls that come without an id. Gemini's
+// calls often carry none, and clients key tool results by id: within one
+// request the calls of a conversation's history are numbered from
+// "call_0", and each upstream answer numbers its calls under a random
+// prefix of its own, so that the ids of every turn differ and a
+// conversation that later moves to a vendor requiring unique ids
+// (Anthropic refuses a repeated tool_use id) stays valid.
+type callIDs struct {
+	prefix string
+	n      int
+}
+
+// answerCallPrefix makes the id prefix of one upstream answer's calls.
+// Tests replace it to keep golden files stable.
+var answerCallPrefix = randomCallPrefix
+
+func randomCallPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:]) + "_"
+}
+
+// next returns the id of the next call, id itself when the call has one.
+func (c *callIDs) next(id string) string {
+	n := c.n
+	c.n++
 	if id != "" {
 		return id
 	}
-	return "call_" + strconv.Itoa(n)
+	if c.prefix == "" {
+		c.prefix = answerCallPrefix()
+	}
+	return c.prefix + strconv.Itoa(n)
 }
 
 // args is a function call's arguments as JSON text; a call without any
@@ -149,7 +177,7 @@ func args(raw json.RawMessage) string {
 // part that is not a thought becomes a reasoning part of its own, with no
 // text, just before that part: the neutral model keeps signatures on
 // reasoning, and the encoders put it back on the part that follows.
-func answerParts(ps []part, calls *int) []llm.Part {
+func answerParts(ps []part, calls *callIDs) []llm.Part {
 	var out []llm.Part
 	for _, p := range ps {
 		if p.ThoughtSignature != "" && !p.Thought {
@@ -158,9 +186,8 @@ func answerParts(ps []part, calls *int) []llm.Part {
 		switch {
 		case p.FunctionCall != nil:
 			out = append(out, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{
-				ID: callID(p.FunctionCall.ID, *calls), Name: p.FunctionCall.Name, Arguments: args(p.FunctionCall.Args),
+				ID: calls.next(p.FunctionCall.ID), Name: p.FunctionCall.Name, Arguments: args(p.FunctionCall.Args),
 			}})
-			*calls++
 		case p.Thought:
 			text := ""
 			if p.Text != nil {
@@ -197,11 +224,11 @@ func (codec) DecodeResponse(body []byte) (*llm.Answer, error) {
 	a := &llm.Answer{ID: r.ResponseID, Model: r.ModelVersion, Usage: r.UsageMetadata.usage(), Finish: llm.FinishStop}
 	if len(r.Candidates) > 0 {
 		c := r.Candidates[0]
-		calls := 0
+		var calls callIDs
 		if c.Content != nil {
 			a.Parts = answerParts(c.Content.Parts, &calls)
 		}
-		a.Finish = finish(c.FinishReason, calls > 0)
+		a.Finish = finish(c.FinishReason, calls.n > 0)
 	}
 	return a, nil
 }

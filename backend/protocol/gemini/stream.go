@@ -15,8 +15,9 @@ import (
 func (codec) NewStreamDecoder() protocol.StreamDecoder { return &decoder{} }
 
 type decoder struct {
-	calls   int  // function calls seen so far
-	content bool // anything said so far
+	calls   int     // function calls seen so far
+	ids     callIDs // ids for calls that come without one
+	content bool    // anything said so far
 }
 
 func (d *decoder) Decode(dst []llm.Delta, _, data []byte) ([]llm.Delta, bool, error) {
@@ -73,7 +74,7 @@ func (d *decoder) part(dst []llm.Delta, p part) []llm.Delta {
 		i := d.calls
 		d.calls++
 		dst = append(dst,
-			llm.Delta{Kind: llm.DeltaToolStart, Index: i, ID: callID(p.FunctionCall.ID, i), Name: p.FunctionCall.Name},
+			llm.Delta{Kind: llm.DeltaToolStart, Index: i, ID: d.ids.next(p.FunctionCall.ID), Name: p.FunctionCall.Name},
 			llm.Delta{Kind: llm.DeltaToolArgs, Index: i, Text: args(p.FunctionCall.Args)},
 			llm.Delta{Kind: llm.DeltaToolEnd, Index: i})
 	case p.Thought:
