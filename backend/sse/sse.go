@@ -74,6 +74,18 @@ func (r *Reader) Next() (Event, error) {
 		if line[0] == ':' {
 			continue
 		}
+		if line[0] == '{' && !r.fresh {
+			// A bare JSON object on a line of its own is an event by
+			// itself: Google sends a stream's mid-answer error this way,
+			// with no "data:" field, and so do some OpenAI-compatible
+			// servers. Read as a field it would be dropped, and the
+			// failure mistaken for an answer that just ended.
+			r.data = append(r.data[:0], line...)
+			if len(r.data) > r.max {
+				return Event{}, fmt.Errorf("%w (over %d bytes)", ErrEventTooLarge, r.max)
+			}
+			return Event{Name: r.name, Data: r.data}, nil
+		}
 		field, value, found := bytes.Cut(line, []byte{':'})
 		if found && len(value) > 0 && value[0] == ' ' {
 			value = value[1:]
