@@ -16,7 +16,7 @@ HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
 CONFIG  ?= backend/config/example.yaml
 ARGS    ?=
 
-.PHONY: all deps deps-test frontend build run serve test test-go test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load clean
+.PHONY: all deps deps-test frontend build run serve test test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load clean
 
 all: build
 
@@ -65,10 +65,23 @@ vulncheck:
 wiretypes:
 	go test ./backend/wiretypes -run TestWireTypes -update
 
-test: deps-test vet vulncheck test-go test-go-tz test-fuzz test-frontend test-browser test-desktop
+test: deps-test vet vulncheck test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop
 
 test-go:
 	go test -race -count=1 -timeout 15m ./...
+
+# test-agents runs the real coding-agent CLIs installed by deps-test
+# (backend/gateway/testdata/agents*) against FreeLane in front of fake
+# vendors. The gateway's test binary runs in a fresh network namespace
+# whose only interface is loopback, so the CLIs reach FreeLane and nothing
+# else; outside one the TestAgent tests skip. Without root the namespace
+# is made inside a user namespace that maps the user to root.
+AGENTS_RUN ?= ^TestAgent
+test-agents: deps-test
+	go test -c -count=1 -o build/agents.test ./backend/gateway
+	cd backend/gateway && \
+	  if [ "$$(id -u)" -eq 0 ]; then ns="unshare --net"; else ns="unshare --user --map-root-user --net"; fi; \
+	  $$ns sh -c 'ip link set lo up && exec ../../build/agents.test -test.run "$$1" -test.v -test.count=1 -test.timeout 20m' sh '$(AGENTS_RUN)'
 
 # test-fuzz runs each fuzz target for FUZZTIME (10 s each, 100 s in all)
 # on one worker: the admin API's inputs, the config file, and every

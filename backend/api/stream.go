@@ -72,6 +72,16 @@ func (s *sseSink) Fail(e *llm.Error) {
 		Code:    "stream_interrupted",
 		Message: "the upstream stream failed after it had started, so the answer is incomplete: " + e.Message,
 	})
+	if s.codec.Dialect() == llm.DialectGemini {
+		// Google ends a failed stream with the bare error object on a line
+		// of its own, not as an event, and that is the only form Google's
+		// JavaScript SDK (and so Gemini CLI) takes for an error; its Go and
+		// Python SDKs read it too.
+		_, _ = s.w.Write(ev.Data)
+		_, _ = s.w.Write(lineEnd)
+		_ = s.rc.Flush()
+		return
+	}
 	_ = s.Send(ev.Data, true)
 }
 
