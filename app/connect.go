@@ -78,15 +78,21 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "freelane connect:", err)
 		return 1
 	}
-	if w.Unchanged {
+	if w.UndoAll() == "" {
 		fmt.Fprintf(stdout, "%s already has these settings; nothing was written.\n", w.File)
 		return 0
 	}
-	fmt.Fprintf(stdout, "Wrote FreeLane's settings for %s into %s\n", t.Name, w.File)
-	if w.Backup != "" {
-		fmt.Fprintf(stdout, "The file as it was:  %s\n", w.Backup)
+	for _, f := range append([]connect.Written{w}, w.Also...) {
+		if f.Unchanged {
+			fmt.Fprintf(stdout, "%s already has these settings; nothing was written there.\n", f.File)
+			continue
+		}
+		fmt.Fprintf(stdout, "Wrote FreeLane's settings for %s into %s\n", t.Name, f.File)
+		if f.Backup != "" {
+			fmt.Fprintf(stdout, "The file as it was:  %s\n", f.Backup)
+		}
 	}
-	fmt.Fprintf(stdout, "To undo:             %s\n", w.Undo)
+	fmt.Fprintf(stdout, "To undo:             %s\n", w.UndoAll())
 	for _, n := range t.Notes {
 		if o.TokenRequired && strings.Contains(n, connect.TokenVar) {
 			fmt.Fprintln(stdout, "Note: "+n)

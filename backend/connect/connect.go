@@ -346,7 +346,8 @@ func geminiCLI(o Options) ToolSetup {
 		Notes: []string{
 			"GOOGLE_GEMINI_BASE_URL is FreeLane's address without a path: Gemini CLI adds /v1beta/models/... itself.",
 			"Gemini CLI loads only the first .env it finds: a .gemini/.env or .env in the project directory or a parent wins over ~/.gemini/.env. Variables already set in the environment win over the file.",
-			"When Gemini CLI asks how to sign in, choose the Gemini API key.",
+			"Gemini CLI reads ~/.gemini/.env only in folders it trusts. For gemini -p in a folder it has not been told to trust, export the variables above in the shell instead (or set GEMINI_CLI_TRUST_WORKSPACE=true).",
+			"Choose the Gemini API key as the sign-in method: --write sets security.auth.selectedType to \"gemini-api-key\" in ~/.gemini/settings.json too, since a run without a terminal cannot ask.",
 		},
 	}
 	if o.Model == DefaultModel {

@@ -178,6 +178,27 @@ func mergeClaude(path string, old []byte, o Options) ([]byte, error) {
 	return root.bytes(), nil
 }
 
+// mergeGeminiSettings sets Gemini CLI's sign-in method to an API key, the
+// kind FreeLane takes; without it a run with no terminal to ask on stops.
+func mergeGeminiSettings(path string, old []byte, _ Options) ([]byte, error) {
+	root, err := parseObject(path, old)
+	if err != nil {
+		return nil, err
+	}
+	security, err := root.child(path, "security")
+	if err != nil {
+		return nil, err
+	}
+	auth, err := security.child(path, "auth")
+	if err != nil {
+		return nil, err
+	}
+	auth.setString("selectedType", "gemini-api-key")
+	security.setObject("auth", auth)
+	root.setObject("security", security)
+	return root.bytes(), nil
+}
+
 // mergeOpencode sets FreeLane's provider entry and makes it opencode's
 // default model.
 func mergeOpencode(path string, old []byte, o Options) ([]byte, error) {

@@ -31,6 +31,28 @@ type Written struct {
 	// Unchanged is set when the file already held these settings; nothing
 	// was written then and there is no backup.
 	Unchanged bool
+	// Also are the other files the tool needs set, written the same way.
+	Also []Written
+}
+
+// companion is a second file a tool needs besides its own config file.
+type companion struct {
+	path  string // relative to HOME, with '/'
+	merge func(path string, old []byte, o Options) ([]byte, error)
+}
+
+// companions are the files written with each tool's own. Gemini CLI reads
+// its key and base URL from ~/.gemini/.env, but a run without a terminal
+// stops unless settings.json names the sign-in method.
+var companions = map[string][]companion{
+	"gemini-cli": {{path: ".gemini/settings.json", merge: mergeGeminiSettings}},
+}
+
+// planned is one file Write is about to write.
+type planned struct {
+	path        string
+	old, merged []byte
+	existed     bool
 }
 
 // ParseError is a config file Write will not touch because it cannot read
@@ -74,7 +96,49 @@ func Write(ctx context.Context, home, id string, o Options, clk clock.Clock) (Wr
 		return Written{}, errors.New("no home directory to write into")
 	}
 	o, _ = o.normalize() // ForTool checked it
-	path := filepath.Join(home, filepath.FromSlash(t.File.Path))
+	// Every file is read and merged before any is written, so a file that
+	// cannot be parsed leaves all of them as they were.
+	plans := make([]planned, 0, 1+len(companions[id]))
+	p, err := plan(home, t.File.Path, func(path string, old []byte, existed bool) ([]byte, error) {
+		return merge(id, path, old, existed, o)
+	})
+	if err != nil {
+		return Written{}, err
+	}
+	plans = append(plans, p)
+	for _, c := range companions[id] {
+		p, err := plan(home, c.path, func(path string, old []byte, existed bool) ([]byte, error) {
+			if !existed {
+				old = nil
+			}
+			return c.merge(path, old, o)
+		})
+		if err != nil {
+			return Written{}, err
+		}
+		plans = append(plans, p)
+	}
+	var out Written
+	for i, p := range plans {
+		w, err := p.write(clk)
+		if err != nil {
+			if i > 0 {
+				return out, fmt.Errorf("%w; the files written so far are put back with: %s", err, undoAll(out))
+			}
+			return Written{}, err
+		}
+		if i == 0 {
+			out = w
+		} else {
+			out.Also = append(out.Also, w)
+		}
+	}
+	return out, nil
+}
+
+// plan reads the file at rel under home and merges FreeLane's settings in.
+func plan(home, rel string, mergeFn func(path string, old []byte, existed bool) ([]byte, error)) (planned, error) {
+	path := filepath.Join(home, filepath.FromSlash(rel))
 	// A config file kept elsewhere and linked into place (dotfile managers
 	// do this) is written where it lives, so the link stays.
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -82,34 +146,54 @@ func Write(ctx context.Context, home, id string, o Options, clk clock.Clock) (Wr
 	}
 	old, existed, err := readLimited(path)
 	if err != nil {
-		return Written{}, err
+		return planned{}, err
 	}
-	merged, err := merge(id, path, old, existed, o)
+	merged, err := mergeFn(path, old, existed)
 	if err != nil {
-		return Written{}, err
+		return planned{}, err
 	}
-	w := Written{File: path}
-	if existed && bytes.Equal(merged, old) {
+	return planned{path: path, old: old, merged: merged, existed: existed}, nil
+}
+
+// write writes one planned file, keeping a backup of the old one.
+func (p planned) write(clk clock.Clock) (Written, error) {
+	w := Written{File: p.path}
+	if p.existed && bytes.Equal(p.merged, p.old) {
 		w.Unchanged = true
 		return w, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return Written{}, fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	if err := os.MkdirAll(filepath.Dir(p.path), 0o700); err != nil {
+		return Written{}, fmt.Errorf("creating %s: %w", filepath.Dir(p.path), err)
 	}
-	if existed {
-		w.Backup, err = backup(path, old, clk)
+	var err error
+	if p.existed {
+		w.Backup, err = backup(p.path, p.old, clk)
 		if err != nil {
 			return Written{}, err
 		}
-		w.Undo = "mv " + shellQuote(w.Backup) + " " + shellQuote(path)
+		w.Undo = "mv " + shellQuote(w.Backup) + " " + shellQuote(p.path)
 	} else {
-		w.Undo = "rm " + shellQuote(path)
+		w.Undo = "rm " + shellQuote(p.path)
 	}
-	if err := writeAtomic(path, merged); err != nil {
+	if err := writeAtomic(p.path, p.merged); err != nil {
 		return Written{}, err
 	}
 	return w, nil
 }
+
+// undoAll is the command that undoes w and the files written with it.
+func undoAll(w Written) string {
+	var cmds []string
+	for _, x := range append([]Written{w}, w.Also...) {
+		if x.Undo != "" {
+			cmds = append(cmds, x.Undo)
+		}
+	}
+	return strings.Join(cmds, " && ")
+}
+
+// UndoAll is the one shell command that puts back every file Write wrote.
+func (w Written) UndoAll() string { return undoAll(w) }
 
 func merge(id, path string, old []byte, existed bool, o Options) ([]byte, error) {
 	if !existed {

@@ -49,9 +49,9 @@ func undo(t *testing.T, w connect.Written) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the undo command is for a POSIX shell")
 	}
-	out, err := exec.Command("sh", "-c", w.Undo).CombinedOutput()
+	out, err := exec.Command("sh", "-c", w.UndoAll()).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s: %v: %s", w.Undo, err, out)
+		t.Fatalf("%s: %v: %s", w.UndoAll(), err, out)
 	}
 }
 
@@ -485,5 +485,61 @@ func TestWriteKeepsWindowsLineEndings(t *testing.T) {
 				t.Errorf("%s: the line %q was lost:\n%q", id, line, got)
 			}
 		}
+	}
+}
+
+// Gemini CLI needs its sign-in method in settings.json as well as the
+// variables in .env: both are written, the user's other settings kept,
+// both put back by the one undo command, and neither written when one
+// cannot be parsed.
+func TestGeminiSettingsWrittenWithItsEnvFile(t *testing.T) {
+	home := t.TempDir()
+	settings := filepath.Join(home, ".gemini", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const user = `{"ui": {"theme": "Dracula"}, "security": {"folderTrust": {"enabled": true}}}`
+	if err := os.WriteFile(settings, []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := write(t, home, "gemini-cli", connect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Also) != 1 || w.Also[0].File != settings || w.Also[0].Backup != settings+stamp {
+		t.Fatalf("written %+v", w)
+	}
+	var got struct {
+		UI       map[string]any `json:"ui"`
+		Security struct {
+			Auth        map[string]any `json:"auth"`
+			FolderTrust map[string]any `json:"folderTrust"`
+		} `json:"security"`
+	}
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if got.Security.Auth["selectedType"] != "gemini-api-key" || got.UI["theme"] != "Dracula" || got.Security.FolderTrust["enabled"] != true {
+		t.Errorf("settings.json = %s", b)
+	}
+	undo(t, w)
+	if b, _ := os.ReadFile(settings); string(b) != user {
+		t.Errorf("undo left settings.json as %s", b)
+	}
+	if _, err := os.Stat(toolFile(t, home, "gemini-cli")); !os.IsNotExist(err) {
+		t.Errorf("undo left the .env file: %v", err)
+	}
+
+	if err := os.WriteFile(settings, []byte(`{"ui": `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = write(t, home, "gemini-cli", connect.Options{})
+	var pe *connect.ParseError
+	if !errors.As(err, &pe) || pe.File != settings {
+		t.Fatalf("an unparseable settings.json gave %v", err)
+	}
+	if _, err := os.Stat(toolFile(t, home, "gemini-cli")); !os.IsNotExist(err) {
+		t.Errorf("the .env was written although settings.json could not be: %v", err)
 	}
 }
