@@ -48,6 +48,9 @@ type Options struct {
 	Sessions *auth.Sessions
 	// Token, when set, is required from every /v1 caller.
 	Token auth.Token
+	// Responses stores Responses API answers; nil stores none, and a
+	// previous_response_id is then never found.
+	Responses ResponseStore
 }
 
 // Server serves the API.
@@ -128,6 +131,10 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(openai.Codec, llm.Embeddings)))
 	s.mux.HandleFunc("POST /v1/messages", s.unlessPaused(s.routed(anthropic.Codec, llm.Chat)))
 	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.unlessPaused(s.countTokens(anthropic.Codec, anthropic.ParseCountTokens)))
+	s.mux.HandleFunc("POST /v1/responses", s.unlessPaused(s.responsesCreate))
+	s.mux.HandleFunc("POST /v1/responses/compact", s.unlessPaused(s.responsesCompact))
+	s.mux.HandleFunc("GET /v1/responses/{id}", s.unlessPaused(s.responsesGet))
+	s.mux.HandleFunc("GET /v1/responses", s.responsesSocket)
 	s.mux.HandleFunc("POST /v1beta/models/{call...}", s.unlessPaused(s.gemini))
 	s.mux.HandleFunc("POST /v1/models/{call...}", s.unlessPaused(s.gemini))
 	s.mux.HandleFunc("GET /v1beta/models", s.unlessPaused(s.geminiModels))
@@ -264,7 +271,7 @@ func (s *Server) unknownEndpoint(w http.ResponseWriter, r *http.Request) {
 	path := llm.Truncate(r.URL.Path, 200)
 	s.o.Logger.Info("unknown endpoint", "method", r.Method, "path", path, "status", http.StatusNotFound)
 	v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
-		fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /v1/messages and /v1beta/models/MODEL:generateContent", r.Method, path), "")
+		fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/models, /v1/messages and /v1beta/models/MODEL:generateContent", r.Method, path), "")
 }
 
 // fail writes a routing failure in the client's dialect. Caller errors

@@ -12,6 +12,7 @@ import (
 	"freelane/backend/protocol/anthropic"
 	"freelane/backend/protocol/gemini"
 	"freelane/backend/protocol/openai"
+	"freelane/backend/protocol/responses"
 )
 
 // clientCodec is the dialect a request's path implies, in which its
@@ -22,6 +23,8 @@ func clientCodec(r *http.Request) protocol.Codec {
 	switch {
 	case p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/"):
 		return anthropic.Codec
+	case p == "/v1/responses" || strings.HasPrefix(p, "/v1/responses/"):
+		return responses.Codec
 	case strings.HasPrefix(p, "/v1beta/") || strings.Contains(p, ":generateContent") ||
 		strings.Contains(p, ":streamGenerateContent") || strings.Contains(p, ":countTokens"):
 		return gemini.Codec
@@ -39,12 +42,13 @@ func clientCodec(r *http.Request) protocol.Codec {
 }
 
 // v1Error writes an error for a /v1 request in its client's dialect. typ
-// is OpenAI's error type, used for OpenAI clients; the other dialects take
-// theirs from the status.
+// is OpenAI's error type, used for OpenAI's clients (of chat completions
+// and of the Responses API); the other dialects take theirs from the
+// status.
 func v1Error(w http.ResponseWriter, r *http.Request, status int, typ, code, msg, param string) {
 	codec := clientCodec(r)
 	info := protocol.ErrorInfo{Status: status, Code: code, Message: msg, Param: param}
-	if codec.Dialect() == llm.DialectOpenAI {
+	if d := codec.Dialect(); d == llm.DialectOpenAI || d == llm.DialectResponses {
 		info.Type = typ
 	}
 	writeError(w, codec, info)

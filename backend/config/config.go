@@ -49,6 +49,13 @@ const (
 	DefaultMaxInflightBodyMB = 256
 	// MaxMaxInflightBodyMB is the largest accepted max_inflight_body_mb.
 	MaxMaxInflightBodyMB = 16384
+	// DefaultResponseRetentionDays is how long stored Responses API answers
+	// are kept when response_retention_days is unset: as long as OpenAI
+	// keeps them.
+	DefaultResponseRetentionDays = 30
+	// MaxResponseRetentionDays bounds response_retention_days: stored
+	// answers hold whole conversations, which should not pile up.
+	MaxResponseRetentionDays = 90
 
 	// DefaultConnectTimeout bounds establishing the upstream connection.
 	DefaultConnectTimeout = 10 * time.Second
@@ -179,6 +186,9 @@ type Requests struct {
 	// A single body up to max_body_mb is always accepted when no other is
 	// held.
 	MaxInflightBodyMB int `yaml:"max_inflight_body_mb"`
+	// ResponseRetentionDays is how long answers of the Responses API that
+	// clients asked to store are kept for previous_response_id, in days.
+	ResponseRetentionDays int `yaml:"response_retention_days"`
 }
 
 // Provider is one upstream server and the models it serves.
@@ -386,7 +396,8 @@ func Default() *Config {
 		MaxBodyMB: DefaultMaxBodyMB,
 		// Both body limits are set so a Config built from Default, as
 		// tests and the GUI do, has them as the loader would.
-		Requests: Requests{BodyReadTimeout: DefaultBodyReadTimeout, MaxInflightBodyMB: DefaultMaxInflightBodyMB},
+		Requests: Requests{BodyReadTimeout: DefaultBodyReadTimeout, MaxInflightBodyMB: DefaultMaxInflightBodyMB,
+			ResponseRetentionDays: DefaultResponseRetentionDays},
 		Breaker: Breaker{
 			Failures:          DefaultBreakerFailures,
 			Open:              DefaultBreakerOpen,
@@ -434,6 +445,9 @@ func applyDefaults(c *Config) {
 	}
 	if c.Requests.MaxInflightBodyMB == 0 {
 		c.Requests.MaxInflightBodyMB = DefaultMaxInflightBodyMB
+	}
+	if c.Requests.ResponseRetentionDays == 0 {
+		c.Requests.ResponseRetentionDays = DefaultResponseRetentionDays
 	}
 	if c.Breaker.Failures == 0 {
 		c.Breaker.Failures = DefaultBreakerFailures

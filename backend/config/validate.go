@@ -134,6 +134,9 @@ func (v *validator) validate(c *Config) {
 	v.aliases(c)
 	v.breaker(c)
 	v.budgets(c)
+	if d := c.Requests.ResponseRetentionDays; d < 0 || d > MaxResponseRetentionDays {
+		v.errorf("requests.response_retention_days", "must be from 1 to %d (days); 0 or leaving it out means %d, got %d", MaxResponseRetentionDays, DefaultResponseRetentionDays, d)
+	}
 	if c.Ledger.RetentionDays < 0 {
 		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", DefaultRetentionDays, c.Ledger.RetentionDays)
 	}

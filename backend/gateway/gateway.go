@@ -34,6 +34,7 @@ import (
 	"freelane/backend/protocol/anthropic"
 	"freelane/backend/protocol/gemini"
 	"freelane/backend/protocol/openai"
+	"freelane/backend/protocol/responses"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
 	"freelane/backend/router"
@@ -73,23 +74,25 @@ type Options struct {
 
 // Gateway is a running FreeLane.
 type Gateway struct {
-	o       Options
-	log     *slog.Logger
-	db      *store.DB
-	reqLog  *store.RequestLog
-	router  *router.Router
-	gate    *breaker.Set
-	bus     *events.Bus
-	api     *api.Server
-	control *control.Control
-	srv     *http.Server
-	ln      net.Listener
-	prober  *probe.Prober
-	clock   clock.Clock
-	metrics *metrics.Registry
-	feed    *feed
-	hub     *hub.Hub
-	quota   *quota.Manager
+	o      Options
+	log    *slog.Logger
+	db     *store.DB
+	reqLog *store.RequestLog
+	// responses keeps the Responses API answers clients ask to store.
+	responses *store.ResponseStore
+	router    *router.Router
+	gate      *breaker.Set
+	bus       *events.Bus
+	api       *api.Server
+	control   *control.Control
+	srv       *http.Server
+	ln        net.Listener
+	prober    *probe.Prober
+	clock     clock.Clock
+	metrics   *metrics.Registry
+	feed      *feed
+	hub       *hub.Hub
+	quota     *quota.Manager
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
@@ -109,7 +112,9 @@ type Gateway struct {
 	bg      sync.WaitGroup     // prober and state saver
 	logStop context.CancelFunc
 	logDone chan struct{}
-	serveWG sync.WaitGroup
+	// respDone is closed when the response store's writer has stopped.
+	respDone chan struct{}
+	serveWG  sync.WaitGroup
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -134,6 +139,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		}
 	}()
 	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger, Clock: o.Clock})
+	g.responses = store.NewResponseStore(db, store.ResponseOptions{Logger: o.Logger, Clock: o.Clock})
 	g.bus = events.NewBus(o.Logger)
 	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)
 	g.metrics = metrics.New(o.Clock)
@@ -167,7 +173,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
-		Sessions: sessions, Token: g.token})
+		Sessions: sessions, Token: g.token, Responses: g.responses})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	g.control, err = control.Open(ctx, control.Options{
@@ -270,6 +276,7 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 	g.api.SetMaxBody(int64(cfg.MaxBodyMB) << 20)
 	g.api.SetAllowedOrigins(cfg.AllowedOrigins)
 	g.api.SetBodyLimits(cfg.Requests.BodyReadTimeout, int64(cfg.Requests.MaxInflightBodyMB)<<20)
+	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.router.Swap(router.Build(spec))
 	old := g.clients
 	g.cfg, g.clients, g.targets = cfg, clients, targets
@@ -288,7 +295,7 @@ var wires = map[string]upstream.Wire{
 }
 
 // codecs are the dialects answers can be written in for clients.
-var codecs = protocol.NewRegistry(openai.Codec, anthropic.Codec, gemini.Codec)
+var codecs = protocol.NewRegistry(openai.Codec, responses.Codec, anthropic.Codec, gemini.Codec)
 
 // capsOf reads a model's declared capabilities; known is false when it
 // declares none.
@@ -411,6 +418,13 @@ func (g *Gateway) Start() error {
 			g.log.Error("request log writer stopped", "err", err)
 		}
 	}()
+	g.respDone = make(chan struct{})
+	go func() {
+		defer close(g.respDone)
+		if err := g.responses.Run(logCtx); err != nil && !errors.Is(err, context.Canceled) {
+			g.log.Error("response store writer stopped", "err", err)
+		}
+	}()
 	bg, bgStop := context.WithCancel(context.Background())
 	g.bgStop = bgStop
 	g.bg.Add(4)
@@ -520,9 +534,13 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 	if g.logStop != nil {
 		g.logStop()
 		<-g.logDone
+		<-g.respDone
 	} else {
 		// Never started: nothing can be queued, but close cleanly anyway.
 		if err := g.reqLog.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := g.responses.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -153,6 +153,9 @@ const (
 	MaxTraceModel  = MaxModelName
 	MaxTraceError  = 1024
 	MaxTraceReason = 512
+	// MaxTraceNotes is the most notes a trace keeps, each cut to
+	// MaxTraceReason.
+	MaxTraceNotes = 8
 )
 
 // Capped returns t with its model, error and attempt reasons cut to the
@@ -161,6 +164,13 @@ const (
 func (t Trace) Capped() Trace {
 	t.Model = truncate(t.Model, MaxTraceModel)
 	t.Error = truncate(t.Error, MaxTraceError)
+	if len(t.Notes) > 0 {
+		notes := make([]string, 0, min(len(t.Notes), MaxTraceNotes))
+		for _, n := range t.Notes[:min(len(t.Notes), MaxTraceNotes)] {
+			notes = append(notes, truncate(n, MaxTraceReason))
+		}
+		t.Notes = notes
+	}
 	copied := false
 	for i, a := range t.Attempts {
 		if len(a.Reason) <= MaxTraceReason {
@@ -198,4 +208,6 @@ type Trace struct {
 	Cost      float64       `json:"cost"` // sum of the attempts' costs
 	Attempts  []Attempt     `json:"attempts"`
 	Committed bool          `json:"committed,omitempty"` // stream body started
+	// Notes are what the request's parser left out (see Request.Notes).
+	Notes []string `json:"notes,omitempty"`
 }

@@ -126,6 +126,10 @@ type Request struct {
 	// Forward are client headers an upstream of the client's dialect is
 	// sent verbatim (Anthropic's version and beta flags), nil for none.
 	Forward http.Header
+	// Notes say what the parser left out of the request because no
+	// backend can serve it (a hosted tool, an item only OpenAI reads), so
+	// the routing trace shows it. Nil for none.
+	Notes []string
 
 	src Source
 

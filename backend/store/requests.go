@@ -39,8 +39,8 @@ const (
 
 const insertRequestSQL = `INSERT INTO requests (
 	id, started_at, endpoint, dialect, model, alias, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
@@ -84,6 +84,28 @@ func encodeAttempts(as []llm.Attempt) (string, error) {
 	}
 	b, err := json.Marshal(out)
 	return string(b), err
+}
+
+// encodeNotes writes a trace's notes as a JSON array, "" for none, so a
+// request without notes (nearly all) costs nothing more to store.
+func encodeNotes(notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(notes)
+	return string(b)
+}
+
+// decodeNotes reads what encodeNotes wrote; anything else is no notes.
+func decodeNotes(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var notes []string
+	if json.Unmarshal([]byte(s), &notes) != nil {
+		return nil
+	}
+	return notes
 }
 
 func decodeAttempts(s string) ([]llm.Attempt, error) {
@@ -150,7 +172,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 			t.Stream, t.Status, string(t.Class), t.Error,
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
-			t.Committed, attempts)
+			t.Committed, attempts, encodeNotes(t.Notes))
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}
@@ -217,7 +239,7 @@ func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, e
 	}
 	args = append(args, limit)
 	query := `SELECT id, started_at, endpoint, dialect, model, alias, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes
 FROM requests` + cond + `
 ORDER BY started_at DESC, seq DESC
 LIMIT ?`
@@ -238,11 +260,12 @@ LIMIT ?`
 			latency  float64
 			ttft     sql.NullFloat64
 			attempts string
+			notes    string
 		)
 		if err := rows.Scan(
 			&t.ID, &startMS, &t.Endpoint, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &latency, &ttft,
-			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts,
+			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts, &notes,
 		); err != nil {
 			return nil, fmt.Errorf("store: scan request: %w", err)
 		}
@@ -254,6 +277,7 @@ LIMIT ?`
 		if t.Attempts, err = decodeAttempts(attempts); err != nil {
 			return nil, fmt.Errorf("store: request %s: attempts: %w", t.ID, err)
 		}
+		t.Notes = decodeNotes(notes)
 		for _, a := range t.Attempts {
 			t.Cost += a.Cost
 		}

@@ -951,6 +951,8 @@ export interface Trace {
   attempts: Attempt[] | null;
   /** stream body started */
   committed?: boolean;
+  /** Notes are what the request's parser left out (see Request.Notes). */
+  notes?: string[];
 }
 
 /**
