@@ -78,6 +78,22 @@ describe("Requests", () => {
     expect(screen.queryByTestId("request-cost-r1")).toBeNull();
   });
 
+  it("shows the alias that routed a request and the notes its trace carries", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+    const aliased = trace("a1", {
+      start: "2025-03-01T12:00:09Z",
+      model: "claude-sonnet-4-5",
+      chain: "auto",
+      alias: "claude-*",
+      notes: ["tools dropped (no backend runs them): web_search"],
+    });
+    live.applySnapshot(snapshot({ requests: [aliased, trace("r1")] }));
+    render(Requests);
+    expect(screen.getByTestId("request-chain-a1").textContent?.replace(/\s+/g, " ").trim()).toBe("chain auto (alias claude-*)");
+    expect(screen.getByTestId("request-notes-a1").textContent).toContain("tools dropped (no backend runs them): web_search");
+    expect(screen.queryByTestId("request-notes-r1")).toBeNull();
+  });
+
   it("labels backends with their dialect and shows the client's dialect in the details", async () => {
     vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
     const mixed = trace("m1", {
