@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -215,6 +217,52 @@ func TestAgentClaudeDefaultModels(t *testing.T) {
 		t.Logf("%s %s model %s -> %d [%s]", r.Method, r.Path, jsonField(r.Body, "model"), r.Status, r.RespHeader.Get("X-FreeLane-Attempts"))
 		if m := jsonField(r.Body, "model"); r.Method == "POST" && !strings.HasPrefix(m, "claude-") {
 			t.Errorf("Claude Code asked for %q", m)
+		}
+	}
+}
+
+// Claude Code's model discovery (CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY)
+// reads GET /v1/models from the gateway and keeps only ids that start with
+// "claude": FreeLane's chains are listed to it as claude-freelane-NAME,
+// which the /model picker then offers and which route to the chain.
+func TestAgentClaudeModelDiscovery(t *testing.T) {
+	a := newAgentEnv(t, config.Chain{Name: "auto2", Backends: []string{agentOpenAI1}},
+		config.Chain{Name: claudeChain, Backends: []string{agentGemini1}})
+	marker := newMarker(t)
+	a.up.SetDefault(fakeupstream.Behavior{Chunks: []string{"The answer ", "is ", marker}})
+	home := t.TempDir()
+	res := a.run(t, agentCmd{
+		Bin:  agentBin(t, "", "claude"),
+		Args: []string{"-p", "Say the answer.", "--model", "claude-freelane-" + claudeChain, "--output-format", "text"},
+		Env: []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + a.url, "ANTHROPIC_API_KEY=" + agentKey,
+			"CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY=1", "CLAUDE_CODE_ENABLE_TELEMETRY=0", "DISABLE_UPDATES=1"},
+	})
+	res.mustSucceed(t, a)
+	if !strings.Contains(res.Stdout, marker) {
+		t.Errorf("the answer is not in the output: %s", res)
+	}
+	if len(a.vendorRequests(backendModel(agentGemini1))) == 0 {
+		t.Errorf("claude-freelane-%s did not reach the chain's backend %s:\n%s", claudeChain, agentGemini1, a.describeInbound())
+	}
+	var listed bool
+	for _, r := range a.inbound() {
+		if r.Method == "GET" && r.Path == "/v1/models" {
+			listed = true
+			if !strings.Contains(string(r.RespBody), `"id":"claude-freelane-`+claudeChain+`"`) {
+				t.Errorf("the model list Claude Code read: %s", r.RespBody)
+			}
+		}
+	}
+	if !listed {
+		t.Fatalf("Claude Code did not ask for the model list:\n%s", a.describeInbound())
+	}
+	cache, err := os.ReadFile(filepath.Join(home, ".claude", "cache", "gateway-models.json"))
+	if err != nil {
+		t.Fatalf("Claude Code kept no discovered models: %v", err)
+	}
+	for _, want := range []string{"claude-freelane-auto2", "claude-freelane-" + claudeChain} {
+		if !strings.Contains(string(cache), want) {
+			t.Errorf("Claude Code's discovered models lack %s: %s", want, cache)
 		}
 	}
 }
