@@ -17,7 +17,7 @@ import (
 
 // connectCmd prints a tool's settings for this FreeLane, or writes them into
 // the tool's config file with --write; without a tool it lists the tools.
-func connectCmd(args []string, stdout, stderr io.Writer) int {
+func connectCmd(args []string, stdout, stderr io.Writer, clk clock.Clock) int {
 	// The tool may come before or after the flags.
 	id := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -73,7 +73,7 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "freelane connect: no home directory to write into:", err)
 		return 1
 	}
-	w, err := connect.Write(context.Background(), home, t.ID, o, clock.Real{})
+	w, err := connect.Write(context.Background(), home, t.ID, o, clk)
 	if err != nil {
 		fmt.Fprintln(stderr, "freelane connect:", err)
 		return 1

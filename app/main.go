@@ -41,21 +41,24 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	// The one clock of the whole program: everything that dates, schedules
+	// or measures reads it.
+	clk := clock.Real{}
 	cmd := "app"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "app":
-		return serve(args, stdout, stderr, true)
+		return serve(args, stdout, stderr, true, clk)
 	case "serve":
-		return serve(args, stdout, stderr, false)
+		return serve(args, stdout, stderr, false, clk)
 	case "check":
 		return check(args, stdout, stderr)
 	case "dashboard-url":
 		return dashboardURL(args, stdout, stderr)
 	case "connect":
-		return connectCmd(args, stdout, stderr)
+		return connectCmd(args, stdout, stderr, clk)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "freelane", version)
 		return 0
@@ -136,7 +139,7 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 // serve runs FreeLane. With desktop set it opens the window and the tray
 // when the binary has them and a display exists, and serves headless
 // otherwise.
-func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
+func serve(args []string, stdout, stderr io.Writer, desktop bool, clk clock.Clock) int {
 	name := "serve"
 	if desktop {
 		name = "freelane"
@@ -196,9 +199,7 @@ func serve(args []string, stdout, stderr io.Writer, desktop bool) int {
 	g, err := gateway.New(ctx, gateway.Options{
 		Config: cfg, ConfigPath: f.config, Listen: f.listen, DataDir: f.dataDir,
 		Logger: log, Version: version, Assets: frontend.Assets(),
-		// The one clock of the whole program: everything that dates,
-		// schedules or measures reads it.
-		Clock: clock.Real{},
+		Clock: clk,
 		// FREELANE_KEYCHAIN=off keeps the key vault's master key in a file
 		// in the data directory, for servers without a Secret Service.
 		Keychain: os.Getenv("FREELANE_KEYCHAIN") != "off",

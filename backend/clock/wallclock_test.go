@@ -17,7 +17,7 @@ import (
 // wall clock or make its timers, each with the reason. A key is a file (for
 // a whole file) or "file:function".
 var wallClock = map[string]string{
-	"app/main.go:serve":                                   "the composition root makes the program's one clock",
+	"app/main.go:run":                                     "the composition root makes the program's one clock",
 	"backend/hub/hub.go:socketTicker":                     "paces broadcasts and pings written to real sockets, in real time whatever dates their content",
 	"backend/store/store.go:Open":                         "the default for a database opened without WithClock (tools and read-only tests)",
 	"backend/cmd/loadbench/main.go":                       "a load generator measures real throughput and latency",
