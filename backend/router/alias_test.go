@@ -116,3 +116,21 @@ func TestVendorChainNames(t *testing.T) {
 		t.Error("gemini-freelane- with no such chain and no alias resolved")
 	}
 }
+
+// Resolving a name through the aliases, as every request from an agent
+// with its default model names does, next to a chain found by name.
+func BenchmarkResolve(b *testing.B) {
+	spec := catalogSpec()
+	spec.Aliases = []router.AliasSpec{{Pattern: "gpt-4*", Chain: "fast"}, {Pattern: "claude-*", Chain: "auto"}, {Pattern: "gemini-*", Chain: "auto"}}
+	tab := router.Build(spec)
+	for _, name := range []string{"fast", "claude-sonnet-4-5-20250929", "gemini-freelane-fast"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tab.Resolve(name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -323,13 +323,13 @@ func (t *Table) Resolve(model string) (Route, error) {
 		return Route{}, &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
 			Message: fmt.Sprintf("model %q is only served by providers without an API key: %s", model, hint)}
 	}
-	for _, prefix := range VendorChainPrefixes {
+	for i, prefix := range VendorChainPrefixes {
 		if chain, ok := strings.CutPrefix(model, prefix); ok {
 			if bs, ok := t.chains[chain]; ok {
 				if len(bs) == 0 {
 					return Route{}, t.emptyChain(chain)
 				}
-				return Route{Chain: chain, Alias: prefix + "*", Backends: bs}, nil
+				return Route{Chain: chain, Alias: vendorChainPatterns[i], Backends: bs}, nil
 			}
 		}
 	}
@@ -390,6 +390,16 @@ func (t *Table) Names() []string {
 // "claude", so the chain "coding" is listed to it, and routed, as
 // "claude-freelane-coding"; Gemini's clients get "gemini-freelane-coding".
 var VendorChainPrefixes = []string{"claude-freelane-", "gemini-freelane-"}
+
+// vendorChainPatterns are the prefixes as the alias patterns a trace
+// names, made once rather than per request.
+var vendorChainPatterns = func() []string {
+	out := make([]string, len(VendorChainPrefixes))
+	for i, p := range VendorChainPrefixes {
+		out[i] = p + "*"
+	}
+	return out
+}()
 
 // Aliases returns the aliases in the order they are tried.
 func (t *Table) Aliases() []AliasSpec { return slices.Clone(t.aliases) }
