@@ -22,3 +22,16 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func TestSyntaxError(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":`:     "unexpected end of input",
+		`{"a":1} x`: "data after the JSON value",
+		`{"a" 1}`:   "invalid character '1' after object key (at byte 6)",
+		``:          "unexpected end of input",
+	} {
+		if got := SyntaxError([]byte(body)); got != want {
+			t.Errorf("SyntaxError(%q) = %q, want %q", body, got, want)
+		}
+	}
+}

@@ -3,9 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
 	"freelane/backend/jsonscan"
@@ -44,7 +42,7 @@ func parseRequest(ep llm.Endpoint, body []byte, needMax bool) (*llm.Request, err
 		return nil, llm.BadRequest("", "the Messages API serves chat only, not %s", ep)
 	}
 	if !json.Valid(body) {
-		return nil, llm.BadRequest("", "request body is not valid JSON: %s", syntaxError(body))
+		return nil, llm.BadRequest("", "request body is not valid JSON: %s", jsonscan.SyntaxError(body))
 	}
 	start := jsonscan.SkipSpace(body, 0)
 	if body[start] != '{' {
@@ -223,27 +221,6 @@ func checkContent(c []byte, param string) (vision bool, err error) {
 		return err == nil
 	})
 	return vision, err
-}
-
-// syntaxError says where a body that json.Valid refused breaks.
-func syntaxError(body []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var v json.RawMessage
-	err := dec.Decode(&v)
-	if err == nil {
-		if _, err = dec.Token(); errors.Is(err, io.EOF) {
-			return "unexpected end of input"
-		}
-		return "data after the JSON value"
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "unexpected end of input"
-	}
-	return err.Error()
 }
 
 // Raw returns the client's body as sent.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -66,7 +65,7 @@ func ParseCompact(body []byte) (*llm.Request, error) { return parse(body, true) 
 
 func parse(body []byte, compact bool) (*llm.Request, error) {
 	if !json.Valid(body) {
-		return nil, llm.BadRequest("", "request body is not valid JSON: %s", syntaxError(body))
+		return nil, llm.BadRequest("", "request body is not valid JSON: %s", jsonscan.SyntaxError(body))
 	}
 	start := jsonscan.SkipSpace(body, 0)
 	if body[start] != '{' {
@@ -576,25 +575,4 @@ func checkContent(c []byte, param string) (vision bool, err error) {
 		return err == nil
 	})
 	return vision, err
-}
-
-// syntaxError says where a body that json.Valid refused breaks.
-func syntaxError(body []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var v json.RawMessage
-	err := dec.Decode(&v)
-	if err == nil {
-		if _, err = dec.Token(); errors.Is(err, io.EOF) {
-			return "unexpected end of input"
-		}
-		return "data after the JSON value"
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "unexpected end of input"
-	}
-	return err.Error()
 }
