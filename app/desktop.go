@@ -212,9 +212,11 @@ func (d *desktop) quit() {
 	}
 }
 
-// quitOnSignal quits the app once a signal arrives, again every
-// quitRetry until it has ended, because a quit asked before the main loop
-// started does nothing.
+// quitOnSignal quits the app when a signal has not ended it within
+// quitRetry, and again every quitRetry until it has, because a quit asked
+// before the main loop started does nothing. It leaves the first quit to
+// Wails' own signal handler: two quits at once end GTK's main loop from
+// two threads together, which aborts the process.
 func (d *desktop) quitOnSignal(sigs <-chan os.Signal, ended <-chan struct{}) {
 	select {
 	case <-sigs:
@@ -225,16 +227,16 @@ func (d *desktop) quitOnSignal(sigs <-chan os.Signal, ended <-chan struct{}) {
 	t, tick := d.g.Clock().NewTicker(quitRetry)
 	defer t.Stop()
 	for {
+		select {
+		case <-tick:
+		case <-ended:
+			return
+		}
 		d.mu.Lock()
 		ctx := d.wctx
 		d.mu.Unlock()
 		if ctx != nil {
 			runtime.Quit(ctx)
-		}
-		select {
-		case <-tick:
-		case <-ended:
-			return
 		}
 	}
 }
