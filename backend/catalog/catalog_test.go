@@ -1,0 +1,101 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestEmbeddedCatalog(t *testing.T) {
+	c, err := Parse("catalog.yaml", embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := map[string]int{}
+	for _, p := range c.Providers {
+		tiers[p.Tier]++
+	}
+	if remote := tiers[TierFree] + tiers[TierTrial] + tiers[TierPaid]; remote < 18 {
+		t.Errorf("%d remote providers (%v), want at least 18", remote, tiers)
+	}
+	for _, id := range []string{"openai", "anthropic", "google", "deepseek", "mistral", "xai", "openrouter-paid", "openrouter", "groq", "gemini", "cerebras", "cloudflare"} {
+		if _, ok := c.Provider(id); !ok {
+			t.Errorf("the catalog lacks %s", id)
+		}
+	}
+	cf, _ := c.Provider("cloudflare")
+	if !strings.Contains(cf.BaseURL, "${CLOUDFLARE_ACCOUNT_ID}") || cf.Placeholders[0] != "CLOUDFLARE_ACCOUNT_ID" {
+		t.Errorf("cloudflare %q %v", cf.BaseURL, cf.Placeholders)
+	}
+	or, _ := c.Provider("openrouter")
+	if len(or.Limits) != 1 || or.Limits[0].Pool != "account" || or.Limits[0].RPD != 50 {
+		t.Errorf("OpenRouter's shared daily pool: %+v", or.Limits)
+	}
+	gem, _ := c.Provider("gemini")
+	if gem.Dialect != "gemini" || gem.Models[0].Limits[0].Reset != "daily 00:00 America/Los_Angeles" {
+		t.Errorf("Gemini resets at midnight Pacific: %+v", gem.Models[0])
+	}
+	if Embedded().Date != c.Date {
+		t.Error("Embedded differs from the file")
+	}
+}
+
+func TestParseRefusesBadFiles(t *testing.T) {
+	const good = `date: 2026-07-18
+providers:
+  - id: groq
+    name: Groq
+    tier: free
+    dialect: openai
+    base_url: https://api.groq.com/openai/v1
+    key_env: [GROQ_API_KEY]
+    models:
+      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}
+`
+	if _, err := Parse("good.yaml", []byte(good)); err != nil {
+		t.Fatalf("a good file was refused: %v", err)
+	}
+	for _, tc := range []struct{ name, edit, from, want string }{
+		{"unknown field", "    colour: red\n", "    name: Groq\n", "line 5: field colour not found"},
+		{"bad dialect", "    dialect: grpc\n", "    dialect: openai\n", "line 3: providers[0] (groq): dialect must be one of openai, anthropic, gemini"},
+		{"bad tier", "    tier: gratis\n", "    tier: free\n", `tier must be one of free, trial, paid, local, got "gratis"`},
+		{"plain http", "    base_url: http://api.groq.com/openai/v1\n", "    base_url: https://api.groq.com/openai/v1\n", "must be https for a remote provider"},
+		{"undeclared placeholder", "    base_url: https://x.example/${ACCOUNT}/v1\n", "    base_url: https://api.groq.com/openai/v1\n", "has a placeholder that placeholders does not list"},
+		{"bad env name", "    key_env: [groq-key]\n", "    key_env: [GROQ_API_KEY]\n", `"groq-key" is not an environment variable name`},
+		{"bad reset", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000, reset: tomorrow}]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", `reset "tomorrow" is not understood`},
+		{"empty limit", "      - {id: llama-3.3-70b-versatile, limits: [{reset: \"daily 00:00 UTC\"}]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", "a limit needs at least one of"},
+		{"bad capability", "      - {id: llama-3.3-70b-versatile, capabilities: [telepathy]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", `capability "telepathy" is not one of`},
+		{"no date", "date: soon\n", "date: 2026-07-18\n", `date must be the day the figures were gathered, YYYY-MM-DD, got "soon"`},
+		{"not yaml", "providers: [\n", "providers:\n", "line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(good, tc.from, tc.edit, 1)
+			if bad == good {
+				t.Fatal("the edit changed nothing")
+			}
+			if tc.name == "unknown field" {
+				bad = strings.Replace(good, tc.from, tc.from+tc.edit, 1)
+			}
+			_, err := Parse("new.yaml", []byte(bad))
+			var ps *Problems
+			if !errors.As(err, &ps) || ps.File != "new.yaml" || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
+			}
+		})
+	}
+	dup := good + `  - id: groq
+    name: Groq again
+    tier: free
+    dialect: openai
+    base_url: https://api.groq.com/openai/v1
+    key_env: [GROQ_API_KEY]
+    list_models: true
+    models: []
+`
+	if _, err := Parse("dup.yaml", []byte(dup)); err == nil || !strings.Contains(err.Error(), "line 11: providers[1] (groq): id repeats providers[0]") {
+		t.Errorf("a repeated id: %v", err)
+	}
+	if _, err := Parse("big.yaml", make([]byte, MaxFile+1)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("an oversized file: %v", err)
+	}
+}
