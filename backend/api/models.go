@@ -15,10 +15,6 @@ import (
 // every chain is listed first under its vendor-style name as well
 // (router.VendorChainPrefixes), which routes to the chain.
 
-// vendorName is a chain's name as a client of the vendor behind prefix
-// expects it.
-func vendorName(prefix, chain string) string { return prefix + chain }
-
 // anthropicModels lists the chains and backends in the shape of
 // Anthropic's model list, which Anthropic's clients ask for with their
 // version header. Claude Code's gateway discovery keeps only ids that
@@ -36,7 +32,7 @@ func (s *Server) anthropicModels(w http.ResponseWriter) {
 	// so the Unix epoch stands for "unknown".
 	const undated = "1970-01-01T00:00:00Z"
 	for _, c := range t.Chains() {
-		data = append(data, model{Type: "model", ID: vendorName(router.VendorChainPrefixes[0], c),
+		data = append(data, model{Type: "model", ID: router.VendorChainPrefixes[0] + c,
 			DisplayName: "FreeLane " + c, CreatedAt: undated})
 	}
 	for _, m := range s.modelList() {
@@ -76,7 +72,7 @@ func (s *Server) geminiModelList() []geminiModel {
 	}
 	for _, c := range t.Chains() {
 		desc := fmt.Sprintf("FreeLane's %s chain: each request goes to the first of its backends that can serve it", c)
-		add(vendorName(router.VendorChainPrefixes[1], c), "FreeLane "+c, desc, 0, 0)
+		add(router.VendorChainPrefixes[1]+c, "FreeLane "+c, desc, 0, 0)
 	}
 	for _, c := range t.Chains() {
 		add(c, "FreeLane "+c, "", 0, 0)

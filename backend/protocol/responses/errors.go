@@ -1,11 +1,11 @@
 package responses
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
+	"freelane/backend/protocol/openai"
 )
 
 // FailState is what a broken stream's closing events must repeat of it:
@@ -101,32 +101,10 @@ func (codec) EncodeError(e protocol.ErrorInfo) []byte {
 	}{errorObject(e)})
 }
 
-// DecodeError reads OpenAI's error envelope. Status is left 0: the body
-// does not say it.
+// DecodeError reads OpenAI's error envelope, which the Responses API
+// shares with chat completions, with the chat dialect's reader.
 func (codec) DecodeError(body []byte) (protocol.ErrorInfo, bool) {
-	var env struct {
-		Error *struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Param   json.RawMessage `json:"param"`
-			Code    json.RawMessage `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &env) != nil || env.Error == nil {
-		return protocol.ErrorInfo{}, false
-	}
-	w := env.Error
-	info := protocol.ErrorInfo{Message: w.Message, Type: w.Type, Param: text(w.Param), Code: text(w.Code)}
-	return info, info.Message != "" || info.Type != "" || info.Code != ""
-}
-
-// text reads a JSON string; anything else is empty.
-func text(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
+	return openai.Codec.DecodeError(body)
 }
 
 // EncodeStreamError is the response.failed event that ends a broken
