@@ -10,10 +10,12 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	// The catalog's limits start over at midnight in the providers' own
 	// zones (Pacific for Google); the zone data is built in so that holds
@@ -86,6 +88,15 @@ type Model struct {
 	// known.
 	Capabilities []string `yaml:"capabilities,omitempty" json:"capabilities,omitempty"`
 	Limits       []Limit  `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// Price is the published price per million tokens, for paid models;
+	// nil when the model is free or its price is not in the file.
+	Price *Price `yaml:"price,omitempty" json:"price,omitempty"`
+}
+
+// Price is money per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input" json:"input"`
+	Output float64 `yaml:"output" json:"output"`
 }
 
 // Limit is a published limit, in the config file's units.
@@ -101,14 +112,17 @@ type Limit struct {
 }
 
 // Embedded returns the catalog built into this binary.
-func Embedded() *Catalog {
+// It is parsed once and shared: callers must not change it.
+func Embedded() *Catalog { return embeddedOnce() }
+
+var embeddedOnce = sync.OnceValue(func() *Catalog {
 	c, err := Parse("catalog.yaml", embedded)
 	if err != nil {
 		// The embedded file is checked by the package's tests.
 		panic("catalog: the embedded catalog is invalid: " + err.Error())
 	}
 	return c
-}
+})
 
 // Provider returns the provider with the id.
 func (c *Catalog) Provider(id string) (*Provider, bool) {
@@ -263,6 +277,9 @@ func (c *Catalog) check() []string {
 					bad("%s (%s): limits: %s", mw, m.ID, msg)
 				}
 			}
+			if pr := m.Price; pr != nil && (pr.Input < 0 || pr.Output < 0 || pr.Input > 10000 || pr.Output > 10000) {
+				bad("%s (%s): price must be from 0 to 10000 per million tokens", mw, m.ID)
+			}
 		}
 	}
 	return ps
@@ -286,10 +303,20 @@ func checkURL(raw string, placeholders []string, local bool) string {
 		return fmt.Sprintf("must be an absolute URL, got %q", raw)
 	case local && u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Sprintf("must be http or https, got %q", raw)
-	case !local && u.Scheme != "https":
+	case !local && u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())):
+		// A key sent over plain http to another machine could be read
+		// on the way; on this machine it stays in the kernel.
 		return fmt.Sprintf("must be https for a remote provider, got %q", raw)
 	}
 	return ""
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkLimit checks one limit.

@@ -125,6 +125,11 @@ type Config struct {
 	// to; otherwise "auto" is the chain FreeLane builds from every backend
 	// (or a user chain named auto).
 	DefaultChain string `yaml:"default_chain"`
+	// Catalog says how the provider catalog is used.
+	Catalog CatalogSettings `yaml:"catalog,omitempty"`
+	// Discovery looks for model servers on this machine's loopback ports
+	// and adds their models as the last backends of auto.
+	Discovery Discovery `yaml:"discovery,omitempty"`
 	// Aliases route model names that match a pattern to a chain, so a
 	// client that only knows its vendor's names (claude-*, gemini-*) works
 	// without model settings. They are tried after every exact name (a
@@ -193,8 +198,15 @@ type Requests struct {
 
 // Provider is one upstream server and the models it serves.
 type Provider struct {
-	// Name is unique and lower-case: ^[a-z0-9][a-z0-9_-]*$.
+	// Name is unique and lower-case: ^[a-z0-9][a-z0-9_-]*$. It defaults
+	// to Catalog.
 	Name string `yaml:"name"`
+	// Catalog names the catalog entry this provider is ("groq"): what the
+	// provider leaves out (kind, tier, base_url, models, limits, prices,
+	// the key's environment variables) comes from the catalog, and what
+	// it gives wins; models it lists are laid over the catalog's or
+	// added to them.
+	Catalog string `yaml:"catalog,omitempty"`
 	// Kind is the wire protocol: openai (the default), anthropic or gemini.
 	Kind string `yaml:"kind"`
 	// Tier is one of own, free or local.
@@ -475,7 +487,9 @@ func applyDefaults(c *Config) {
 	}
 	for i := range c.Providers {
 		p := &c.Providers[i]
-		if p.Kind == "" {
+		if p.Kind == "" && p.Catalog == "" {
+			// A provider from the catalog takes the catalog's kind
+			// whenever it is completed.
 			p.Kind = KindOpenAI
 		}
 		// The router appends paths such as "/chat/completions"; a trailing

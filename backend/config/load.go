@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"freelane/backend/catalog"
 )
 
 // Load reads and parses the config file at path, expanding ${NAME} from the
@@ -35,10 +37,33 @@ func Load(path string) (*Config, []Problem, error) {
 // syntax errors are reported the same way, at the line yaml gives. An empty
 // file is valid and yields Default().
 func Parse(filename string, data []byte, lookupEnv func(string) (string, bool)) (*Config, []Problem, error) {
-	if lookupEnv == nil {
-		lookupEnv = func(string) (string, bool) { return "", false }
+	return ParseWith(filename, data, ParseOptions{LookupEnv: lookupEnv})
+}
+
+// ParseOptions are the inputs of ParseWith besides the document.
+type ParseOptions struct {
+	// LookupEnv resolves ${NAME} references; nil treats every variable
+	// as unset.
+	LookupEnv func(string) (string, bool)
+	// Verbatim keeps values as written, as ParseTemplate does.
+	Verbatim bool
+	// Catalog completes the providers that name a catalog entry; nil
+	// means the catalog built into the binary.
+	Catalog *catalog.Catalog
+}
+
+// ParseWith parses and validates a document as Parse or ParseTemplate
+// does, with the given catalog.
+func ParseWith(filename string, data []byte, o ParseOptions) (*Config, []Problem, error) {
+	if o.LookupEnv == nil || o.Verbatim {
+		o.LookupEnv = func(string) (string, bool) { return "", false }
 	}
-	return parse(filename, data, newDecoder(lookupEnv))
+	if o.Catalog == nil {
+		o.Catalog = catalog.Embedded()
+	}
+	d := newDecoder(o.LookupEnv)
+	d.verbatim = o.Verbatim
+	return parse(filename, data, d, o.Catalog)
 }
 
 // ParseTemplate parses and validates a document as Parse does, but keeps
@@ -48,9 +73,7 @@ func Parse(filename string, data []byte, lookupEnv func(string) (string, bool)) 
 // only when it is used, so that a value stays what it was written as.
 // Validation sees the unexpanded text.
 func ParseTemplate(filename string, data []byte) (*Config, []Problem, error) {
-	d := newDecoder(func(string) (string, bool) { return "", false })
-	d.verbatim = true
-	return parse(filename, data, d)
+	return ParseWith(filename, data, ParseOptions{Verbatim: true})
 }
 
 // Escape returns the text of s as a literal value: "${" in it becomes
@@ -68,7 +91,7 @@ func HasRef(s string) bool {
 	return strings.Contains(strings.ReplaceAll(s, "$${", ""), "${")
 }
 
-func parse(filename string, data []byte, d *decoder) (*Config, []Problem, error) {
+func parse(filename string, data []byte, d *decoder, cat *catalog.Catalog) (*Config, []Problem, error) {
 	root, problem := parseYAML(data)
 	if problem != nil {
 		return nil, []Problem{*problem}, &ValidationError{File: filename, Problems: []Problem{*problem}}
@@ -79,11 +102,19 @@ func parse(filename string, data []byte, d *decoder) (*Config, []Problem, error)
 		d.decode(root, reflect.ValueOf(cfg).Elem(), "")
 	}
 	for i := range cfg.Providers {
-		cfg.Providers[i].APIKeyEnv = d.envRefs[fmt.Sprintf("providers[%d].api_key", i)]
+		p := &cfg.Providers[i]
+		p.APIKeyEnv = d.envRefs[fmt.Sprintf("providers[%d].api_key", i)]
+		if p.Name == "" {
+			p.Name = p.Catalog
+		}
 	}
 
+	// Providers that name a catalog entry are validated as the catalog
+	// completes them. A verbatim document is handed back as written, so
+	// that what is stored is only what the user gave.
+	filled := d.fillCatalog(cfg, cat)
 	v := &validator{d: d, problems: d.problems}
-	v.validate(cfg)
+	v.validate(filled)
 	problems := v.problems
 	sort.SliceStable(problems, func(i, j int) bool { return lineKey(problems[i]) < lineKey(problems[j]) })
 
@@ -95,6 +126,15 @@ func parse(filename string, data []byte, d *decoder) (*Config, []Problem, error)
 	}
 	if len(fatal) > 0 {
 		return nil, problems, &ValidationError{File: filename, Problems: fatal}
+	}
+	if d.verbatim {
+		for i := range cfg.Providers {
+			if cfg.Providers[i].Catalog != "" {
+				cfg.Providers[i].APIKeyEnv = filled.Providers[i].APIKeyEnv
+			}
+		}
+	} else {
+		cfg = filled
 	}
 	applyDefaults(cfg)
 	return cfg, problems, nil

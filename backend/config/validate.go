@@ -130,6 +130,7 @@ func (v *validator) validate(c *Config) {
 		v.errorf("requests.max_inflight_body_mb", "must be from 1 to %d (MiB); 0 or leaving it out means the default (%d), got %d", MaxMaxInflightBodyMB, DefaultMaxInflightBodyMB, rq.MaxInflightBodyMB)
 	}
 	v.providers(c)
+	v.discovery(c)
 	v.chains(c)
 	v.aliases(c)
 	v.breaker(c)
@@ -141,6 +142,27 @@ func (v *validator) validate(c *Config) {
 		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", DefaultRetentionDays, c.Ledger.RetentionDays)
 	}
 	v.unsetEnv()
+}
+
+func (v *validator) discovery(c *Config) {
+	ports := c.Discovery.Ports
+	if len(ports) > MaxDiscoveryPorts {
+		v.errorf("discovery.ports", "lists %d ports; at most %d are looked at", len(ports), MaxDiscoveryPorts)
+		return
+	}
+	seen := map[int]bool{}
+	for i, port := range ports {
+		f := fmt.Sprintf("discovery.ports[%d]", i)
+		switch {
+		case port < 1 || port > 65535:
+			v.errorf(f, "must be a port from 1 to 65535, got %d", port)
+		case seen[port]:
+			v.errorf(f, "port %d is listed twice", port)
+		case c.Listen != "" && strings.HasSuffix(c.Listen, ":"+strconv.Itoa(port)):
+			v.warnf(f, "port %d is FreeLane's own; it is not looked at", port)
+		}
+		seen[port] = true
+	}
 }
 
 func (v *validator) listen(c *Config) {
