@@ -80,7 +80,17 @@ func roundTripConfig(upstream string) *config.Config {
 				Models:   []config.Model{{ID: "qwen2.5-coder:7b", ParamsB: 7, Context: 32768, MaxOutput: 1024}},
 				Timeouts: config.Timeouts{Connect: 2 * time.Second, Header: 90 * time.Second, FirstToken: 60 * time.Second, Idle: 45 * time.Second},
 			},
+			{
+				// A provider from the catalog, pointed at the fake vendor:
+				// it is stored as given and completed from the catalog.
+				Name: "cat", Catalog: "groq", Tier: config.TierFree, BaseURL: upstream, APIKey: rtLiteralKey,
+				Headers:  map[string]string{"X-Cat": "1"},
+				Models:   []config.Model{{ID: "llama-3.1-8b-instant", Context: 8000}},
+				Timeouts: config.Timeouts{Connect: 5 * time.Second, Header: 51 * time.Second, FirstToken: 22 * time.Second, Idle: 32 * time.Second},
+			},
 		},
+		Catalog:   config.CatalogSettings{EnvKeys: ptrTo(false)},
+		Discovery: config.Discovery{Disabled: true, Ports: []int{11434, 1234}},
 		Chains: []config.Chain{
 			{Name: "coding", Backends: []string{"paid/meta/llama-3.3-70b", "box/qwen2.5-coder:7b"}},
 			{Name: "cheap", Backends: []string{"box/qwen2.5-coder:7b", "paid/small"}},
