@@ -1,0 +1,379 @@
+// Package modellist reads a provider's live model list: the one cheap call
+// that shows whether a pasted key works, and the daily look that finds the
+// models a provider added or withdrew. It speaks the three list dialects
+// FreeLane's providers use: OpenAI-compatible GET /models (with the extra
+// fields of OpenRouter, Groq, Mistral, Together and vLLM-like servers),
+// Anthropic's paginated GET /models and Gemini's paginated GET /models.
+package modellist
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"freelane/backend/protocol/anthropic"
+	"freelane/backend/redact"
+)
+
+// Limits on what one Fetch reads. A list is data from the network and is
+// bounded like every other input: the largest real lists (OpenRouter,
+// Together) hold a few hundred models in well under a megabyte.
+const (
+	// MaxBody is the largest response body read for one page.
+	MaxBody = 8 << 20
+	// MaxModels is the most entries a whole list may hold.
+	MaxModels = 5000
+	// MaxPages is the most pages one list is read in.
+	MaxPages = 10
+	// MaxIDLen is the longest model id kept; longer ones are skipped, as
+	// no real provider names a model that way and such an id would only
+	// bloat the rows and pages it ends up in.
+	MaxIDLen = 256
+	// maxMessage bounds the provider's own words quoted in an error.
+	maxMessage = 300
+)
+
+// ErrKeyRejected marks a list request the provider refused for its key:
+// HTTP 401 or 403, or Gemini's 400 with reason API_KEY_INVALID.
+var ErrKeyRejected = errors.New("the provider refused the key")
+
+// ErrNoList marks a provider whose list endpoint does not exist (HTTP 404
+// or 405): the key cannot be verified this way and the configured models
+// stay as they are.
+var ErrNoList = errors.New("the provider has no model list")
+
+// ErrTooLarge marks a list beyond MaxBody, MaxModels or MaxPages. The list
+// is refused whole rather than cut, since a cut list would make the models
+// past the cut look withdrawn.
+var ErrTooLarge = errors.New("the model list is larger than FreeLane reads")
+
+// Listed is one model as a provider's list describes it. Fields the list
+// does not give are zero.
+type Listed struct {
+	// ID is the name requests use, without Gemini's "models/" prefix.
+	ID string
+	// Name is the display name when the list gives one.
+	Name string
+	// Context is the context window in tokens, 0 when unknown. It comes
+	// from context_length (OpenRouter, Together; top_provider.context_length
+	// when the model's own is missing), context_window (Groq),
+	// max_context_length (Mistral), max_model_len (vLLM), max_input_tokens
+	// (Anthropic) or inputTokenLimit (Gemini).
+	Context int
+	// MaxOutput is the longest answer in tokens, 0 when unknown:
+	// top_provider.max_completion_tokens (OpenRouter),
+	// max_completion_tokens (Groq), max_tokens (Anthropic) or
+	// outputTokenLimit (Gemini).
+	MaxOutput int
+	// Priced reports that the list gives the model's prompt and completion
+	// prices, as OpenRouter-shaped lists do (decimal strings in USD per
+	// token). A negative price, which OpenRouter uses for routers whose
+	// price depends on the model picked, leaves the model unpriced.
+	Priced bool
+	// Free reports a priced model that costs nothing. OpenRouter serves a
+	// model at no cost, under the free tier's daily limit, only when both
+	// prices are "0" and the id ends in ":free"; a "0"-priced id without
+	// the suffix is a promotion that bills once it ends, and is not free.
+	Free bool
+	// Price is the prompt and completion price in USD per million tokens,
+	// set when Priced.
+	Price struct{ Input, Output float64 }
+	// Capabilities is the sorted subset of "json", "reasoning", "tools"
+	// and "vision" the list states. OpenRouter's supported_parameters give
+	// tools (tools, tool_choice), json (response_format,
+	// structured_outputs) and reasoning (reasoning, include_reasoning), and
+	// its architecture.input_modalities give vision (image). A
+	// capabilities object (Mistral's function_calling and vision, or any
+	// list's true-valued or {"supported": true} keys) or array of names
+	// counts too, as does Gemini's thinking. A capability the list does
+	// not mention is unknown, not absent.
+	Capabilities []string
+	// Chat reports that the model answers chat requests. Gemini's is
+	// whether supportedGenerationMethods holds generateContent;
+	// Anthropic's models all chat. For OpenAI-style lists it is true
+	// unless the entry says otherwise (output_modalities without text,
+	// Mistral's completion_chat false, a type such as "embedding") or the
+	// id names a non-chat kind of model by one of its words: embed(ding),
+	// whisper, tts, transcribe, moderation, rerank, dall-e or gpt-image.
+	Chat bool
+}
+
+// Fetch reads a provider's whole model list. dialect is the provider's
+// kind: "openai" (also "openai-responses"), "anthropic" or "gemini".
+// baseURL is the provider's base URL as configured, the one chat paths are
+// appended to, so the list is baseURL + "/models" in every dialect
+// (Anthropic's base includes /v1, as https://api.anthropic.com/v1, and
+// Gemini's includes the version, as
+// https://generativelanguage.googleapis.com/v1beta). key is sent as the
+// dialect sends it (Bearer, x-api-key, x-goog-api-key; never in the URL)
+// and may be empty for local servers; headers are the provider's extra
+// headers, sent on every page.
+//
+// The caller bounds the time through ctx. Redirects are refused, so the
+// key and headers reach base_url's host and nowhere else; a 3xx is an
+// error naming where the provider pointed. Errors never contain the key
+// or a header value: a refused key is ErrKeyRejected, a missing endpoint
+// ErrNoList, an oversized list ErrTooLarge, and other answers an *Error.
+func Fetch(ctx context.Context, c *http.Client, dialect, baseURL, key string, headers map[string]string) ([]Listed, error) {
+	base, err := parseBase(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = http.DefaultClient
+	}
+	hc := *c
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	secrets := []redact.Secret{redact.Key(key)}
+	for _, v := range headers {
+		secrets = append(secrets, redact.Header(v))
+	}
+	f := &fetcher{
+		http:    &hc,
+		base:    base,
+		dialect: dialect,
+		key:     key,
+		headers: headers,
+		red:     redact.New(secrets...),
+	}
+	switch dialect {
+	case "openai", "openai-responses":
+		return f.openAI(ctx)
+	case "anthropic":
+		return f.anthropic(ctx)
+	case "gemini":
+		return f.gemini(ctx)
+	default:
+		return nil, fmt.Errorf("modellist: unknown dialect %q (want openai, anthropic or gemini)", dialect)
+	}
+}
+
+func parseBase(baseURL string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		// url.Parse quotes the whole URL, which may carry a password.
+		return nil, errors.New("modellist: the base URL does not parse")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("modellist: the base URL must be an absolute http or https URL")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("modellist: the base URL must not have a query or fragment")
+	}
+	return u, nil
+}
+
+// Error is a list request that failed with an HTTP status. It wraps
+// ErrKeyRejected, ErrNoList or nothing.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Host is the provider's host.
+	Host string
+	// Message is the provider's own explanation, redacted and shortened,
+	// or a short reason of FreeLane's when the provider gave none.
+	Message string
+	kind    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "modellist: %s answered HTTP %d", e.Host, e.Status)
+	if e.kind != nil {
+		b.WriteString(": ")
+		b.WriteString(e.kind.Error())
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel the failure is, if any.
+func (e *Error) Unwrap() error { return e.kind }
+
+type fetcher struct {
+	http    *http.Client
+	base    *url.URL
+	dialect string
+	key     string
+	headers map[string]string
+	red     *redact.Redactor
+}
+
+// listURL is base + "/models" with query.
+func (f *fetcher) listURL(query url.Values) *url.URL {
+	u := *f.base
+	u.Path = strings.TrimRight(u.Path, "/") + "/models"
+	u.RawPath = ""
+	if f.base.RawPath != "" {
+		u.RawPath = strings.TrimRight(f.base.RawPath, "/") + "/models"
+	}
+	u.RawQuery = query.Encode()
+	return &u
+}
+
+// get reads one page, bounded, and turns a failing status into an error.
+func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("modellist: building the request: %w", err)
+	}
+	for k, v := range f.headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Accept", "application/json")
+	switch f.dialect {
+	case "anthropic":
+		if f.key != "" {
+			req.Header.Set("x-api-key", f.key)
+		}
+		if req.Header.Get("anthropic-version") == "" {
+			req.Header.Set("anthropic-version", anthropic.Version)
+		}
+	case "gemini":
+		if f.key != "" {
+			req.Header.Set("x-goog-api-key", f.key)
+		}
+	default:
+		if f.key != "" {
+			req.Header.Set("Authorization", "Bearer "+f.key)
+		}
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		// The URL in a transport error holds no key: keys travel in
+		// headers. The redactor still runs, for a key pasted into the
+		// base URL by mistake.
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("modellist: reading %s: %w", u.Host, ctxErr)
+		}
+		return nil, fmt.Errorf("modellist: reading %s: %s", u.Host, f.red.String(err.Error()))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.ContentLength > MaxBody {
+		return nil, fmt.Errorf("modellist: %s sent %d bytes, over the %d-byte limit: %w", u.Host, resp.ContentLength, MaxBody, ErrTooLarge)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("modellist: reading %s: %w", u.Host, ctxErr)
+		}
+		return nil, fmt.Errorf("modellist: reading %s: %s", u.Host, f.red.String(err.Error()))
+	}
+	if len(body) > MaxBody {
+		return nil, fmt.Errorf("modellist: %s sent more than the %d-byte limit: %w", u.Host, MaxBody, ErrTooLarge)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return body, nil
+	}
+	return nil, f.statusError(u, resp, body)
+}
+
+func (f *fetcher) statusError(u *url.URL, resp *http.Response, body []byte) error {
+	e := &Error{Status: resp.StatusCode, Host: u.Host}
+	msg, reason := providerMessage(body)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		e.kind = ErrKeyRejected
+	case resp.StatusCode == http.StatusBadRequest && badKey(msg, reason):
+		e.kind = ErrKeyRejected
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		e.kind = ErrNoList
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		where := "another address"
+		if loc, err := u.Parse(resp.Header.Get("Location")); err == nil && loc.Host != "" {
+			where = loc.Scheme + "://" + loc.Host + loc.Path
+		}
+		msg = "it redirected to " + where + ", which is not followed so that the key goes to the base URL only; set the base URL to where the provider points"
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	msg = f.red.String(msg)
+	if f.key != "" && strings.Contains(msg, f.key) {
+		// A key too short for the redactor's patterns: the message is
+		// withheld rather than quoted with the key in it.
+		msg = "the provider's message is withheld because it repeats the key"
+	}
+	e.Message = truncate(strings.Join(strings.Fields(msg), " "), maxMessage)
+	return e
+}
+
+// badKey reports a 400 that refuses the key, as Gemini answers an invalid
+// or expired key: reason API_KEY_INVALID (or another API_KEY_ reason), or
+// the words "API key not valid" or "API key expired".
+func badKey(msg, reason string) bool {
+	m := strings.ToLower(msg)
+	return strings.HasPrefix(reason, "API_KEY_") || strings.Contains(m, "api key not valid") ||
+		strings.Contains(m, "api key expired") || strings.Contains(m, "invalid api key")
+}
+
+// providerMessage finds the explanation in an error body: the message of
+// the {"error": {"message"}} envelope OpenAI, Anthropic and Gemini share
+// (Gemini's OpenAI-compatible endpoint wraps it in an array), a bare
+// {"error": "..."}, {"message"} or {"detail"}, or else the body's text.
+// reason is Gemini's ErrorInfo reason, when present.
+func providerMessage(body []byte) (msg, reason string) {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var arr []json.RawMessage
+		if json.Unmarshal(body, &arr) == nil && len(arr) > 0 {
+			body = arr[0]
+		}
+	}
+	var env struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &env) == nil {
+		var inner struct {
+			Message string `json:"message"`
+			Status  string `json:"status"`
+			Details []struct {
+				Reason string `json:"reason"`
+			} `json:"details"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(env.Error, &inner) == nil && inner.Message != "":
+			for _, d := range inner.Details {
+				if d.Reason != "" {
+					reason = d.Reason
+					break
+				}
+			}
+			return inner.Message, reason
+		case json.Unmarshal(env.Error, &s) == nil && s != "":
+			return s, ""
+		case env.Message != "":
+			return env.Message, ""
+		case json.Unmarshal(env.Detail, &s) == nil && s != "":
+			return s, ""
+		}
+		return "", ""
+	}
+	if !json.Valid(body) && !bytes.ContainsAny(body, "<") {
+		// Plain text; an HTML error page says nothing useful in a line.
+		return string(body), ""
+	}
+	return "", ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && (s[n]&0xC0) == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
