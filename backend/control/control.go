@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/store"
 	"freelane/backend/vault"
@@ -59,6 +60,10 @@ type sealedKey struct {
 func binding(p *config.Provider) string {
 	var b strings.Builder
 	b.WriteString(p.BaseURL)
+	if p.BaseURL == "" && p.Catalog != "" {
+		// The catalog gives the address; the key is bound to the entry.
+		b.WriteString("catalog:" + p.Catalog)
+	}
 	for _, name := range slices.Sorted(maps.Keys(p.Headers)) {
 		fmt.Fprintf(&b, "\n%s: %s", strings.ToLower(name), p.Headers[name])
 	}
@@ -106,6 +111,11 @@ type Control struct {
 	keys       map[string]sealedKey
 	seededFrom string
 	changed    []func()
+	// cat completes the providers that name a catalog entry.
+	cat *catalog.Catalog
+	// adopted are the providers added at start because their key was in
+	// the environment.
+	adopted []string
 	// maxBodyMB is the largest max_body_mb the admin API may set: what the
 	// config file (or, without one, the stored configuration) allows at
 	// start. Raising the body limit is a decision for whoever owns the
@@ -125,6 +135,10 @@ type Options struct {
 	Logger   *slog.Logger
 	// LookupEnv resolves ${VAR} references (os.LookupEnv when nil).
 	LookupEnv func(string) (string, bool)
+	// Catalog completes providers that name a catalog entry and lists
+	// the keys picked up from the environment; nil means the catalog
+	// built into the binary.
+	Catalog *catalog.Catalog
 }
 
 // Open loads the stored configuration (or seeds it from the file) and
@@ -136,7 +150,10 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
 	}
-	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}}
+	if o.Catalog == nil {
+		o.Catalog = catalog.Embedded()
+	}
+	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}, cat: o.Catalog}
 	if raw, ok, err := c.db.GetState(ctx, docKeys); err != nil {
 		return nil, err
 	} else if ok {
@@ -186,7 +203,7 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 		// Hold the seed as it is stored and read back (defaults filled in,
 		// references kept), so that the dashboard sees now what it would
 		// see after a restart.
-		stored, err := clone(doc)
+		stored, err := c.clone(doc)
 		if err != nil {
 			return nil, fmt.Errorf("control: the configuration cannot be stored: %w", err)
 		}
@@ -195,6 +212,9 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 		c.doc = prev
 	default:
 		c.doc = config.Default()
+	}
+	if err := c.adoptEnvKeys(ctx); err != nil {
+		return nil, err
 	}
 	c.bindKeys(c.doc)
 	c.maxBodyMB = c.doc.MaxBodyMB
@@ -224,7 +244,7 @@ func (c *Control) loadStored(ctx context.Context) (*config.Config, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	doc, _, err := config.ParseTemplate("stored configuration", raw)
+	doc, _, err := config.ParseWith("stored configuration", raw, config.ParseOptions{Verbatim: true, Catalog: c.cat})
 	if err != nil {
 		return nil, fmt.Errorf("control: the stored configuration is invalid: %w", err)
 	}
@@ -271,7 +291,7 @@ func (c *Control) SeededFrom() string {
 func (c *Control) Config() *config.Config {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	doc, _ := clone(c.doc)
+	doc, _ := c.clone(c.doc)
 	return doc
 }
 
@@ -292,12 +312,12 @@ func marshal(doc *config.Config) ([]byte, error) {
 
 // clone copies a document through its YAML form, which also validates it
 // with the config file's rules and fills in defaults.
-func clone(doc *config.Config) (*config.Config, error) {
+func (c *Control) clone(doc *config.Config) (*config.Config, error) {
 	b, err := marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := config.ParseTemplate("configuration", b)
+	out, _, err := config.ParseWith("configuration", b, config.ParseOptions{Verbatim: true, Catalog: c.cat})
 	return out, err
 }
 
@@ -309,7 +329,7 @@ func (c *Control) effective(doc *config.Config) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	eff, _, err := config.Parse("configuration", b, c.lookup)
+	eff, _, err := config.ParseWith("configuration", b, config.ParseOptions{LookupEnv: c.lookup, Catalog: c.cat})
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +417,11 @@ func userErr(status int, param, format string, args ...any) *Error {
 func (c *Control) update(ctx context.Context, scope string, fn func(doc *config.Config) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next, err := clone(c.doc)
+	return c.updateLocked(ctx, scope, fn)
+}
+
+func (c *Control) updateLocked(ctx context.Context, scope string, fn func(doc *config.Config) error) error {
+	next, err := c.clone(c.doc)
 	if err != nil {
 		return err
 	}
@@ -407,7 +431,7 @@ func (c *Control) update(ctx context.Context, scope string, fn func(doc *config.
 		return err
 	}
 	c.unbind(c.doc, next)
-	checked, err := clone(next)
+	checked, err := c.clone(next)
 	if err != nil {
 		c.keys = oldKeys
 		return validationError(err, scope)

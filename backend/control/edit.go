@@ -49,7 +49,10 @@ type KeyInfo struct {
 // client reads can be sent back unchanged (see ProviderInput) without
 // turning references into their values, or revealing those values.
 type ProviderView struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Catalog is the catalog entry the provider comes from; "" for one
+	// set up by hand.
+	Catalog  string `json:"catalog"`
 	Kind     string `json:"kind"`
 	Tier     string `json:"tier"`
 	Default  bool   `json:"default"`
@@ -182,8 +185,10 @@ func (c *Control) Providers() []ProviderView {
 	if err != nil {
 		eff = c.doc
 	}
-	out := make([]ProviderView, 0, len(c.doc.Providers))
-	for i, p := range c.doc.Providers {
+	// Providers from the catalog are shown as the catalog completes them.
+	doc := config.Fill(c.doc, c.cat)
+	out := make([]ProviderView, 0, len(doc.Providers))
+	for i, p := range doc.Providers {
 		key := p.APIKey
 		if i < len(eff.Providers) && eff.Providers[i].Name == p.Name {
 			key = eff.Providers[i].APIKey
@@ -196,7 +201,7 @@ func (c *Control) Providers() []ProviderView {
 // view shows the stored provider p, whose effective key is key.
 func (c *Control) view(p config.Provider, key string) ProviderView {
 	v := ProviderView{
-		Name: config.Unescape(p.Name), Kind: config.Unescape(p.Kind), Tier: config.Unescape(p.Tier), Default: p.Default,
+		Name: config.Unescape(p.Name), Catalog: p.Catalog, Kind: config.Unescape(p.Kind), Tier: config.Unescape(p.Tier), Default: p.Default,
 		BaseURL: config.Unescape(p.BaseURL), Keyless: p.Keyless, Disabled: p.Disabled, Probe: p.Probed(), StreamUsage: p.WantsStreamUsage(),
 		Headers:  make(map[string]string, len(p.Headers)),
 		Timeouts: Timeouts{Connect: dur(p.Timeouts.Connect), Header: dur(p.Timeouts.Header), FirstToken: dur(p.Timeouts.FirstToken), Idle: dur(p.Timeouts.Idle)},
