@@ -30,6 +30,10 @@ type ChainView struct {
 	Generated bool `json:"generated"`
 	// Default is true for the chain the model name "auto" routes to.
 	Default bool `json:"default"`
+	// Warning says when the chain is less redundant than it looks: all
+	// its backends share one provider or one platform, and so one
+	// account's limits and outages.
+	Warning string `json:"warning"`
 }
 
 // TestResult is the answer of "test this provider now".
@@ -65,6 +69,8 @@ type Admin interface {
 	// TokenRequired reports whether /v1 requires the inbound token, so the
 	// Connect settings name it.
 	TokenRequired() bool
+	// Setup serves the catalog and the first-run setup.
+	Setup
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -161,6 +167,7 @@ func (s *Server) MountAdmin(a Admin) {
 		writeJSON(w, http.StatusOK, routingState{Paused: s.Paused()})
 	})
 	route("GET /api/connect", h.connect)
+	h.mountSetup(route, a)
 	route("GET /api/ws", a.WebSocket().ServeHTTP)
 	route("/api/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "invalid_request_error", "unknown_endpoint", r.Method+" "+r.URL.Path+" is not an admin endpoint", "")

@@ -585,6 +585,28 @@ func (b *Set) RetireByProbe(provider, name string, e *llm.Error) {
 	b.retire(st, now, "failed the daily probe: "+e.Message)
 }
 
+// Retire takes a backend out of routing for a reason found outside its
+// traffic, such as its server no longer answering or its provider's
+// model list no longer naming it.
+func (b *Set) Retire(provider, name, why string) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.retire(b.get(provider, name), now, why)
+}
+
+// Unretire ends a retirement that Retire began, when its cause is gone.
+func (b *Set) Unretire(provider, name, why string) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.get(provider, name)
+	if st.retired {
+		st.retired = false
+		b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: why})
+	}
+}
+
 // Status is one backend's state for the dashboard, probes and persistence.
 type Status struct {
 	Backend      string    `json:"backend"`

@@ -335,3 +335,48 @@ func checkLimit(l Limit) string {
 	}
 	return ""
 }
+
+// Words says the limit in plain words, as the dashboard shows it: "20
+// requests a minute, 50 a day (shared by every model of the account); the
+// day starts at 00:00 UTC".
+func (l Limit) Words() string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", thousands(n), what))
+		}
+	}
+	add(l.RPM, "requests a minute")
+	add(l.RPD, "requests a day")
+	add(l.TPM, "tokens a minute")
+	add(l.TPD, "tokens a day")
+	add(l.Concurrency, "at once")
+	s := strings.Join(parts, ", ")
+	if l.Pool == "account" {
+		s += " (shared by every model of the account)"
+	}
+	if l.RPD > 0 || l.TPD > 0 {
+		switch r := l.Reset; {
+		case r == "" || r == "daily 00:00 UTC":
+			s += "; the day starts at 00:00 UTC"
+		case strings.HasPrefix(r, "daily "):
+			s += "; the day starts at " + strings.TrimPrefix(r, "daily ")
+		case r == "rolling 24h":
+			s += "; a day is the last 24 hours"
+		default:
+			s += "; it starts over " + r
+		}
+	} else if strings.HasPrefix(l.Reset, "monthly ") {
+		s += "; it starts over " + l.Reset
+	}
+	return s
+}
+
+// thousands writes n with commas: 14400 is "14,400".
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -99,3 +99,19 @@ providers:
 		t.Errorf("an oversized file: %v", err)
 	}
 }
+
+func TestLimitWords(t *testing.T) {
+	for _, c := range []struct {
+		l    Limit
+		want string
+	}{
+		{Limit{RPM: 20, RPD: 50, Reset: "daily 00:00 UTC", Pool: "account"}, "20 requests a minute, 50 requests a day (shared by every model of the account); the day starts at 00:00 UTC"},
+		{Limit{RPD: 14400, Reset: "daily 00:00 America/Los_Angeles"}, "14,400 requests a day; the day starts at 00:00 America/Los_Angeles"},
+		{Limit{TPM: 500000, RPM: 60, Reset: "monthly 1 00:00 UTC"}, "60 requests a minute, 500,000 tokens a minute; it starts over monthly 1 00:00 UTC"},
+		{Limit{TPD: 1000000}, "1,000,000 tokens a day; the day starts at 00:00 UTC"},
+	} {
+		if got := c.l.Words(); got != c.want {
+			t.Errorf("%+v: got %q, want %q", c.l, got, c.want)
+		}
+	}
+}

@@ -230,7 +230,18 @@ func (c *Control) AddFromCatalog(ctx context.Context, id string, in CatalogInput
 			name = fmt.Sprintf("%s-%d", e.ID, n)
 		}
 		p.Name = name
-		doc.Providers = append(doc.Providers, p)
+		// Among the providers from the catalog, the new one takes its
+		// place in the catalog's order, which is the order the free pool
+		// tries providers whose models are the same size.
+		at := len(doc.Providers)
+		rank := c.catalogRank(e.ID)
+		for i, q := range doc.Providers {
+			if q.Catalog != "" && c.catalogRank(q.Catalog) > rank {
+				at = i
+				break
+			}
+		}
+		doc.Providers = slices.Insert(doc.Providers, at, p)
 		return c.setKeyLocked(name, &key)
 	})
 	if err != nil {
@@ -238,6 +249,20 @@ func (c *Control) AddFromCatalog(ctx context.Context, id string, in CatalogInput
 	}
 	return c.Provider(name)
 }
+
+// catalogRank is the entry's place in the catalog; entries it lacks come
+// last.
+func (c *Control) catalogRank(id string) int {
+	i := slices.IndexFunc(c.cat.Providers, func(p catalog.Provider) bool { return p.ID == id })
+	if i < 0 {
+		return len(c.cat.Providers)
+	}
+	return i
+}
+
+// EnvSet returns the first of names set to a non-empty value in the
+// environment FreeLane reads keys from, "" when none is.
+func (c *Control) EnvSet(names []string) string { return c.envValue(names) }
 
 func cmpOr(a, b string) string {
 	if a != "" {

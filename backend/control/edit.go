@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -135,6 +136,9 @@ type ProviderInput struct {
 	APIKey      *string           `json:"api_key"`
 	Key         *KeyInfo          `json:"key"`
 	Notice      *string           `json:"notice,omitempty"`
+	// Catalog is accepted so a view can be sent back, and ignored: a
+	// provider keeps the catalog entry it was made from.
+	Catalog *string `json:"catalog,omitempty"`
 
 	// sent is nil for an input built in Go.
 	sent *sent
@@ -422,9 +426,12 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 		}
 		// doc is the update's own copy, so the stored provider can be
 		// changed in place.
+		stored := doc.Providers[i]
+		shown := config.Fill(doc, c.cat).Providers[i]
 		if err := in.applyTo(&doc.Providers[i], false); err != nil {
 			return err
 		}
+		keepCatalogShape(stored, shown, &doc.Providers[i])
 		return c.setKeyLocked(name, in.APIKey)
 	})
 	if err != nil {
@@ -435,6 +442,75 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 		v.Notice = notice(before, v, in.APIKey != nil)
 	}
 	return v, err
+}
+
+// keepCatalogShape keeps a provider from the catalog as it was stored
+// where an edit sent back what the catalog gave it: a field left to the
+// catalog stays left to it, and so follows a newer catalog, unless the
+// edit changed it. stored is the provider as stored, shown as the
+// catalog completed it, and next the edited provider.
+func keepCatalogShape(stored, shown config.Provider, next *config.Provider) {
+	if stored.Catalog == "" {
+		return
+	}
+	if stored.Kind == "" && next.Kind == shown.Kind {
+		next.Kind = ""
+	}
+	if stored.Tier == "" && next.Tier == shown.Tier {
+		next.Tier = ""
+	}
+	if stored.BaseURL == "" && config.Unescape(next.BaseURL) == shown.BaseURL {
+		next.BaseURL = ""
+	}
+	if stored.Limits == nil && reflect.DeepEqual(next.Limits, shown.Limits) {
+		next.Limits = nil
+	}
+	if !stored.Keyless && shown.Keyless && next.Keyless {
+		next.Keyless = false
+	}
+	var models []config.Model
+	for _, m := range next.Models {
+		j := slices.IndexFunc(shown.Models, func(o config.Model) bool { return o.ID == m.ID })
+		if j < 0 || !sameModel(m, shown.Models[j]) {
+			models = append(models, m)
+			continue
+		}
+		// Sent back as shown: keep what was stored for it, if anything.
+		if k := slices.IndexFunc(stored.Models, func(o config.Model) bool { return o.ID == m.ID }); k >= 0 {
+			models = append(models, stored.Models[k])
+		} else if !catalogHas(shown, stored, m.ID) {
+			models = append(models, m)
+		}
+	}
+	next.Models = models
+}
+
+// catalogHas reports whether a model of shown comes from the catalog
+// rather than from what was stored.
+func catalogHas(shown, stored config.Provider, id string) bool {
+	return slices.ContainsFunc(shown.Models, func(o config.Model) bool { return o.ID == id }) &&
+		!slices.ContainsFunc(stored.Models, func(o config.Model) bool { return o.ID == id })
+}
+
+// sameModel compares two models as the dashboard shows them: an empty
+// list and none are the same there.
+func sameModel(a, b config.Model) bool {
+	norm := func(m config.Model) config.Model {
+		if len(m.Capabilities) == 0 {
+			m.Capabilities = nil
+		}
+		if len(m.Endpoints) == 0 {
+			m.Endpoints = nil
+		}
+		if len(m.DropParams) == 0 {
+			m.DropParams = nil
+		}
+		if m.Limits != nil && *m.Limits == (config.Limits{}) {
+			m.Limits = nil
+		}
+		return m
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
 }
 
 // notice says what an edit of a provider from before to after removed on
@@ -558,6 +634,8 @@ type ChainInput struct {
 	Strategy  *string   `json:"strategy"`
 	Generated *bool     `json:"generated"`
 	Default   *bool     `json:"default"`
+	// Warning is a field of the chain view, accepted and ignored.
+	Warning *string `json:"warning,omitempty"`
 }
 
 func checkStrategy(s *string) error {

@@ -33,6 +33,10 @@ const (
 	QuotaExhausted Kind = "quota_exhausted" // a limit is used up until its reset
 	BudgetWarning  Kind = "budget_warning"  // 80% of a budget spent
 	BudgetExceeded Kind = "budget_exceeded" // a budget is spent; its action applies
+
+	ModelsJoined Kind = "models_joined" // a provider's model list named new models, which now serve
+	LocalFound   Kind = "local_found"   // a model server on this machine started answering
+	LocalGone    Kind = "local_gone"    // a model server on this machine stopped answering
 )
 
 // Level is how much a person should care.

@@ -181,6 +181,9 @@ func answerText(body []byte) string {
 func (g *Gateway) chains() []api.ChainView {
 	t := g.router.Table()
 	doc := g.control.Config()
+	g.mu.Lock()
+	cfg := g.cfg
+	g.mu.Unlock()
 	var out []api.ChainView
 	for _, name := range t.Chains() {
 		v := api.ChainView{Name: name, Strategy: "ordered", Backends: []string{}}
@@ -193,6 +196,7 @@ func (g *Gateway) chains() []api.ChainView {
 				v.Backends = append(v.Backends, b.Name)
 			}
 		}
+		v.Warning = chainWarning(cfg, v.Backends)
 		out = append(out, v)
 	}
 	return out

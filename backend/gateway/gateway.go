@@ -25,6 +25,7 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/discovery"
 	"freelane/backend/events"
 	"freelane/backend/hub"
 	"freelane/backend/llm"
@@ -60,9 +61,14 @@ type Options struct {
 	Clock clock.Clock
 	// Keychain lets the key vault keep its master key in the OS keychain.
 	Keychain bool
-	// ManualProbes leaves probing to the caller (tests call
-	// Prober().Tick after moving the clock) instead of a loop.
+	// ManualProbes leaves the background rounds to the caller instead of
+	// loops: probes (tests call Prober().Tick after moving the clock),
+	// looking for local servers (ScanLocal) and reading model lists
+	// (RefreshModels).
 	ManualProbes bool
+	// LookupEnv reads the environment for ${VAR} references and the keys
+	// the catalog names; nil means the process environment.
+	LookupEnv func(string) (string, bool)
 	// NoLedger switches off the usage ledger and with it quotas and
 	// budgets, for measuring what they cost (loadbench).
 	NoLedger bool
@@ -107,6 +113,26 @@ type Gateway struct {
 	cfg     *config.Config
 	clients map[string]*upstream.Client
 	targets []probe.Target
+	// base is the configuration the control plane gave, before the local
+	// servers discovery found were added to it.
+	base *config.Config
+	// local are the model servers found on this machine, by port, and
+	// lastScan when the ports were last looked at.
+	local    map[int]*localServer
+	lastScan time.Time
+	// catSource is where the catalog in use was read from.
+	catSource string
+	// envNames are key variables a client is told it may set while
+	// nothing can serve.
+	envNames []string
+
+	watcher *discovery.Watcher
+	// listClient reads providers' model lists and catalog files.
+	listClient *http.Client
+	// listRetired are the backends retired because their provider's model
+	// list stopped naming them; listMu guards it.
+	listMu      sync.Mutex
+	listRetired map[string]bool
 
 	bgStop  context.CancelFunc // stops the background loops below
 	bg      sync.WaitGroup     // prober and state saver
@@ -127,7 +153,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		o.Logger = slog.Default()
 	}
 	o.Clock = clock.OrReal(o.Clock)
-	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: redact.New()}
+	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: redact.New(), local: map[int]*localServer{},
+		listRetired: map[string]bool{}, listClient: &http.Client{Timeout: 30 * time.Second}}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
@@ -176,8 +203,11 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		Sessions: sessions, Token: g.token, Responses: g.responses})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
+	cat, src := loadCatalog(o.DataDir, o.Logger)
+	g.catSource, g.envNames = src, envNames(cat)
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
+		Catalog: cat, LookupEnv: o.LookupEnv,
 	})
 	if err != nil {
 		return nil, err
@@ -211,10 +241,13 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 func (g *Gateway) apply(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.base = cfg
 	return g.applyLocked(cfg)
 }
 
-func (g *Gateway) applyLocked(cfg *config.Config) error {
+// applyLocked installs base with the local servers found added to it.
+func (g *Gateway) applyLocked(base *config.Config) error {
+	cfg := g.compose(base)
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
 	g.quota.Configure(quotaSettings(cfg))
@@ -263,6 +296,7 @@ func (g *Gateway) applyLocked(cfg *config.Config) error {
 		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: c.Backends})
 	}
 	spec.DefaultChain = cfg.DefaultChain
+	spec.EmptyHint = g.emptyHint(cfg)
 	for _, a := range cfg.EffectiveAliases() {
 		spec.Aliases = append(spec.Aliases, router.AliasSpec{Pattern: a.Pattern, Chain: a.Chain})
 	}
@@ -427,6 +461,19 @@ func (g *Gateway) Start() error {
 	}()
 	bg, bgStop := context.WithCancel(context.Background())
 	g.bgStop = bgStop
+	if !cfg.Discovery.Disabled {
+		g.watcher = discovery.NewWatcher(discovery.WatchOptions{
+			Options: discovery.Options{Ports: discoveryPorts(cfg, ln.Addr().String()), Logger: g.log},
+			Clock:   g.clock, OnChange: g.localChanged,
+		})
+	}
+	// The answer to a client while nothing can serve names the real
+	// address, known only now.
+	g.mu.Lock()
+	if err := g.applyLocked(g.base); err != nil {
+		g.log.Warn("rebuilding routing", "err", err)
+	}
+	g.mu.Unlock()
 	g.bg.Add(4)
 	go func() {
 		defer g.bg.Done()
@@ -442,6 +489,22 @@ func (g *Gateway) Start() error {
 			g.prober.Run(bg)
 		}
 	}()
+	if !g.o.ManualProbes {
+		if g.watcher != nil {
+			g.bg.Add(1)
+			go func() {
+				defer g.bg.Done()
+				g.watcher.Run(bg)
+			}()
+		}
+		if !cfg.Probes.Disabled {
+			g.bg.Add(1)
+			go func() {
+				defer g.bg.Done()
+				g.refreshLoop(bg, cfg.Probes.Daily)
+			}()
+		}
+	}
 	go func() {
 		defer g.bg.Done()
 		g.saveLoop(bg)

@@ -78,6 +78,10 @@ type Spec struct {
 	DefaultChain string
 	// Aliases route names no exact lookup knows, tried in order.
 	Aliases []AliasSpec
+	// EmptyHint tells a client what to do while no backend at all can
+	// serve, such as where the dashboard is and which key variables are
+	// read; it stands in for "no backends" in the answer to auto.
+	EmptyHint string
 }
 
 // AliasSpec routes model names matching Pattern (a glob: '*' any run of
@@ -156,6 +160,7 @@ type Table struct {
 	// without a key to their hints.
 	keylessModels map[string]string
 	hints         []string // one per keyless provider, in config order
+	emptyHint     string
 	// creditEnds is the earliest end of a credit that moved a backend up
 	// the default chain: the table should be rebuilt then.
 	creditEnds time.Time
@@ -180,6 +185,7 @@ func Build(spec Spec) *Table {
 
 		keylessModels: map[string]string{},
 		aliases:       slices.Clone(spec.Aliases),
+		emptyHint:     spec.EmptyHint,
 	}
 	var own, free, local, credit []*Backend
 	var ownDefault []*Backend
@@ -353,6 +359,13 @@ func (t *Table) Resolve(model string) (Route, error) {
 }
 
 func (t *Table) emptyChain(name string) error {
+	if name == DefaultChain && len(t.backends) == 0 && t.emptyHint != "" {
+		msg := "FreeLane has no model backend yet: " + t.emptyHint
+		if len(t.hints) > 0 {
+			msg += ". Providers waiting for a key: " + strings.Join(t.hints, "; ")
+		}
+		return &ResolveError{Status: http.StatusServiceUnavailable, Code: "no_backend_configured", Message: msg}
+	}
 	hint := t.keyless["chain:"+name]
 	if name == DefaultChain && hint == "" {
 		hint = strings.Join(t.hints, "; ")

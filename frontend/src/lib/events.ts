@@ -17,6 +17,9 @@ const KIND_WORDS: Record<EventKind, string> = {
   budget_exceeded: "budget spent",
   routing_paused: "routing paused",
   routing_resumed: "routing resumed",
+  models_joined: "new models",
+  local_found: "local server found",
+  local_gone: "local server stopped",
 };
 
 /** One line describing an event: "groq/llama — breaker closed → open (2 failures in a row)". */

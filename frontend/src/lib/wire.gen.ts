@@ -151,6 +151,129 @@ export interface BudgetView {
   exceeded: boolean;
 }
 
+/**
+ * CatalogAdded is the answer to adding a provider from the catalog: the
+ * provider, and what checking its key found.
+ *
+ * Go: api.CatalogAdded.
+ */
+export interface CatalogAdded {
+  provider: ProviderView;
+  /**
+   * Models is how many models the provider's list named for the key; 0
+   * when the provider has no list to read.
+   */
+  models: number;
+  /** Message says how the key was checked. */
+  message: string;
+}
+
+/**
+ * CatalogEntry is one provider of the catalog.
+ *
+ * Go: api.CatalogEntry.
+ */
+export interface CatalogEntry {
+  id: string;
+  name: string;
+  tier: string;
+  dialect: string;
+  base_url: string;
+  /**
+   * Placeholders are the values the base URL needs besides the key,
+   * such as CLOUDFLARE_ACCOUNT_ID.
+   */
+  placeholders: string[] | null;
+  key_env: string[] | null;
+  signup_url: string;
+  /** Credit is a trial or one-time allowance, in words. */
+  credit: string;
+  notes: string[] | null;
+  /** Limits are the provider-wide limits, each in words. */
+  limits: string[] | null;
+  models: CatalogModel[] | null;
+  /** ListModels says the provider's own model list is read too. */
+  list_models: boolean;
+  /** Configured names the providers made from this entry. */
+  configured: string[] | null;
+  /**
+   * EnvFound is the key variable of this entry set in FreeLane's
+   * environment, "" when none is.
+   */
+  env_found: string;
+}
+
+/**
+ * CatalogInput adds a provider from the catalog.
+ *
+ * Go: control.CatalogInput.
+ */
+export interface CatalogInput {
+  /** Key is the API key; required unless the entry is a local server. */
+  key: string;
+  /**
+   * Values fill the entry's base URL placeholders, such as
+   * CLOUDFLARE_ACCOUNT_ID.
+   */
+  values?: Record<string, string>;
+}
+
+/**
+ * CatalogLoad asks for a newer catalog file from a URL.
+ *
+ * Go: api.CatalogLoad.
+ */
+export interface CatalogLoad {
+  url: string;
+}
+
+/**
+ * CatalogModel is one model of a catalog entry.
+ *
+ * Go: api.CatalogModel.
+ */
+export interface CatalogModel {
+  id: string;
+  params_b: number;
+  context: number;
+  max_output: number;
+  capabilities: string[] | null;
+  /** Limits are the model's own limits, each in words. */
+  limits: string[] | null;
+  /**
+   * Price is the published price of a paid model; null when free or
+   * not published.
+   */
+  price: CatalogPrice | null;
+}
+
+/**
+ * CatalogPrice is money per million tokens.
+ *
+ * Go: api.CatalogPrice.
+ */
+export interface CatalogPrice {
+  input: number;
+  output: number;
+}
+
+/**
+ * CatalogView is the provider catalog in use, as the "Add provider" list
+ * shows it.
+ *
+ * Go: api.CatalogView.
+ */
+export interface CatalogView {
+  /** Date is the day the catalog's figures were gathered. */
+  date: string;
+  /**
+   * Source is where the catalog was read from: "built in", a file in the
+   * data directory or the URL it was loaded from.
+   */
+  source: string;
+  providers: CatalogEntry[] | null;
+}
+
 /** ChainCreate is the body of POST /api/chains. */
 export interface ChainCreate {
   name: string;
@@ -179,6 +302,8 @@ export interface ChainInput {
   strategy: ChainStrategy | null;
   generated: boolean | null;
   default: boolean | null;
+  /** Warning is a field of the chain view, accepted and ignored. */
+  warning?: string;
 }
 
 /** ChainStrategy is how a chain picks its backends. */
@@ -197,6 +322,12 @@ export interface ChainView {
   generated: boolean;
   /** Default is true for the chain the model name "auto" routes to. */
   default: boolean;
+  /**
+   * Warning says when the chain is less redundant than it looks: all
+   * its backends share one provider or one platform, and so one
+   * account's limits and outages.
+   */
+  warning: string;
 }
 
 /**
@@ -234,6 +365,21 @@ export interface DefaultChainInput {
  * neutral types of this file.
  */
 export type Dialect = "openai" | "openai-responses" | "anthropic" | "gemini";
+
+/**
+ * DiscoveryState says whether and where FreeLane looks for local servers.
+ *
+ * Go: api.DiscoveryState.
+ */
+export interface DiscoveryState {
+  enabled: boolean;
+  ports: number[] | null;
+  /**
+   * LastScan is when the ports were last looked at; zero before the
+   * first look.
+   */
+  last_scan?: string;
+}
 
 /**
  * Endpoints lists every admin route with the JSON body it takes and what it
@@ -368,6 +514,36 @@ export interface Endpoints {
     request: void;
     response: Setup;
   };
+  /** The provider catalog in use, with which entries are configured and whose key variables are set. */
+  "GET /api/catalog": {
+    request: void;
+    response: CatalogView;
+  };
+  /** Loads a newer catalog file from a URL; a file that fails its checks is refused with its problems by line, and the catalog in use stays. */
+  "POST /api/catalog": {
+    request: CatalogLoad;
+    response: CatalogView;
+  };
+  /** Checks the key with the provider and adds the catalog entry as a provider (201). */
+  "POST /api/catalog/{id}": {
+    request: CatalogInput;
+    response: CatalogAdded;
+  };
+  /** What the first-run setup shows. */
+  "GET /api/setup": {
+    request: void;
+    response: SetupView;
+  };
+  /** Looks for local model servers at once. */
+  "POST /api/setup/scan": {
+    request: void;
+    response: SetupView;
+  };
+  /** Sends one short request through the router (model auto unless given) and reports its route. The body may be left out. */
+  "POST /api/setup/test": {
+    request: RouteTestInput;
+    response: RouteTest;
+  };
   "GET /api/routing": {
     request: void;
     response: RoutingState;
@@ -376,6 +552,23 @@ export interface Endpoints {
     request: RoutingInput;
     response: RoutingState;
   };
+}
+
+/**
+ * EnvKey is a key variable of the catalog found set in the environment.
+ *
+ * Go: control.EnvKey.
+ */
+export interface EnvKey {
+  /** Env is the variable, such as GROQ_API_KEY. */
+  env: string;
+  /** Provider is the provider that reads it. */
+  provider: string;
+  /**
+   * Adopted is true when FreeLane added the provider because the
+   * variable was set.
+   */
+  adopted: boolean;
 }
 
 /**
@@ -427,7 +620,7 @@ export interface Event {
 }
 
 /** EventKind says what happened. */
-export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded";
+export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone";
 
 /** EventLevel is how much a person should care. */
 export type EventLevel = "info" | "warn" | "alert";
@@ -506,6 +699,54 @@ export interface LimitsJSON {
   tpd: number;
   concurrency: number;
   reset: string;
+}
+
+/**
+ * LocalModel is one model of a local server.
+ *
+ * Go: api.LocalModel.
+ */
+export interface LocalModel {
+  id: string;
+  /**
+   * Context is the window the server has allocated, or the longest it
+   * supports where it says no more; 0 when unknown.
+   */
+  context: number;
+  params_b: number;
+  embedding: boolean;
+}
+
+/**
+ * LocalServer is a model server found on a loopback port.
+ *
+ * Go: api.LocalServer.
+ */
+export interface LocalServer {
+  /**
+   * Kind is ollama, lmstudio, jan, llamacpp, vllm, localai, koboldcpp or
+   * openai (another OpenAI-compatible server).
+   */
+  kind: string;
+  name: string;
+  port: number;
+  base_url: string;
+  /**
+   * Provider is the provider its models are served as; "" when a
+   * configured provider already calls that address.
+   */
+  provider: string;
+  /**
+   * Up is false for a server that stopped answering; its backends are
+   * retired until it answers again.
+   */
+  up: boolean;
+  /**
+   * NeedsKey is set for a server that refuses its model list without a
+   * key.
+   */
+  needs_key: boolean;
+  models: LocalModel[] | null;
 }
 
 /**
@@ -657,6 +898,11 @@ export interface ProviderInput {
   api_key: string | null;
   key: KeyInfo | null;
   notice?: string;
+  /**
+   * Catalog is accepted so a view can be sent back, and ignored: a
+   * provider keeps the catalog entry it was made from.
+   */
+  catalog?: string;
 }
 
 /** ProviderKind is a provider's wire protocol. */
@@ -677,6 +923,11 @@ export interface ProviderTest {
  */
 export interface ProviderView {
   name: string;
+  /**
+   * Catalog is the catalog entry the provider comes from; "" for one
+   * set up by hand.
+   */
+  catalog: string;
   kind: ProviderKind;
   tier: Tier;
   default: boolean;
@@ -718,6 +969,34 @@ export interface QuotaView {
 
 /** RequestEndpoint is the OpenAI API a request came in on. */
 export type RequestEndpoint = "chat/completions" | "completions" | "embeddings";
+
+/**
+ * RouteTest is the answer to the setup's "Test": one short request
+ * through the router, with the route it took.
+ *
+ * Go: api.RouteTest.
+ */
+export interface RouteTest {
+  ok: boolean;
+  model: string;
+  chain: string;
+  backend: string;
+  /** Attempts are the backends tried or passed by, in order. */
+  attempts: Attempt[] | null;
+  answer: string;
+  latency_ms: number;
+  error: string;
+}
+
+/**
+ * RouteTestInput asks for one test request.
+ *
+ * Go: api.RouteTestInput.
+ */
+export interface RouteTestInput {
+  /** Model is what to ask for; "" means auto. */
+  model: string;
+}
 
 /** RoutingInput is the body of PUT /api/routing; paused is required. */
 export interface RoutingInput {
@@ -786,6 +1065,31 @@ export interface Setup {
   key: string;
   model: string;
   tools: ToolSetup[];
+}
+
+/**
+ * SetupView is what the first-run setup shows.
+ *
+ * Go: api.SetupView.
+ */
+export interface SetupView {
+  /**
+   * Needed is true while no backend can serve; the dashboard then
+   * opens on the setup.
+   */
+  needed: boolean;
+  /** Serving is how many backends can serve. */
+  serving: number;
+  /** EnvKeys are the catalog's key variables found in the environment. */
+  env_keys: EnvKey[] | null;
+  /**
+   * EnvNames are the key variables FreeLane looks for at start, for the
+   * free and trial tiers first.
+   */
+  env_names: string[] | null;
+  /** Local are the model servers found on this machine. */
+  local: LocalServer[] | null;
+  discovery: DiscoveryState;
 }
 
 /**

@@ -54,7 +54,7 @@ describe("Chains", () => {
     const f = chainsFetch((method, url, body) => {
       if (method === "PUT" && url === "/api/chains/auto") {
         const b = body as { backends: string[] };
-        state = { ...state, chains: [{ name: "auto", backends: b.backends, strategy: "ordered", generated: false, default: true }, state.chains[1]] };
+        state = { ...state, chains: [{ name: "auto", backends: b.backends, strategy: "ordered", generated: false, default: true, warning: "" }, state.chains[1]] };
         return { body: state.chains[0] };
       }
       if (method === "GET" && url === "/api/state") return { body: state };

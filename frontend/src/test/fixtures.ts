@@ -54,6 +54,7 @@ export function backend(name: string, over: Partial<BackendView> = {}): BackendV
 export function provider(name: string, over: Partial<ProviderView> = {}): ProviderView {
   return {
     name,
+    catalog: "",
     kind: "openai",
     tier: "free",
     default: false,
@@ -103,8 +104,8 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     ],
     providers: [provider("groq"), provider("cerebras"), provider("ollama", { keyless: true, key: { set: false, masked: "", source: "keyless", env: [] } })],
     chains: [
-      { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "ordered", generated: true, default: true },
-      { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "ordered", generated: false, default: false },
+      { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "ordered", generated: true, default: true, warning: "" },
+      { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "ordered", generated: false, default: false, warning: "" },
     ],
     missing_keys: [],
     requests: [trace("r1")],
