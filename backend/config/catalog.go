@@ -165,7 +165,7 @@ func (d *decoder) fillProvider(p *Provider, e *catalog.Provider, f string) {
 	if p.Tier == "" {
 		p.Tier = tierOf(e.Tier)
 	}
-	if e.Tier == catalog.TierLocal && p.APIKey == "" && !d.set[f+".keyless"] {
+	if e.Tier == catalog.TierLocal && p.APIKey == "" {
 		p.Keyless = true
 	}
 	var missing []string
@@ -200,7 +200,9 @@ func (d *decoder) fillProvider(p *Provider, e *catalog.Provider, f string) {
 			d.envUnset[f+".api_key"] = append(d.envUnset[f+".api_key"], missing...)
 		}
 	}()
-	if p.Keyless || p.APIKey != "" || d.set[f+".api_key"] || len(e.KeyEnv) == 0 {
+	// A stored document writes api_key: "" for a key it does not hold,
+	// so an empty value counts as none given.
+	if p.Keyless || p.APIKey != "" || len(e.KeyEnv) == 0 {
 		return
 	}
 	// No key given: the catalog's variables are where it is read from.

@@ -304,13 +304,15 @@ type Server struct {
 	mu      sync.Mutex
 	closed  bool
 	scripts map[string][]Behavior
-	rules   map[string][]Rule
-	counts  map[string]int
-	def     Behavior
-	key     string
-	log     []Request // Ring buffer of at most maxLog entries.
-	logN    uint64    // Entries appended since the last Reset.
-	gen     uint64    // Incremented by Reset so late updates miss the new log.
+	// modelList, when set, is what GET /models answers, verbatim.
+	modelList []byte
+	rules     map[string][]Rule
+	counts    map[string]int
+	def       Behavior
+	key       string
+	log       []Request // Ring buffer of at most maxLog entries.
+	logN      uint64    // Entries appended since the last Reset.
+	gen       uint64    // Incremented by Reset so late updates miss the new log.
 }
 
 // Start listens on 127.0.0.1 on a free port and returns once the server
@@ -424,6 +426,15 @@ func (s *Server) GeminiURL() string {
 func (s *Server) RequireKey(key string) {
 	s.mu.Lock()
 	s.key = key
+	s.mu.Unlock()
+}
+
+// SetModelList makes GET /models answer body verbatim, such as a list
+// shaped like OpenRouter's with prices; nil goes back to the default list.
+// The key is still checked.
+func (s *Server) SetModelList(body []byte) {
+	s.mu.Lock()
+	s.modelList = body
 	s.mu.Unlock()
 }
 
