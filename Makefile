@@ -13,7 +13,10 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 TAGS    := desktop,production,webkit2_41
 # The desktop smoke test's screen: Xvfb plus a private DBus session bus.
 HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
-CONFIG  ?= backend/config/example.yaml
+# CONFIG names a config file for run and serve; by default there is none,
+# and FreeLane starts from what the data directory holds, the keys in the
+# environment and the local servers it finds.
+CONFIG  ?=
 ARGS    ?=
 
 .PHONY: all deps deps-test frontend build run serve test test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load clean
@@ -36,14 +39,14 @@ build: frontend
 	go build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./app
 	go build -o build/bin/fakeupstream ./backend/cmd/fakeupstream
 
-# run starts FreeLane with the example config (or CONFIG=your.yaml): the
-# window and tray when there is a display, the headless server otherwise.
+# run starts FreeLane (with CONFIG=your.yaml, from that file): the window
+# and tray when there is a display, the headless server otherwise.
 run: build
-	$(BIN) --config $(CONFIG) $(ARGS)
+	$(BIN) $(if $(CONFIG),--config $(CONFIG)) $(ARGS)
 
 # serve always runs headless.
 serve: build
-	$(BIN) serve --config $(CONFIG) $(ARGS)
+	$(BIN) serve $(if $(CONFIG),--config $(CONFIG)) $(ARGS)
 
 vet:
 	@unformatted=$$(gofmt -l app backend frontend/embed.go); \

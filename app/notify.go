@@ -44,6 +44,12 @@ func (a *alerter) fromEvent(e events.Event, now time.Time) (notification, bool) 
 		n = notification{Title: "FreeLane: quota nearly used", Body: fmt.Sprintf("%s: %s.", who, e.Reason)}
 	case events.BudgetExceeded:
 		n = notification{Title: "FreeLane: budget spent", Body: e.Reason}
+	case events.ModelsJoined:
+		n = notification{Title: "FreeLane: new models", Body: e.Reason + "."}
+	case events.LocalFound:
+		n = notification{Title: "FreeLane: local server found", Body: e.Reason + "; its models now serve as the last backends of auto."}
+	case events.LocalGone:
+		n = notification{Title: "FreeLane: local server stopped", Body: e.Reason + "; its models are set aside until it answers again."}
 	default:
 		return n, false
 	}

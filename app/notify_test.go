@@ -33,6 +33,20 @@ func TestAlerterEvents(t *testing.T) {
 	if n, ok := a.fromEvent(q, now); !ok || !strings.Contains(n.Body, "80% of daily tokens used") {
 		t.Errorf("quota warning: %v %+v", ok, n)
 	}
+	// The pool changing on its own is worth a word: a local server found
+	// or gone, a provider's list naming new models.
+	for _, c := range []struct {
+		e    events.Event
+		want string
+	}{
+		{events.Event{Kind: events.LocalFound, Provider: "ollama", Reason: "Ollama answers on port 11434"}, "Ollama answers on port 11434"},
+		{events.Event{Kind: events.LocalGone, Provider: "ollama", Reason: "Ollama stopped answering on port 11434"}, "set aside"},
+		{events.Event{Kind: events.ModelsJoined, Provider: "openrouter", Reason: "openrouter's model list names new models, which now serve: x:free"}, "x:free"},
+	} {
+		if n, ok := a.fromEvent(c.e, now); !ok || !strings.Contains(n.Body, c.want) {
+			t.Errorf("%s: %v %+v", c.e.Kind, ok, n)
+		}
+	}
 	// Events a user need not act on are not notifications.
 	for _, k := range []events.Kind{events.StateChange, events.Cooldown, events.Online, events.Paused} {
 		if _, ok := a.fromEvent(events.Event{Kind: k, Backend: "x/y"}, now); ok {

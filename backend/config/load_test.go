@@ -309,8 +309,12 @@ func TestExample(t *testing.T) {
 	if p, ok := cfg.Provider("openai"); !ok || !p.Default || !slices.Equal(p.APIKeyEnv, []string{"OPENAI_API_KEY"}) {
 		t.Errorf("openai provider: %+v", p)
 	}
-	if p, ok := cfg.Provider("ollama"); !ok || !p.Keyless || p.Tier != TierLocal {
-		t.Errorf("ollama provider: %+v", p)
+	if p, ok := cfg.Provider("lab-vllm"); !ok || !p.Keyless || p.Tier != TierLocal || !p.Disabled {
+		t.Errorf("lab-vllm provider: %+v", p)
+	}
+	// The catalog supplies what the example leaves out.
+	if p, ok := cfg.Provider("groq"); !ok || p.BaseURL != "https://api.groq.com/openai/v1" || len(p.Models) == 0 {
+		t.Errorf("groq provider: %+v", p)
 	}
 	var names []string
 	for _, c := range cfg.Chains {
