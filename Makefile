@@ -38,6 +38,7 @@ frontend: deps
 build: frontend
 	go build -tags $(TAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./app
 	go build -o build/bin/fakeupstream ./backend/cmd/fakeupstream
+	go build -o build/bin/fakelocal ./backend/cmd/fakelocal
 
 # run starts FreeLane (with CONFIG=your.yaml, from that file): the window
 # and tray when there is a display, the headless server otherwise.

@@ -343,6 +343,98 @@ await test('paused routing shows a banner and Resume serves again', async () => 
   assert((await chat('alpha/m-alpha')).status === 200, 'not serving after Resume');
 });
 
+// A second FreeLane as a new user starts it: no provider, a catalog whose
+// free tier is the fake upstream, and discovery looking at one port where
+// nothing listens yet.
+await test('first run: the setup screen, paste a key, the backend serves, the test shows the route, a local server is found', async () => {
+  const port2 = await freePort();
+  const localPort = await freePort();
+  const base2 = `http://127.0.0.1:${port2}`;
+  const dir2 = mkdtempSync(join(tmpdir(), 'freelane-e2e-setup-'));
+  writeFileSync(join(dir2, 'catalog.yaml'), `date: 2099-01-01
+providers:
+  - id: alpha
+    name: Alpha Free
+    tier: free
+    dialect: openai
+    base_url: "${upURL}"
+    key_env: [ALPHA_E2E_API_KEY]
+    signup_url: https://alpha.example/keys
+    limits:
+      - {rpm: 20, rpd: 50, reset: "daily 00:00 UTC", pool: account}
+    notes: ["The daily requests are shared by every model of the account."]
+    models:
+      - {id: m-setup, params_b: 70, context: 131072}
+  - id: betapaid
+    name: Beta Paid
+    tier: paid
+    dialect: openai
+    base_url: "${upURL}"
+    key_env: [BETA_E2E_API_KEY]
+    models:
+      - {id: m-paid-b, price: {input: 1, output: 2}}
+`);
+  const cfg2 = join(dir2, 'freelane.yaml');
+  writeFileSync(cfg2, `listen: 127.0.0.1:${port2}\ndiscovery: {ports: [${localPort}]}\nprobes: {disabled: true}\n`);
+  const fl2 = start(join(bin, 'freelane'), ['serve', '--config', cfg2, '--data-dir', dir2], { FREELANE_KEYCHAIN: 'off', LANG: 'C.UTF-8' });
+  const link2 = await new Promise((res) => {
+    createInterface({ input: fl2.stdout }).on('line', (l) => {
+      const m = l.match(/^FreeLane dashboard: (\S+)/);
+      if (m) res(m[1]);
+    });
+  });
+  await waitFor(async () => (await fetch(`${base2}/healthz`)).ok, 'the second freelane to start');
+  const empty = await fetch(`${base2}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] }) });
+  const emptyBody = await empty.json();
+  assert(empty.status === 503 && emptyBody.error.message.includes(`open the dashboard at ${base2}/`), `empty pool: ${empty.status} ${JSON.stringify(emptyBody)}`);
+
+  const ctx = await browser.newContext({ viewport: { width: 1024, height: 900 } });
+  const p = await ctx.newPage();
+  p.on('pageerror', (e) => pageErrors.push(e.message));
+  await p.goto(link2);
+  // Nothing can serve, so the dashboard opens on the setup.
+  await p.getByTestId('setup-needed').waitFor();
+  assert(p.url().includes('#/setup'), `first run did not open the setup: ${p.url()}`);
+  const card = p.getByTestId('catalog-card-alpha');
+  await card.waitFor();
+  const cardText = await card.innerText();
+  assert(cardText.includes('50 requests a day') && cardText.includes('00:00 UTC'), `alpha card lacks its limits: ${cardText}`);
+  await p.screenshot({ path: join(shots, 'setup-empty.png'), fullPage: true });
+
+  await p.getByTestId('key-alpha').fill('sk-alpha-e2e-0001');
+  await p.getByTestId('add-alpha').click();
+  await p.getByTestId('added-alpha').waitFor();
+  const served = await fetch(`${base2}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] }) });
+  assert(served.status === 200 && served.headers.get('x-freelane-backend') === 'alpha/m-setup', `after adding the key: ${served.status} ${served.headers.get('x-freelane-backend')}`);
+
+  await p.getByTestId('setup-test').click();
+  const route = p.getByTestId('route-result');
+  await route.waitFor();
+  await waitFor(async () => (await p.getByTestId('route-backend').innerText()).includes('alpha/m-setup'), 'the test to show its route');
+  await p.screenshot({ path: join(shots, 'setup-added.png'), fullPage: true });
+
+  // A local server starts; "Look again" finds it and its model serves.
+  const local = start(join(bin, 'fakelocal'), ['-kind', 'ollama', '-port', String(localPort), '-model', 'qwen2.5-coder:7b:8192']);
+  await new Promise((res) => createInterface({ input: local.stdout }).once('line', res));
+  await p.getByRole('button', { name: /look again/i }).click();
+  await waitFor(async () => (await p.getByTestId('setup-local').innerText()).includes('qwen2.5-coder:7b'), 'the local server to be listed');
+  await p.screenshot({ path: join(shots, 'setup-local.png'), fullPage: true });
+  const pinned = await fetch(`${base2}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: `ollama-${localPort}/qwen2.5-coder:7b`, messages: [{ role: 'user', content: 'hi' }] }) });
+  assert(pinned.status === 200, `the local model did not serve: ${pinned.status}`);
+
+  // The catalog picker on the Providers screen searches and groups.
+  await p.goto(`${base2}/#/providers`);
+  await p.getByRole('button', { name: /add from catalog/i }).click();
+  await p.getByTestId('catalog-card-betapaid').waitFor();
+  await p.screenshot({ path: join(shots, 'providers-catalog.png'), fullPage: true });
+  await ctx.close();
+  fl2.kill('SIGTERM');
+  local.kill('SIGTERM');
+});
+
 await test('no page errors (LANG=C safe, no Intl failures)', async () => {
   assert(pageErrors.length === 0, `page errors: ${pageErrors.join('; ')}`);
   assert(cspErrors.length === 0, `blocked by the Content-Security-Policy: ${cspErrors.join('; ')}`);
