@@ -4,7 +4,7 @@ import App from "./App.svelte";
 import { auth } from "./lib/auth.svelte";
 import { live } from "./lib/live.svelte";
 import { nav } from "./lib/nav.svelte";
-import { fakeFetch, snapshot } from "./test/fixtures";
+import { catalogView, fakeFetch, setupView, snapshot } from "./test/fixtures";
 
 beforeEach(() => {
   live.snapshot = null;
@@ -12,6 +12,9 @@ beforeEach(() => {
   live.failures = 0;
   auth.signedOut = false;
   auth.loginFailed = false;
+  // A page opened on a named screen, so the first-run check stays out of
+  // the tests that are not about it.
+  history.replaceState(null, "", "#/overview");
   nav.go("overview");
 });
 afterEach(() => {
@@ -108,5 +111,55 @@ describe("App", () => {
     await fireEvent.click(screen.getByRole("button", { name: "Resume" }));
     expect((await screen.findByRole("alert")).textContent).toBe("database is locked");
     expect(screen.getByTestId("routing-paused-notice")).toBeTruthy();
+  });
+
+  describe("first run", () => {
+    function firstRunFetch(needed: boolean) {
+      const f = fakeFetch((method, url) => {
+        if (url === "/api/setup") return { body: setupView({ needed }) };
+        if (url === "/api/catalog") return { body: catalogView() };
+        return { status: 404, body: { error: { message: `unexpected ${method} ${url}` } } };
+      });
+      vi.stubGlobal("fetch", f.fn);
+      return f;
+    }
+
+    it("opens on the setup when nothing can serve and the URL names no screen", async () => {
+      history.replaceState(null, "", location.pathname);
+      live.applySnapshot(snapshot({ backends: [], providers: [] }));
+      const f = firstRunFetch(true);
+      render(App);
+      await waitFor(() => expect(nav.screen).toBe("setup"));
+      expect(location.hash).toBe("#/setup");
+      expect(await screen.findByTestId("setup-needed")).toBeTruthy();
+      expect(screen.getByTestId("nav-setup").getAttribute("aria-current")).toBe("page");
+      // Only once: the user can go elsewhere and stay there.
+      const asked = f.calls.length;
+      nav.go("providers");
+      await new Promise((r) => setTimeout(r, 20));
+      expect(screen.getByRole("heading", { name: "Providers & keys" })).toBeTruthy();
+      expect(nav.screen).toBe("providers");
+      expect(f.calls.slice(asked).some((c) => c.url === "/api/setup")).toBe(false);
+    });
+
+    it("stays on the screen the URL names, and on the overview when something serves", async () => {
+      live.applySnapshot(snapshot());
+      let f = firstRunFetch(true);
+      history.replaceState(null, "", "#/chains");
+      nav.go("chains");
+      render(App);
+      await Promise.resolve();
+      expect(f.calls.some((c) => c.url === "/api/setup")).toBe(false);
+      expect(nav.screen).toBe("chains");
+      cleanup();
+
+      history.replaceState(null, "", location.pathname);
+      nav.go("overview");
+      f = firstRunFetch(false);
+      render(App);
+      await waitFor(() => expect(f.calls.some((c) => c.url === "/api/setup")).toBe(true));
+      await Promise.resolve();
+      expect(nav.screen).toBe("overview");
+    });
   });
 });

@@ -60,4 +60,36 @@ describe("api", () => {
     off();
     expect(seen).toEqual(["run freelane dashboard-url"]);
   });
+
+  it("sends catalog adds with their values only when there are some, and the setup's calls", async () => {
+    const f = fakeFetch(() => ({ body: {} }));
+    vi.stubGlobal("fetch", f.fn);
+    await api.addFromCatalog("groq", "gsk-1");
+    await api.addFromCatalog("cloudflare", "cf-1", { CLOUDFLARE_ACCOUNT_ID: "acc" });
+    await api.loadCatalog("https://example.org/c.yaml");
+    await api.catalog();
+    await api.setup();
+    await api.scanLocal();
+    await api.testRoute();
+    await api.testRoute("coding");
+    expect(f.calls).toEqual([
+      { method: "POST", url: "/api/catalog/groq", body: { key: "gsk-1" } },
+      { method: "POST", url: "/api/catalog/cloudflare", body: { key: "cf-1", values: { CLOUDFLARE_ACCOUNT_ID: "acc" } } },
+      { method: "POST", url: "/api/catalog", body: { url: "https://example.org/c.yaml" } },
+      { method: "GET", url: "/api/catalog", body: undefined },
+      { method: "GET", url: "/api/setup", body: undefined },
+      { method: "POST", url: "/api/setup/scan", body: undefined },
+      { method: "POST", url: "/api/setup/test", body: {} },
+      { method: "POST", url: "/api/setup/test", body: { model: "coding" } },
+    ]);
+  });
+
+  it("keeps a refused key's field and message", async () => {
+    const f = fakeFetch(() => ({ status: 400, body: { error: { message: "Groq refused the key", param: "key" } } }));
+    vi.stubGlobal("fetch", f.fn);
+    const e = await api.addFromCatalog("groq", "bad").catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(ApiError);
+    expect((e as ApiError).param).toBe("key");
+    expect((e as ApiError).status).toBe(400);
+  });
 });

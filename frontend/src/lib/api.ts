@@ -196,6 +196,33 @@ export const api = {
 
   usage: (q: { from: string; to: string; group_by: UsageGrouping }) =>
     request<Answer<"GET /api/usage">>("GET", `/api/usage?${usageQuery(q)}`),
+
+  /** The provider catalog in use, with the entries already configured and the key variables found. */
+  catalog: () => request<Answer<"GET /api/catalog">>("GET", "/api/catalog"),
+  /**
+   * Adds a catalog entry as a provider. The server checks the key with the
+   * provider first, so a refused key comes back as a 400 naming "key".
+   */
+  addFromCatalog: (id: string, key: string, values?: Record<string, string>) =>
+    request<Answer<"POST /api/catalog/{id}">>("POST", `/api/catalog/${seg(id)}`, {
+      key,
+      ...(values && Object.keys(values).length ? { values } : {}),
+    } satisfies Body<"POST /api/catalog/{id}">),
+  /** Loads a newer catalog file; a file that fails its checks is refused with its problems by line. */
+  loadCatalog: (url: string) =>
+    request<Answer<"POST /api/catalog">>("POST", "/api/catalog", { url } satisfies Body<"POST /api/catalog">),
+
+  /** What the first-run setup shows: whether anything can serve, keys and local servers found. */
+  setup: () => request<Answer<"GET /api/setup">>("GET", "/api/setup"),
+  /** Looks for local model servers again now. */
+  scanLocal: () => request<Answer<"POST /api/setup/scan">>("POST", "/api/setup/scan"),
+  /** Sends one short request through the router ("auto" unless a model is given) and reports its route. */
+  testRoute: (model?: string) =>
+    request<Answer<"POST /api/setup/test">>(
+      "POST",
+      "/api/setup/test",
+      (model ? { model } : {}) satisfies Partial<Body<"POST /api/setup/test">>,
+    ),
 };
 
 /** A model id as URL path segments: its slashes stay slashes ("{model...}" on the server). */

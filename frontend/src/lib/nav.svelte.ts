@@ -1,5 +1,5 @@
 // Hash routing: #/overview, #/chains, #/providers, #/budgets, #/usage,
-// #/requests, #/connect.
+// #/requests, #/connect, #/setup.
 // Hash URLs need no server support, so a reload or a bookmark of any screen
 // works with the single embedded index.html.
 
@@ -11,6 +11,7 @@ export const SCREENS = [
   { id: "usage", label: "Usage" },
   { id: "requests", label: "Requests" },
   { id: "connect", label: "Connect" },
+  { id: "setup", label: "Setup" },
 ] as const;
 
 export type ScreenId = (typeof SCREENS)[number]["id"];
@@ -18,6 +19,11 @@ export type ScreenId = (typeof SCREENS)[number]["id"];
 export function parseHash(hash: string): ScreenId {
   const id = hash.replace(/^#\/?/, "").split(/[/?]/)[0];
   return (SCREENS.find((s) => s.id === id)?.id ?? "overview") as ScreenId;
+}
+
+/** Whether a URL hash names a screen, as a bookmark or a link does; "" and "#/" do not. */
+export function hashNamesScreen(hash: string): boolean {
+  return hash.replace(/^#\/?/, "").split(/[/?]/)[0] !== "";
 }
 
 class Nav {

@@ -132,4 +132,19 @@ describe("Chains", () => {
     await fireEvent.click(within(form).getByRole("button", { name: "Create chain" }));
     await waitFor(() => expect(f.calls[0]).toEqual({ method: "POST", url: "/api/chains", body: { name: "fast", backends: ["groq/llama"], strategy: "ordered" } }));
   });
+
+  it("warns under a chain whose backends share one provider", () => {
+    live.applySnapshot(
+      snapshot({
+        chains: [
+          { name: "auto", backends: ["groq/llama", "cerebras/qwen"], strategy: "ordered", generated: true, default: true, warning: "" },
+          { name: "fast", backends: ["groq/llama", "groq/mixtral"], strategy: "ordered", generated: false, default: false, warning: "Every backend of this chain is on groq: one account's limits and outages stop it all." },
+        ],
+      }),
+    );
+    vi.stubGlobal("fetch", chainsFetch(() => ({ status: 404 })).fn);
+    render(Chains);
+    expect(screen.getByTestId("chain-warning-fast").textContent).toBe("Every backend of this chain is on groq: one account's limits and outages stop it all.");
+    expect(screen.queryByTestId("chain-warning-auto")).toBeNull();
+  });
 });

@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
-import { fakeFetch, provider, snapshot } from "../test/fixtures";
+import { catalogEntry, catalogView, fakeFetch, provider, snapshot } from "../test/fixtures";
 import Providers from "./Providers.svelte";
 
 beforeEach(() => {
@@ -114,5 +114,28 @@ describe("Providers", () => {
     render(Providers);
     expect(screen.getByRole("heading", { name: "Add your first key" })).toBeTruthy();
     expect(screen.getByTestId("provider-form")).toBeTruthy();
+  });
+
+  it("says which catalog entry a provider comes from, and adds one from the catalog", async () => {
+    live.applySnapshot(snapshot({ providers: [provider("groq", { catalog: "groq" }), provider("mine")] }));
+    const f = fakeFetch((method, url) => {
+      if (method === "POST" && url === "/api/catalog/cerebras") return { status: 201, body: { provider: provider("cerebras", { catalog: "cerebras" }), models: 4, message: "The key works: 4 models." } };
+      if (url === "/api/state") return { body: snapshot() };
+      return { body: catalogView({ providers: [catalogEntry("groq", { configured: ["groq"] }), catalogEntry("cerebras")] }) };
+    });
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    expect(screen.getByTestId("catalog-of-groq").textContent).toBe("from the catalog: groq");
+    expect(screen.queryByTestId("catalog-of-mine")).toBeNull();
+    // The manual form stays.
+    expect(screen.getByRole("button", { name: "Add provider" })).toBeTruthy();
+
+    await fireEvent.click(screen.getByRole("button", { name: "Add from catalog" }));
+    const picker = await screen.findByTestId("catalog-picker");
+    expect((await within(picker).findByTestId("added-groq")).textContent).toBe("added as groq");
+    await fireEvent.input(within(picker).getByTestId("key-cerebras"), { target: { value: "csk-1" } });
+    await fireEvent.click(within(picker).getByTestId("add-cerebras"));
+    expect((await screen.findByText(/Added cerebras\. The key works: 4 models\./, { selector: "p.notice span" })).textContent).toContain("Added cerebras.");
+    expect(f.calls.find((c) => c.method === "POST")).toEqual({ method: "POST", url: "/api/catalog/cerebras", body: { key: "csk-1" } });
   });
 });

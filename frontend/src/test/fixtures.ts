@@ -3,11 +3,14 @@
 import type {
   BackendView,
   BudgetView,
+  CatalogEntry,
+  CatalogView,
   Limits,
   LimitUse,
   MetricWindow,
   ProviderView,
   QuotaView,
+  SetupView,
   Snapshot,
   Trace,
   UpdateMessage,
@@ -200,4 +203,53 @@ export function fakeFetch(handler: (method: string, url: string, body: unknown) 
     return new Response(status === 204 ? null : text, { status, headers: { "Content-Type": "application/json" } });
   };
   return { fn, calls };
+}
+
+export function catalogEntry(id: string, over: Partial<CatalogEntry> = {}): CatalogEntry {
+  return {
+    id,
+    name: id[0].toUpperCase() + id.slice(1),
+    tier: "free",
+    dialect: "openai",
+    base_url: `https://api.${id}.example/v1`,
+    placeholders: [],
+    key_env: [`${id.toUpperCase()}_API_KEY`],
+    signup_url: `https://${id}.example/keys`,
+    credit: "",
+    notes: [`${id} answers fast.`],
+    limits: ["30 requests a minute", "14,400 requests a day"],
+    models: [{ id: `${id}-llama-70b`, params_b: 70, context: 131072, max_output: 8192, capabilities: ["tools"], limits: [], price: null }],
+    list_models: true,
+    configured: [],
+    env_found: "",
+    ...over,
+  };
+}
+
+/** A catalog with a free, a trial, a paid and a local entry, and Cloudflare's account placeholder. */
+export function catalogView(over: Partial<CatalogView> = {}): CatalogView {
+  return {
+    date: "2026-11-20",
+    source: "built in",
+    providers: [
+      catalogEntry("groq"),
+      catalogEntry("cloudflare", { name: "Cloudflare Workers AI", placeholders: ["CLOUDFLARE_ACCOUNT_ID"], models: [{ id: "@cf/meta/llama-3.1-8b", params_b: 8, context: 8192, max_output: 0, capabilities: [], limits: [], price: null }] }),
+      catalogEntry("nebius", { name: "Nebius", tier: "trial", credit: "$1 of credit on sign-up" }),
+      catalogEntry("openai", { name: "OpenAI", tier: "paid", models: [{ id: "gpt-4.1-mini", params_b: 0, context: 1047576, max_output: 32768, capabilities: [], limits: [], price: { input: 0.4, output: 1.6 } }] }),
+      catalogEntry("ollama", { name: "Ollama", tier: "local", key_env: [], signup_url: "https://ollama.com" }),
+    ],
+    ...over,
+  };
+}
+
+export function setupView(over: Partial<SetupView> = {}): SetupView {
+  return {
+    needed: true,
+    serving: 0,
+    env_keys: [],
+    env_names: ["GROQ_API_KEY", "CEREBRAS_API_KEY"],
+    local: [],
+    discovery: { enabled: true, ports: [11434, 1234, 8080] },
+    ...over,
+  };
 }

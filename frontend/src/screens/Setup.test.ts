@@ -1,0 +1,241 @@
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { live } from "../lib/live.svelte";
+import { catalogEntry, catalogView, fakeFetch, provider, setupView, snapshot } from "../test/fixtures";
+import type { CatalogView, SetupView } from "../lib/types";
+import Setup from "./Setup.svelte";
+
+type Handler = Parameters<typeof fakeFetch>[0];
+
+let setup: SetupView;
+let catalog: CatalogView;
+
+/** Answers the screen's own loads from setup and catalog, and the rest from handler. */
+function setupFetch(handler: Handler = () => ({ status: 404, body: { error: { message: "not in this test" } } })) {
+  const f = fakeFetch((method, url, body) => {
+    if (method === "GET" && url === "/api/setup") return { body: setup };
+    if (method === "GET" && url === "/api/catalog") return { body: catalog };
+    if (method === "GET" && url === "/api/state") return { body: snapshot() };
+    return handler(method, url, body);
+  });
+  vi.stubGlobal("fetch", f.fn);
+  return f;
+}
+
+beforeEach(() => {
+  setup = setupView();
+  catalog = catalogView();
+  live.applySnapshot(snapshot({ backends: [], providers: [] }));
+});
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
+
+describe("Setup", () => {
+  it("says nothing can serve yet, where it looked for local servers, and lists the free tiers then the trials", async () => {
+    setupFetch();
+    render(Setup);
+    expect((await screen.findByTestId("setup-needed")).textContent).toContain("Nothing can serve yet");
+    expect(screen.getByRole("heading", { level: 2 }).textContent).toBe("Setup");
+    const localBox = screen.getByTestId("setup-local");
+    expect(within(localBox).getByTestId("local-none").textContent).toContain("on ports 11434, 1234, 8080");
+    expect(within(localBox).getByTestId("local-none").textContent).toContain("Ollama");
+    expect(within(localBox).getByRole("button", { name: "Look again" })).toBeTruthy();
+
+    const free = await screen.findByTestId("setup-free");
+    const cards = [...free.querySelectorAll("[data-testid^='catalog-card-']")].map((c) => c.getAttribute("data-testid"));
+    // Free first, then trial; paid and local entries are not setup's business.
+    expect(cards).toEqual(["catalog-card-groq", "catalog-card-cloudflare", "catalog-card-nebius"]);
+    const groq = screen.getByTestId("catalog-card-groq");
+    expect(groq.textContent).toContain("30 requests a minute");
+    expect(groq.textContent).toContain("groq answers fast.");
+    const signup = within(groq).getByTestId("signup-groq");
+    expect(signup.getAttribute("href")).toBe("https://groq.example/keys");
+    expect(signup.getAttribute("target")).toBe("_blank");
+    expect(signup.getAttribute("rel")).toBe("noopener noreferrer");
+    expect(screen.getByTestId("key-groq").getAttribute("type")).toBe("password");
+    expect(screen.getByTestId("catalog-card-nebius").textContent).toContain("$1 of credit on sign-up");
+    // Cloudflare needs its account id as well as the key.
+    expect(within(screen.getByTestId("catalog-card-cloudflare")).getByLabelText("CLOUDFLARE_ACCOUNT_ID")).toBeTruthy();
+  });
+
+  it("shows what serves, keys found in the environment, entries already added, and local servers with their models", async () => {
+    setup = setupView({
+      needed: false,
+      serving: 3,
+      env_keys: [{ env: "GROQ_API_KEY", provider: "groq", adopted: true }],
+      local: [
+        {
+          kind: "ollama",
+          name: "Ollama",
+          port: 11434,
+          base_url: "http://127.0.0.1:11434/v1",
+          provider: "ollama",
+          up: true,
+          needs_key: false,
+          models: [
+            { id: "qwen2.5-coder:7b", context: 8192, params_b: 7.6, embedding: false },
+            { id: "nomic-embed-text", context: 2048, params_b: 0, embedding: true },
+          ],
+        },
+        { kind: "vllm", name: "vLLM", port: 8000, base_url: "http://127.0.0.1:8000/v1", provider: "", up: false, needs_key: true, models: [] },
+      ],
+    });
+    catalog = catalogView({
+      providers: [catalogEntry("groq", { configured: ["groq"], env_found: "GROQ_API_KEY" }), catalogEntry("cerebras", { env_found: "CEREBRAS_API_KEY" })],
+    });
+    setupFetch();
+    render(Setup);
+    expect((await screen.findByTestId("setup-serving")).textContent).toContain("serving 3 backends");
+    expect(screen.queryByTestId("setup-needed")).toBeNull();
+    expect(screen.getByTestId("env-key-GROQ_API_KEY").textContent).toContain("groq");
+
+    const ollama = screen.getByTestId("local-11434");
+    expect(ollama.textContent).toContain("Ollama");
+    expect(ollama.textContent).toContain("port 11434");
+    expect(ollama.textContent).toContain("up");
+    expect(ollama.textContent).toContain("ctx 8,192");
+    expect(ollama.textContent).toContain("embeddings");
+    const vllm = screen.getByTestId("local-8000");
+    expect(vllm.textContent).toContain("stopped");
+    expect(vllm.textContent).toContain("wants a key");
+
+    expect((await screen.findByTestId("added-groq")).textContent).toBe("added as groq");
+    expect(screen.queryByTestId("key-groq")).toBeNull();
+    expect(screen.getByTestId("env-found-cerebras").textContent).toContain("CEREBRAS_API_KEY");
+    expect(screen.getByTestId("key-cerebras")).toBeTruthy();
+  });
+
+  it("says when looking for local servers is off, and looks again on request", async () => {
+    setup = setupView({ discovery: { enabled: false, ports: [] } });
+    const f = setupFetch((method, url) => {
+      if (method === "POST" && url === "/api/setup/scan") {
+        return {
+          body: setupView({
+            discovery: { enabled: false, ports: [] },
+            local: [{ kind: "lmstudio", name: "LM Studio", port: 1234, base_url: "http://127.0.0.1:1234/v1", provider: "lmstudio", up: true, needs_key: false, models: [] }],
+          }),
+        };
+      }
+      return { status: 404 };
+    });
+    render(Setup);
+    expect((await screen.findByTestId("discovery-off")).textContent).toContain("turned off");
+    await fireEvent.click(screen.getByTestId("setup-scan"));
+    expect((await screen.findByTestId("local-1234")).textContent).toContain("LM Studio");
+    expect(f.calls.some((c) => c.method === "POST" && c.url === "/api/setup/scan")).toBe(true);
+  });
+
+  it("adds a free tier with its key and account id, shows the server's message and refreshes", async () => {
+    const f = setupFetch((method, url) => {
+      if (method === "POST" && url === "/api/catalog/cloudflare") {
+        catalog = catalogView({ providers: [catalogEntry("cloudflare", { name: "Cloudflare Workers AI", configured: ["cloudflare"] })] });
+        setup = setupView({ needed: false, serving: 1 });
+        return { status: 201, body: { provider: provider("cloudflare"), models: 12, message: "The key works: 12 models." } };
+      }
+      return { status: 404 };
+    });
+    render(Setup);
+    const card = await screen.findByTestId("catalog-card-cloudflare");
+    await fireEvent.input(within(card).getByLabelText("CLOUDFLARE_ACCOUNT_ID"), { target: { value: " acc123 " } });
+    await fireEvent.input(screen.getByTestId("key-cloudflare"), { target: { value: "cf-secret" } });
+    await fireEvent.click(screen.getByTestId("add-cloudflare"));
+
+    expect((await screen.findByTestId("add-result-cloudflare")).textContent).toBe("Added cloudflare. The key works: 12 models.");
+    expect(f.calls.find((c) => c.method === "POST")).toEqual({
+      method: "POST",
+      url: "/api/catalog/cloudflare",
+      body: { key: "cf-secret", values: { CLOUDFLARE_ACCOUNT_ID: "acc123" } },
+    });
+    // Setup, catalog and the live state are read again, so the new backend shows as serving.
+    await waitFor(() => expect(screen.getByTestId("setup-serving").textContent).toContain("serving 1 backend."));
+    expect(screen.getByTestId("added-cloudflare").textContent).toBe("added as cloudflare");
+    expect(f.calls.filter((c) => c.url === "/api/setup").length).toBe(2);
+    expect(f.calls.filter((c) => c.url === "/api/catalog" && c.method === "GET").length).toBe(2);
+    expect(f.calls.some((c) => c.url === "/api/state")).toBe(true);
+  });
+
+  it("shows a refused key next to its card, and asks for the key before sending", async () => {
+    const f = setupFetch((method, url) => {
+      if (method === "POST" && url === "/api/catalog/groq") {
+        return { status: 400, body: { error: { message: "Groq refused the key (HTTP 401): check it and paste it again", param: "key" } } };
+      }
+      return { status: 404 };
+    });
+    render(Setup);
+    await screen.findByTestId("catalog-card-groq");
+    await fireEvent.click(screen.getByTestId("add-groq"));
+    expect((await screen.findByTestId("add-error-groq")).textContent).toBe("Paste the key first.");
+    expect(f.calls.some((c) => c.method === "POST")).toBe(false);
+
+    await fireEvent.input(screen.getByTestId("key-groq"), { target: { value: "gsk-wrong" } });
+    await fireEvent.click(screen.getByTestId("add-groq"));
+    await waitFor(() => expect(screen.getByTestId("add-error-groq").textContent).toBe("Groq refused the key (HTTP 401): check it and paste it again"));
+    expect(screen.getByTestId("key-groq").getAttribute("aria-invalid")).toBe("true");
+    expect(screen.queryByTestId("add-error-cloudflare")).toBeNull();
+    expect(screen.queryByTestId("add-result-groq")).toBeNull();
+  });
+
+  it("tests the route and shows the backend that answered and every attempt", async () => {
+    const f = setupFetch((method, url) => {
+      if (method === "POST" && url === "/api/setup/test") {
+        return {
+          body: {
+            ok: true,
+            model: "auto",
+            chain: "auto",
+            backend: "cerebras/qwen",
+            answer: "Hello!",
+            latency_ms: 412,
+            error: "",
+            attempts: [
+              { backend: "groq/llama", class: "quota", skipped: true, skip: "cooling", reason: "cooling down after HTTP 429", latency_ns: 0 },
+              { backend: "mistral/small", class: "rate_limited", status: 429, latency_ns: 120_000_000, reason: "HTTP 429" },
+              { backend: "cerebras/qwen", class: "ok", status: 200, latency_ns: 400_000_000 },
+            ],
+          },
+        };
+      }
+      return { status: 404 };
+    });
+    render(Setup);
+    await fireEvent.click(screen.getByTestId("setup-test"));
+    const result = await screen.findByTestId("route-result");
+    expect(within(result).getByTestId("route-backend").textContent).toBe("cerebras/qwen");
+    expect(result.textContent).toContain("412 ms");
+    expect(within(result).getByTestId("route-answer").textContent).toBe("Hello!");
+    expect(within(result).getByTestId("attempt-0").textContent).toBe("skip(cooling down)");
+    expect(within(result).getByTestId("attempt-1").textContent).toBe("429 rate limited");
+    expect(within(result).getByTestId("attempt-2").textContent).toBe("ok");
+    expect(f.calls.find((c) => c.url === "/api/setup/test")).toEqual({ method: "POST", url: "/api/setup/test", body: {} });
+  });
+
+  it("shows what to do when the test cannot be served", async () => {
+    setupFetch((method, url) => {
+      if (method === "POST" && url === "/api/setup/test") {
+        return { status: 503, body: { error: { message: "No backend can serve yet: add a free-tier key or start Ollama.", type: "server_error" } } };
+      }
+      return { status: 404 };
+    });
+    render(Setup);
+    await fireEvent.click(screen.getByTestId("setup-test"));
+    expect((await screen.findByTestId("route-result")).textContent).toBe("No backend can serve yet: add a free-tier key or start Ollama.");
+    expect(screen.queryByTestId("route-backend")).toBeNull();
+  });
+
+  it("names the variables FreeLane reads while none is set, and reads the setup again when a local server is found", async () => {
+    const f = setupFetch();
+    render(Setup);
+    expect((await screen.findByTestId("setup-env-names")).textContent).toContain("GROQ_API_KEY, CEREBRAS_API_KEY");
+    expect(f.calls.filter((c) => c.url === "/api/setup").length).toBe(1);
+
+    setup = setupView({
+      local: [{ kind: "ollama", name: "Ollama", port: 11434, base_url: "http://127.0.0.1:11434/v1", provider: "ollama", up: true, needs_key: false, models: [] }],
+    });
+    const s = snapshot({ backends: [], providers: [] });
+    live.applySnapshot({ ...s, events: [...s.events, { time: "2025-03-01T12:00:09Z", kind: "local_found", level: "info", reason: "Ollama on port 11434" }] });
+    expect((await screen.findByTestId("local-11434")).textContent).toContain("Ollama");
+    expect(f.calls.filter((c) => c.url === "/api/setup").length).toBe(2);
+  });
+});
