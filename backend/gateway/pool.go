@@ -416,14 +416,16 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 	switch {
 	case lerr == nil:
 		added.Models = len(listed)
-		joined := joinable(e.Tier, listed)
-		extra = newModels(e, joined, nil)
-		if len(e.Models) == 0 {
-			// The catalog names no models for this vendor: its list
-			// decides, capped.
-			extra = extra[:min(len(extra), maxJoin)]
-		}
 		added.Message = fmt.Sprintf("%s accepted the key; its model list names %d models", e.Name, len(listed))
+		if !e.ListModels && len(e.Models) > 0 {
+			// The list only checked the key: the catalog marks it as not
+			// naming what the key may use.
+			break
+		}
+		extra = newModels(e, joinable(e.Tier, listed), nil)
+		// A vendor listing hundreds of models joins with the first of
+		// them only.
+		extra = extra[:min(len(extra), maxJoin)]
 	case errors.Is(lerr, modellist.ErrKeyRejected):
 		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("%s refused the key: %v", e.Name, lerr)}
 	case errors.Is(lerr, modellist.ErrNoList) && len(e.Models) > 0:
@@ -440,7 +442,7 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 		return api.CatalogAdded{}, err
 	}
 	added.Provider = view
-	if lerr == nil {
+	if lerr == nil && (e.ListModels || len(e.Models) == 0) {
 		g.retireUnlisted(view.Name, view.Models, listed, e.Tier)
 	}
 	return added, nil
@@ -548,7 +550,7 @@ func (g *Gateway) RefreshModels(ctx context.Context) {
 	views := g.control.Providers()
 	for _, p := range cfg.Providers {
 		e, ok := cat.Provider(p.Catalog)
-		if !ok || p.Disabled || (!p.Keyless && p.APIKey == "") {
+		if !ok || !e.ListModels || p.Disabled || (!p.Keyless && p.APIKey == "") {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -418,7 +418,7 @@ providers:
   // A local server starts; "Look again" finds it and its model serves.
   const local = start(join(bin, 'fakelocal'), ['-kind', 'ollama', '-port', String(localPort), '-model', 'qwen2.5-coder:7b:8192']);
   await new Promise((res) => createInterface({ input: local.stdout }).once('line', res));
-  await p.getByRole('button', { name: /look again/i }).click();
+  await p.getByTestId('setup-scan').click();
   await waitFor(async () => (await p.getByTestId('setup-local').innerText()).includes('qwen2.5-coder:7b'), 'the local server to be listed');
   await p.screenshot({ path: join(shots, 'setup-local.png'), fullPage: true });
   const pinned = await fetch(`${base2}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -427,7 +427,7 @@ providers:
 
   // The catalog picker on the Providers screen searches and groups.
   await p.goto(`${base2}/#/providers`);
-  await p.getByRole('button', { name: /add from catalog/i }).click();
+  await p.getByTestId('open-catalog').click();
   await p.getByTestId('catalog-card-betapaid').waitFor();
   await p.screenshot({ path: join(shots, 'providers-catalog.png'), fullPage: true });
   await ctx.close();
