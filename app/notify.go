@@ -44,6 +44,8 @@ func (a *alerter) fromEvent(e events.Event, now time.Time) (notification, bool) 
 		n = notification{Title: "FreeLane: quota nearly used", Body: fmt.Sprintf("%s: %s.", who, e.Reason)}
 	case events.BudgetExceeded:
 		n = notification{Title: "FreeLane: budget spent", Body: e.Reason}
+	case events.Retired:
+		n = notification{Title: "FreeLane: model set aside", Body: fmt.Sprintf("%s no longer serves (%s); requests go to the next backend.", who, e.Reason)}
 	case events.ModelsJoined:
 		n = notification{Title: "FreeLane: new models", Body: e.Reason + "."}
 	case events.LocalFound:

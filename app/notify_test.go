@@ -42,6 +42,7 @@ func TestAlerterEvents(t *testing.T) {
 		{events.Event{Kind: events.LocalFound, Provider: "ollama", Reason: "Ollama answers on port 11434"}, "Ollama answers on port 11434"},
 		{events.Event{Kind: events.LocalGone, Provider: "ollama", Reason: "Ollama stopped answering on port 11434"}, "set aside"},
 		{events.Event{Kind: events.ModelsJoined, Provider: "openrouter", Reason: "openrouter's model list names new models, which now serve: x:free"}, "x:free"},
+		{events.Event{Kind: events.Retired, Backend: "openrouter/y:free", Reason: "the provider's model list no longer names it"}, "openrouter/y:free no longer serves"},
 	} {
 		if n, ok := a.fromEvent(c.e, now); !ok || !strings.Contains(n.Body, c.want) {
 			t.Errorf("%s: %v %+v", c.e.Kind, ok, n)

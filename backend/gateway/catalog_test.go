@@ -350,11 +350,17 @@ func TestLocalServerAppearsGoesAndComesBack(t *testing.T) {
 	}
 	srv.Stop()
 	e.g.ScanLocal(context.Background())
-	if st := e.backendState(name); !st.Retired {
+	provider, _, _ := strings.Cut(name, "/")
+	if st := e.g.Breakers().Status(provider, name); !st.Retired {
 		t.Fatalf("after the server stopped: %+v", st)
 	}
 	if s := e.setup(); !s.Needed || s.Local[0].Up {
 		t.Fatalf("setup after stop = %+v", s)
+	}
+	// A client is told what happened and what to do, not "connection
+	// refused".
+	if r := chatAuto(e.env); r.status != http.StatusServiceUnavailable || !strings.Contains(r.errorMessage(), "Ollama stopped answering on port") {
+		t.Fatalf("auto while the server is gone: %d %s", r.status, r.body)
 	}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

@@ -83,16 +83,18 @@ type localServer struct {
 
 // compose adds the local servers discovery found to the configuration
 // the control plane gives: each becomes a keyless local provider, unless
-// a configured provider already calls its address. Servers that stopped
-// answering stay, so their backends can be retired rather than vanish.
+// a configured provider already calls its address. A server that stopped
+// answering is left out (its backends are retired meanwhile), so that
+// nobody's request is tried on a server known to be gone.
 func (g *Gateway) compose(base *config.Config) *config.Config {
 	if len(g.local) == 0 {
 		return base
 	}
 	cfg := *base
 	cfg.Providers = slices.Clone(base.Providers)
-	for _, ls := range g.local {
-		if ls.provider == "" {
+	for _, port := range slices.Sorted(mapKeys(g.local)) {
+		ls := g.local[port]
+		if ls.provider == "" || !ls.up {
 			continue
 		}
 		p := config.Provider{Name: ls.provider, Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: ls.server.BaseURL, Keyless: true,
@@ -307,8 +309,18 @@ func (g *Gateway) emptyHint(cfg *config.Config) string {
 	if g.ln != nil {
 		addr = g.ln.Addr().String()
 	}
-	return fmt.Sprintf("open the dashboard at http://%s/ and paste a free key, or set one of %s (a free key from the provider's site) and restart FreeLane, or start a local model server such as Ollama",
+	hint := fmt.Sprintf("open the dashboard at http://%s/ and paste a free key, or set one of %s (a free key from the provider's site) and restart FreeLane, or start a local model server such as Ollama",
 		addr, strings.Join(g.envNames, ", "))
+	var gone []string
+	for _, port := range slices.Sorted(mapKeys(g.local)) {
+		if ls := g.local[port]; !ls.up && ls.provider != "" {
+			gone = append(gone, fmt.Sprintf("%s stopped answering on port %d", ls.server.Name, port))
+		}
+	}
+	if len(gone) > 0 {
+		hint += " (" + strings.Join(gone, "; ") + ")"
+	}
+	return hint
 }
 
 // refreshLoop reads the model lists a minute after start, then every
