@@ -77,15 +77,20 @@ chains:
   - {name: main, backends: [alpha/m-alpha, beta/m-beta]}
 probes: {disabled: true}
 `);
-const fl = start(join(bin, 'freelane'), ['serve', '--config', cfg, '--data-dir', dir], { FREELANE_KEYCHAIN: 'off', LANG: 'C.UTF-8' });
-// serve prints a one-time dashboard link on stdout, as a user sees it.
-const loginLink = await new Promise((res) => {
-  createInterface({ input: fl.stdout }).on('line', (l) => {
-    const m = l.match(/^FreeLane dashboard: (\S+)/);
-    if (m) res(m[1]);
+// launch starts `freelane serve` and waits until it answers. serve prints
+// a one-time dashboard link on stdout, as a user sees it.
+async function launch(cfgPath, dataDir, url, what) {
+  const proc = start(join(bin, 'freelane'), ['serve', '--config', cfgPath, '--data-dir', dataDir], { FREELANE_KEYCHAIN: 'off', LANG: 'C.UTF-8' });
+  const link = await new Promise((res) => {
+    createInterface({ input: proc.stdout }).on('line', (l) => {
+      const m = l.match(/^FreeLane dashboard: (\S+)/);
+      if (m) res(m[1]);
+    });
   });
-});
-await waitFor(async () => (await fetch(`${base}/healthz`)).ok, 'freelane to start');
+  await waitFor(async () => (await fetch(`${url}/healthz`)).ok, what);
+  return { proc, link };
+}
+const { link: loginLink } = await launch(cfg, dir, base, 'freelane to start');
 
 async function chat(model) {
   const r = await fetch(`${base}/v1/chat/completions`, {
@@ -376,14 +381,7 @@ providers:
 `);
   const cfg2 = join(dir2, 'freelane.yaml');
   writeFileSync(cfg2, `listen: 127.0.0.1:${port2}\ndiscovery: {ports: [${localPort}]}\nprobes: {disabled: true}\n`);
-  const fl2 = start(join(bin, 'freelane'), ['serve', '--config', cfg2, '--data-dir', dir2], { FREELANE_KEYCHAIN: 'off', LANG: 'C.UTF-8' });
-  const link2 = await new Promise((res) => {
-    createInterface({ input: fl2.stdout }).on('line', (l) => {
-      const m = l.match(/^FreeLane dashboard: (\S+)/);
-      if (m) res(m[1]);
-    });
-  });
-  await waitFor(async () => (await fetch(`${base2}/healthz`)).ok, 'the second freelane to start');
+  const { proc: fl2, link: link2 } = await launch(cfg2, dir2, base2, 'the second freelane to start');
   const empty = await fetch(`${base2}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] }) });
   const emptyBody = await empty.json();
