@@ -8,12 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
@@ -85,7 +88,8 @@ func newEnvAt(t *testing.T, start time.Time, mutate func(*config.Config)) *env {
 func (e *env) start(cfg *config.Config) {
 	e.t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: e.dir, Logger: log, Clock: e.clock, ManualProbes: true})
+	g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: e.dir, Logger: log, Clock: e.clock, ManualProbes: true,
+		LookupEnv: withoutCatalogKeys})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -99,6 +103,18 @@ func (e *env) start(cfg *config.Config) {
 		e.token = cfg.Server.Token
 	}
 	e.t.Cleanup(func() { _ = g.Shutdown(context.Background()) })
+}
+
+// withoutCatalogKeys reads the environment as the tests' FreeLane does:
+// without the key variables the catalog names, which a developer's shell
+// may hold and which would add real providers to every test.
+func withoutCatalogKeys(name string) (string, bool) {
+	for _, p := range catalog.Embedded().Providers {
+		if slices.Contains(p.KeyEnv, name) || slices.Contains(p.Placeholders, name) {
+			return "", false
+		}
+	}
+	return os.LookupEnv(name)
 }
 
 type reply struct {
