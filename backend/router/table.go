@@ -360,7 +360,7 @@ func (t *Table) Resolve(model string) (Route, error) {
 
 func (t *Table) emptyChain(name string) error {
 	if name == DefaultChain && len(t.backends) == 0 && t.emptyHint != "" {
-		msg := "FreeLane has no model backend yet: " + t.emptyHint
+		msg := "FreeLane has no model backend to route to: " + t.emptyHint
 		if len(t.hints) > 0 {
 			msg += ". Providers waiting for a key: " + strings.Join(t.hints, "; ")
 		}
