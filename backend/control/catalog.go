@@ -300,7 +300,9 @@ func (c *Control) SetCatalog(ctx context.Context, cat *catalog.Catalog) error {
 	before := config.Fill(c.doc, old)
 	after := config.Fill(c.doc, cat)
 	for i, p := range before.Providers {
-		if p.Catalog == "" || p.Keyless {
+		if _, ok := cat.Provider(p.Catalog); !ok || p.Catalog == "" || p.Keyless {
+			// An entry the new catalog lacks is refused below, by the
+			// configuration's own check.
 			continue
 		}
 		if q := after.Providers[i]; q.BaseURL != p.BaseURL {
