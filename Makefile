@@ -7,8 +7,14 @@ export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 export GOTOOLCHAIN := auto
 
 BIN     := build/bin/freelane
-VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# The release number lives in build/VERSION; the packages carry it too.
+# COMMIT is the git commit built (with -dirty for uncommitted changes) and
+# DATE when, in UTC whatever the machine's zone (SOURCE_DATE_EPOCH, when
+# set, fixes it for a reproducible build).
+VERSION := $(shell cat build/VERSION)
+COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+DATE    := $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 # The desktop app (Wails window and tray) on Debian 12's WebKitGTK 4.1.
 TAGS    := desktop,production,webkit2_41
 # The desktop smoke test's screen: Xvfb plus a private DBus session bus.

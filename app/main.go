@@ -30,8 +30,19 @@ import (
 	"freelane/frontend"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, commit and date are set at build time with -ldflags "-X
+// main.version=... -X main.commit=... -X main.date=...": the release
+// number (build/VERSION), the git commit built and when, in UTC.
+var (
+	version = "dev"
+	commit  = "unknown"
+	date    = "unknown"
+)
+
+// versionLine is what `freelane version` prints and the dashboard shows.
+func versionLine() string {
+	return fmt.Sprintf("%s (commit %s, built %s)", version, commit, date)
+}
 
 // shutdownGrace bounds how long in-flight requests may run after a signal.
 const shutdownGrace = 20 * time.Second
@@ -60,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "connect":
 		return connectCmd(args, stdout, stderr, clk)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "freelane", version)
+		fmt.Fprintln(stdout, "freelane", versionLine())
 		return 0
 	case "help", "-h", "--help":
 		usage(stdout)
@@ -198,7 +209,7 @@ func serve(args []string, stdout, stderr io.Writer, desktop bool, clk clock.Cloc
 
 	g, err := gateway.New(ctx, gateway.Options{
 		Config: cfg, ConfigPath: f.config, Listen: f.listen, DataDir: f.dataDir,
-		Logger: log, Version: version, Assets: frontend.Assets(),
+		Logger: log, Version: versionLine(), Assets: frontend.Assets(),
 		Clock: clk,
 		// FREELANE_KEYCHAIN=off keeps the key vault's master key in a file
 		// in the data directory, for servers without a Secret Service.

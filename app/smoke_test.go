@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -544,5 +545,23 @@ func TestDesktopHeadlessFallbacks(t *testing.T) {
 				t.Fatalf("exit code %d", code)
 			}
 		})
+	}
+}
+
+// TestDesktopBinaryVersion checks that the built binary says its release
+// number (build/VERSION), the commit it was built from and when, in UTC.
+func TestDesktopBinaryVersion(t *testing.T) {
+	out, err := exec.Command(desktopBin(t), "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../build/VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`^freelane ` + regexp.QuoteMeta(strings.TrimSpace(string(want))) +
+		` \(commit [0-9a-f]{12}(-dirty)?, built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)\n$`)
+	if !re.Match(out) {
+		t.Fatalf("freelane version printed %q", out)
 	}
 }
