@@ -101,6 +101,14 @@ func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
 	defer unlock()
 	for attempt := 0; attempt < 2; attempt++ {
 		ln, err := net.Listen("unix", path)
+		if socketsUnsupported(err) {
+			// Windows before 10 (1803) and Wine have no Unix sockets: run
+			// without the single-instance check rather than not at all.
+			log.Warn("this system has no Unix sockets, so a second FreeLane on the same data directory is not detected; start only one", "err", err)
+			done := make(chan struct{})
+			close(done)
+			return &instance{path: path, log: log, done: done}, nil
+		}
 		if err == nil {
 			_ = os.Chmod(path, 0o600)
 			in := &instance{ln: ln, path: path, log: log, done: make(chan struct{})}
@@ -305,6 +313,9 @@ func (in *instance) handle(c net.Conn) {
 
 // Close stops answering and removes the socket.
 func (in *instance) Close() error {
+	if in.ln == nil {
+		return nil
+	}
 	err := in.ln.Close()
 	<-in.done
 	// The listener removes the socket file itself on Unix; this covers the

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -67,3 +68,7 @@ func lockClaim(socket string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// socketsUnsupported reports whether err says the system has no Unix
+// sockets; every Unix has them.
+func socketsUnsupported(err error) bool { return errors.Is(err, syscall.EAFNOSUPPORT) }

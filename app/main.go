@@ -56,7 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// or measures reads it.
 	clk := clock.Real{}
 	cmd := "app"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	switch {
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		cmd, args = args[0], args[1:]
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "--version"):
+		// These are commands, not flags of the desktop app.
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -73,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version", "--version":
 		fmt.Fprintln(stdout, "freelane", versionLine())
 		return 0
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
 	default:

@@ -63,6 +63,20 @@ func TestCheckAcceptsTheExample(t *testing.T) {
 	}
 }
 
+func TestHelpListsEveryCommand(t *testing.T) {
+	for _, arg := range []string{"help", "-h", "--help"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{arg}, &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d", arg, code)
+		}
+		for _, c := range []string{"freelane serve", "freelane check", "freelane dashboard-url", "freelane connect", "freelane version"} {
+			if !strings.Contains(out.String(), c) {
+				t.Errorf("%s: the help lacks %q", arg, c)
+			}
+		}
+	}
+}
+
 func TestVersionAndUnknownCommand(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "freelane ") {
