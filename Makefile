@@ -25,7 +25,7 @@ HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
 CONFIG  ?=
 ARGS    ?=
 
-.PHONY: all deps deps-test deps-package frontend build build-windows package test-package run serve test test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load clean
+.PHONY: all deps deps-test deps-package frontend build build-windows package test-package vet-cross run serve test test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load clean
 
 all: build
 
@@ -85,6 +85,16 @@ vet:
 	staticcheck ./backend/...
 	staticcheck -tags $(TAGS) ./app
 
+# vet-cross vets the code as it builds for Windows (with MinGW-w64, the
+# desktop app included) and for macOS: there, every package that builds
+# without cgo, since the SQLite driver and the desktop shell need Apple's
+# SDK, which no Debian machine has.
+vet-cross: deps-package
+	CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc GOOS=windows GOARCH=amd64 go vet -tags desktop,production ./app ./backend/...
+	@pkgs=$$(for p in $$(go list ./...); do GOOS=darwin GOARCH=arm64 go list -deps $$p | grep -q mattn/go-sqlite3 || echo $$p; done); \
+	  echo "vet for darwin/arm64: $$(echo $$pkgs | wc -w) of $$(go list ./... | wc -l) packages (the rest need cgo with Apple's SDK)"; \
+	  GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $$pkgs
+
 # vulncheck fails on any known vulnerability reachable from FreeLane's code
 # (govulncheck); see .ci/vulncheck for where its database comes from.
 vulncheck:
@@ -96,7 +106,7 @@ vulncheck:
 wiretypes:
 	go test ./backend/wiretypes -run TestWireTypes -update
 
-test: deps-test vet vulncheck test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop test-package
+test: deps-test vet vet-cross vulncheck test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop test-package
 
 test-go:
 	go test -race -count=1 -timeout 15m ./...
