@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,5 +135,30 @@ func TestServeStartsAndStopsCleanly(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "freelane.db")); err != nil {
 		t.Errorf("database not created: %v", err)
+	}
+}
+
+// TestOneVersionNumber keeps the version Wails' files carry (wails.json,
+// which fills the Windows and macOS metadata) the one of build/VERSION,
+// which the binary and the packages carry.
+func TestOneVersionNumber(t *testing.T) {
+	want, err := os.ReadFile("../build/VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../wails.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		Info struct {
+			ProductVersion string `json:"productVersion"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		t.Fatal(err)
+	}
+	if v := strings.TrimSpace(string(want)); w.Info.ProductVersion != v || !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(v) {
+		t.Fatalf("wails.json says %q, build/VERSION %q; they must be one version, MAJOR.MINOR.PATCH", w.Info.ProductVersion, v)
 	}
 }
