@@ -6,7 +6,10 @@
 #                                          distributions, with install.sh
 #   freelane_VERSION_windows_amd64.zip     freelane.exe and freelane-cli.exe
 #                                          (when they were built)
-# Every tool it uses comes from Debian's packages (dpkg-dev, gzip, tar, zip).
+#   freelane_VERSION_windows_amd64_setup.exe
+#                                          the same as an installer (NSIS)
+# Every tool it uses comes from Debian's packages (dpkg-dev, gzip, tar, zip,
+# nsis).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -110,6 +113,13 @@ if [ -f build/bin/freelane.exe ]; then
   sed 's/$/\r/' build/package/windows-readme.txt >"$win/README.txt"
   find "$stage/win" -exec touch -d "@$epoch" {} +
   (cd "$stage/win" && zip -qrX "$OLDPWD/$dist/freelane_${version}_windows_amd64.zip" "freelane-$version")
+  # And the installer, made with Debian's NSIS.
+  if command -v makensis >/dev/null; then
+    cp build/windows/icon.ico "$win/icon.ico"
+    makensis -V2 -DVERSION="$version" -DSRC="$win" -DOUTFILE="$PWD/$dist/freelane_${version}_windows_amd64_setup.exe" \
+      build/package/freelane.nsi >/dev/null
+    rm "$win/icon.ico"
+  fi
 fi
 
 ls -l "$dist"

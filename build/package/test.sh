@@ -8,7 +8,8 @@
 #   - the tarball's install.sh installs into a scratch HOME's ~/.local,
 #     the installed program serves, and --uninstall removes it;
 #   - under Wine, freelane-cli.exe serve answers /v1/models and a chat and
-#     stops cleanly on Ctrl-C, and the desktop build freelane.exe serves.
+#     stops cleanly on Ctrl-C, the desktop build freelane.exe serves, and
+#     the installer installs and uninstalls.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 version=$(cat build/VERSION)
@@ -165,7 +166,25 @@ pids+=($!)
 check_serving "$work/wingui.err" "freelane.exe under Wine"
 ok "the desktop build freelane.exe serves under Wine (its window and tray are not tested here)"
 
-for f in "$deb" "$tarball" "$zip"; do
+# The installer: a silent per-user install, the Start menu entry and the
+# Apps entry, the installed program runs, and the uninstaller removes it.
+setup=$dist/freelane_${version}_windows_amd64_setup.exe
+[ -f "$setup" ] || fail "$setup is missing"
+timeout 120 "$wine" "$setup" /S || fail "the installer failed"
+wuser=$WINEPREFIX/drive_c/users/$(whoami)
+inst=$wuser/AppData/Local/Programs/FreeLane
+for f in freelane.exe freelane-cli.exe uninstall.exe; do [ -f "$inst/$f" ] || fail "the installer did not install $f"; done
+[ -f "$wuser/AppData/Roaming/Microsoft/Windows/Start Menu/Programs/FreeLane.lnk" ] || fail "no Start menu entry"
+"$wine" reg query 'HKCU\Software\Microsoft\Windows\CurrentVersion\Uninstall\FreeLane' /v DisplayVersion 2>/dev/null |
+  tr -d '\r' | grep -q "$version" || fail "no Apps entry with version $version"
+"$wine" "$inst/freelane-cli.exe" version 2>/dev/null | tr -d '\r' | grep -q "^freelane $version " || fail "the installed freelane-cli.exe does not run"
+timeout 60 "$wine" "$inst/uninstall.exe" /S || fail "the uninstaller failed"
+# The uninstaller finishes from a copy of itself in the temporary folder.
+for _ in $(seq 100); do [ -e "$inst/freelane.exe" ] || break; sleep 0.1; done
+[ ! -e "$inst/freelane.exe" ] || fail "the uninstaller left freelane.exe"
+ok "the Windows installer installs for the user (Start menu, Apps entry), the program runs, the uninstaller removes it"
+
+for f in "$deb" "$tarball" "$zip" "$setup"; do
   echo "     $(basename "$f"): $(du -h "$f" | cut -f1)"
 done
 echo "$passed passed, 0 failed"
