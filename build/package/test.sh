@@ -96,6 +96,12 @@ fi
 "$prefix/bin/freelane" version | grep -q "^freelane $version " || fail "the installed binary is not $version"
 "$prefix/bin/freelane" --help 2>&1 | grep -q "freelane connect" || fail "--help does not list the commands"
 [ -f "$prefix/lib/systemd/user/freelane.service" ] || fail "no systemd user unit"
+if [ "$installed" = apt ] && command -v systemd-analyze >/dev/null; then
+  # With the package installed, its unit, the binary and the man page it
+  # names all check out.
+  out=$(systemd-analyze verify /usr/lib/systemd/user/freelane.service 2>&1) || fail "systemd-analyze verify: $out"
+  [ -z "$out" ] || fail "systemd-analyze verify: $out"
+fi
 home=$work/debhome
 mkdir -p "$home"
 config "$work/deb.yaml"
