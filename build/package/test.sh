@@ -73,6 +73,23 @@ discovery: {disabled: true}
 EOF
 }
 
+# serve_and_stop BIN HOME NAME WHAT: BIN serve, with HOME as the user's
+# home, answers and stops cleanly on SIGTERM, leaving its data in
+# ~/.config/freelane.
+serve_and_stop() {
+  local bin=$1 home=$2 name=$3 what=$4 pid
+  mkdir -p "$home"
+  config "$work/$name.yaml"
+  HOME=$home XDG_CONFIG_HOME=$home/.config FREELANE_KEYCHAIN=off "$bin" serve --config "$work/$name.yaml" >"$work/$name.out" 2>"$work/$name.err" &
+  pid=$!
+  pids+=($pid)
+  check_serving "$work/$name.err" "$what"
+  kill -TERM "$pid"
+  wait "$pid" || fail "$what did not exit 0 on SIGTERM: $(tail -3 "$work/$name.err")"
+  grep -q 'msg=stopped' "$work/$name.err" || fail "$what: no clean stop in the log"
+  [ -f "$home/.config/freelane/freelane.db" ] || fail "$what: no data directory in ~/.config/freelane"
+}
+
 # 1. lintian.
 [ -f "$deb" ] || fail "$deb is missing; run make package"
 lintian --fail-on error,warning "$deb" >"$work/lintian.txt" 2>&1 ||
@@ -103,16 +120,7 @@ if [ "$installed" = apt ] && command -v systemd-analyze >/dev/null; then
   [ -z "$out" ] || fail "systemd-analyze verify: $out"
 fi
 home=$work/debhome
-mkdir -p "$home"
-config "$work/deb.yaml"
-HOME=$home XDG_CONFIG_HOME=$home/.config FREELANE_KEYCHAIN=off "$prefix/bin/freelane" serve --config "$work/deb.yaml" >"$work/deb.out" 2>"$work/deb.err" &
-fl=$!
-pids+=($fl)
-check_serving "$work/deb.err" "the .deb's freelane"
-kill -TERM "$fl"
-wait "$fl" || fail "the .deb's freelane did not exit 0 on SIGTERM: $(tail -3 "$work/deb.err")"
-grep -q 'msg=stopped' "$work/deb.err" || fail "no clean stop in the log"
-[ -f "$home/.config/freelane/freelane.db" ] || fail "no data directory in ~/.config/freelane"
+serve_and_stop "$prefix/bin/freelane" "$home" deb "the .deb's freelane"
 ok "the .deb installs with $installed, /usr/bin/freelane serve answers and stops cleanly"
 if [ "$installed" = apt ]; then
   DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq freelane >"$work/apt.txt" 2>&1 || { cat "$work/apt.txt"; fail "apt-get remove"; }
@@ -131,13 +139,7 @@ tbin=$thome/.local/bin/freelane
 [ -x "$tbin" ] || fail "install.sh did not install $tbin"
 grep -q "^Exec=$tbin" "$thome/.local/share/applications/freelane.desktop" || fail "the desktop entry does not name $tbin"
 grep -q "^ExecStart=$tbin serve" "$thome/.local/share/systemd/user/freelane.service" || fail "the unit does not name $tbin"
-config "$work/tar.yaml"
-HOME=$thome XDG_CONFIG_HOME=$thome/.config FREELANE_KEYCHAIN=off "$tbin" serve --config "$work/tar.yaml" >"$work/tar.out" 2>"$work/tar.err" &
-fl=$!
-pids+=($fl)
-check_serving "$work/tar.err" "the tarball's freelane"
-kill -TERM "$fl"
-wait "$fl" || fail "the tarball's freelane did not exit 0 on SIGTERM"
+serve_and_stop "$tbin" "$thome" tar "the tarball's freelane"
 HOME=$thome sh "$work/tar/freelane-$version/install.sh" --uninstall >/dev/null
 [ ! -e "$tbin" ] || fail "install.sh --uninstall left $tbin"
 [ -f "$thome/.config/freelane/freelane.db" ] || fail "uninstalling removed the user's data"
