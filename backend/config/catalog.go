@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,23 +56,16 @@ func limitsOf(ls []catalog.Limit) *Limits {
 	}
 	var out Limits
 	for _, l := range ls {
-		out.RPM = cmpOr(out.RPM, l.RPM)
-		out.RPD = cmpOr(out.RPD, l.RPD)
-		out.TPM = cmpOr(out.TPM, l.TPM)
-		out.TPD = cmpOr(out.TPD, l.TPD)
-		out.Concurrency = cmpOr(out.Concurrency, l.Concurrency)
+		out.RPM = cmp.Or(out.RPM, l.RPM)
+		out.RPD = cmp.Or(out.RPD, l.RPD)
+		out.TPM = cmp.Or(out.TPM, l.TPM)
+		out.TPD = cmp.Or(out.TPD, l.TPD)
+		out.Concurrency = cmp.Or(out.Concurrency, l.Concurrency)
 		if out.Reset == "" {
 			out.Reset = l.Reset
 		}
 	}
 	return &out
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // catalogModel is a catalog model as a provider's model.
@@ -187,7 +181,7 @@ func (d *decoder) fillProvider(p *Provider, e *catalog.Provider, f string) {
 		models = append(models, cm)
 	}
 	for _, m := range p.Models {
-		if _, ok := catalogModelIndex(e, m.ID); !ok {
+		if !slices.ContainsFunc(e.Models, func(c catalog.Model) bool { return c.ID == m.ID }) {
 			models = append(models, m)
 		}
 	}
@@ -217,11 +211,6 @@ func (d *decoder) fillProvider(p *Provider, e *catalog.Provider, f string) {
 		}
 	}
 	d.envUnset[f+".api_key"] = slices.Clone(e.KeyEnv)
-}
-
-func catalogModelIndex(e *catalog.Provider, id string) (int, bool) {
-	i := slices.IndexFunc(e.Models, func(m catalog.Model) bool { return m.ID == id })
-	return i, i >= 0
 }
 
 // catalogURL is the entry's base URL, its placeholders expanded from the

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"freelane/backend/atomicfile"
 	"freelane/backend/clock"
 )
 
@@ -175,7 +176,7 @@ func (p planned) write(clk clock.Clock) (Written, error) {
 	} else {
 		w.Undo = "rm " + shellQuote(p.path)
 	}
-	if err := writeAtomic(p.path, p.merged); err != nil {
+	if err := atomicfile.Write(p.path, p.merged); err != nil {
 		return Written{}, err
 	}
 	return w, nil
@@ -275,40 +276,6 @@ func backup(path string, old []byte, clk clock.Clock) (string, error) {
 		return name, nil
 	}
 	return "", fmt.Errorf("backing up %s: too many backups named %s*; remove old ones", path, base)
-}
-
-// writeAtomic replaces path with b through a temporary file in the same
-// directory, so a crash leaves the old file or the new one, never half of
-// one. The file is 0600: these files may hold keys.
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".freelane-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	done = true
-	return nil
 }
 
 // shellQuote quotes s for a POSIX shell.

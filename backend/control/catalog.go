@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -218,7 +219,7 @@ func (c *Control) AddFromCatalog(ctx context.Context, id string, in CatalogInput
 	}
 	key := strings.TrimSpace(in.Key)
 	if key == "" && e.Tier != catalog.TierLocal {
-		return ProviderView{}, userErr(http.StatusBadRequest, "key", "paste the key from %s", cmpOr(e.SignupURL, e.Name))
+		return ProviderView{}, userErr(http.StatusBadRequest, "key", "paste the key from %s", cmp.Or(e.SignupURL, e.Name))
 	}
 	if len(models) == 0 && len(e.Models) == 0 {
 		return ProviderView{}, userErr(http.StatusBadRequest, "key", "%s lists no models for this key, so there is nothing to serve", e.Name)
@@ -263,13 +264,6 @@ func (c *Control) catalogRank(id string) int {
 // EnvSet returns the first of names set to a non-empty value in the
 // environment FreeLane reads keys from, "" when none is.
 func (c *Control) EnvSet(names []string) string { return c.envValue(names) }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 // AddModels adds models to a provider (those its model list names that it
 // did not serve yet); models it has already are left as they are.

@@ -475,21 +475,14 @@ func keepCatalogShape(stored, shown config.Provider, next *config.Provider) {
 			models = append(models, m)
 			continue
 		}
-		// Sent back as shown: keep what was stored for it, if anything.
+		// Sent back as shown: keep what was stored for it, if anything;
+		// a model shown only because the catalog has it stays the
+		// catalog's.
 		if k := slices.IndexFunc(stored.Models, func(o config.Model) bool { return o.ID == m.ID }); k >= 0 {
 			models = append(models, stored.Models[k])
-		} else if !catalogHas(shown, stored, m.ID) {
-			models = append(models, m)
 		}
 	}
 	next.Models = models
-}
-
-// catalogHas reports whether a model of shown comes from the catalog
-// rather than from what was stored.
-func catalogHas(shown, stored config.Provider, id string) bool {
-	return slices.ContainsFunc(shown.Models, func(o config.Model) bool { return o.ID == id }) &&
-		!slices.ContainsFunc(stored.Models, func(o config.Model) bool { return o.ID == id })
 }
 
 // sameModel compares two models as the dashboard shows them: an empty

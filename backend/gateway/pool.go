@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"freelane/backend/api"
+	"freelane/backend/atomicfile"
 	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/control"
@@ -39,10 +43,7 @@ const catalogBuiltIn = "built in"
 // loadCatalog returns the catalog to use: the data directory's file when
 // it is valid and not older than the built-in one, the built-in one
 // otherwise (with the reason logged), and where it came from.
-func loadCatalog(dataDir string, log interface {
-	Warn(msg string, args ...any)
-	Error(msg string, args ...any)
-}) (*catalog.Catalog, string) {
+func loadCatalog(dataDir string, log *slog.Logger) (*catalog.Catalog, string) {
 	builtIn := catalog.Embedded()
 	path := filepath.Join(dataDir, catalogFile)
 	f, err := os.Open(path)
@@ -92,7 +93,7 @@ func (g *Gateway) compose(base *config.Config) *config.Config {
 	}
 	cfg := *base
 	cfg.Providers = slices.Clone(base.Providers)
-	for _, port := range slices.Sorted(mapKeys(g.local)) {
+	for _, port := range slices.Sorted(maps.Keys(g.local)) {
 		ls := g.local[port]
 		if ls.provider == "" || !ls.up {
 			continue
@@ -244,7 +245,7 @@ func (g *Gateway) localServers() []api.LocalServer {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := []api.LocalServer{}
-	for _, port := range slices.Sorted(mapKeys(g.local)) {
+	for _, port := range slices.Sorted(maps.Keys(g.local)) {
 		ls := g.local[port]
 		v := api.LocalServer{Kind: ls.server.Kind, Name: ls.server.Name, Port: port, BaseURL: ls.server.BaseURL,
 			Provider: ls.provider, Up: ls.up, NeedsKey: ls.server.NeedsKey, Models: []api.LocalModel{}}
@@ -256,28 +257,11 @@ func (g *Gateway) localServers() []api.LocalServer {
 			}
 		}
 		for _, m := range ls.server.Models {
-			v.Models = append(v.Models, api.LocalModel{ID: m.ID, Context: cmpOr(m.Context, m.TrainedContext), ParamsB: m.ParamsB, Embedding: m.Embedding})
+			v.Models = append(v.Models, api.LocalModel{ID: m.ID, Context: cmp.Or(m.Context, m.TrainedContext), ParamsB: m.ParamsB, Embedding: m.Embedding})
 		}
 		out = append(out, v)
 	}
 	return out
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // discoveryPorts are the ports discovery looks at: the configured ones,
@@ -312,7 +296,7 @@ func (g *Gateway) emptyHint(cfg *config.Config) string {
 	hint := fmt.Sprintf("open the dashboard at http://%s/ and paste a free key, or set one of %s (a free key from the provider's site) and restart FreeLane, or start a local model server such as Ollama",
 		addr, strings.Join(g.envNames, ", "))
 	var gone []string
-	for _, port := range slices.Sorted(mapKeys(g.local)) {
+	for _, port := range slices.Sorted(maps.Keys(g.local)) {
 		if ls := g.local[port]; !ls.up && ls.provider != "" {
 			gone = append(gone, fmt.Sprintf("%s stopped answering on port %d", ls.server.Name, port))
 		}
@@ -416,7 +400,7 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("the key is longer than %d characters; paste the key alone", maxKey)}
 	}
 	if in.Key == "" && e.Tier != catalog.TierLocal {
-		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Message: "paste the key from " + cmpOrS(e.SignupURL, e.Name)}
+		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Message: "paste the key from " + cmp.Or(e.SignupURL, e.Name)}
 	}
 	baseURL, err := control.CatalogBaseURL(e, in.Values)
 	if err != nil {
@@ -455,16 +439,13 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 	}
 	added.Provider = view
 	if lerr == nil && (e.ListModels || len(e.Models) == 0) {
-		g.retireUnlisted(view.Name, view.Models, listed, e.Tier)
+		var ids []string
+		for _, m := range view.Models {
+			ids = append(ids, m.ID)
+		}
+		g.retireUnlisted(view.Name, ids, listed, e.Tier)
 	}
 	return added, nil
-}
-
-func cmpOrS(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // joinable are the listed models that may serve from a provider of the
@@ -503,13 +484,13 @@ func newModels(e *catalog.Provider, listed []modellist.Listed, have []string) []
 
 // retireUnlisted retires the provider's models its list no longer names
 // (withdrawn, or no longer free), and restores those it names again.
-func (g *Gateway) retireUnlisted(provider string, models []control.ModelSpec, listed []modellist.Listed, tier string) {
+func (g *Gateway) retireUnlisted(provider string, models []string, listed []modellist.Listed, tier string) {
 	ids := modellist.IDs(joinable(tier, listed))
-	for _, m := range models {
-		name := provider + "/" + m.ID
+	for _, id := range models {
+		name := provider + "/" + id
 		g.listMu.Lock()
 		was := g.listRetired[name]
-		listed := slices.Contains(ids, m.ID)
+		listed := slices.Contains(ids, id)
 		if listed {
 			delete(g.listRetired, name)
 		} else {
@@ -559,7 +540,6 @@ func (g *Gateway) RefreshModels(ctx context.Context) {
 	cfg := g.cfg
 	g.mu.Unlock()
 	cat := g.control.Catalog()
-	views := g.control.Providers()
 	for _, p := range cfg.Providers {
 		e, ok := cat.Provider(p.Catalog)
 		if !ok || !e.ListModels || p.Disabled || (!p.Keyless && p.APIKey == "") {
@@ -595,11 +575,7 @@ func (g *Gateway) RefreshModels(ctx context.Context) {
 				}
 			}
 		}
-		for _, v := range views {
-			if v.Name == p.Name {
-				g.retireUnlisted(p.Name, v.Models, listed, e.Tier)
-			}
-		}
+		g.retireUnlisted(p.Name, have, listed, e.Tier)
 	}
 }
 
@@ -712,7 +688,7 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 		return api.CatalogView{}, err
 	}
 	path := filepath.Join(g.o.DataDir, catalogFile)
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := atomicfile.Write(path, data); err != nil {
 		g.log.Warn("the new catalog is in use but could not be kept for the next start", "file", path, "err", err)
 	}
 	g.mu.Lock()
@@ -720,14 +696,6 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 	g.mu.Unlock()
 	g.hub.Invalidate()
 	return a.Catalog(), nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // chainWarning says when a chain's backends all share one provider or one
