@@ -177,7 +177,20 @@ type Server struct {
 	// written as ${FREELANE_TOKEN}. FreeLane keeps only its hash and never
 	// stores it.
 	Token string `yaml:"token,omitempty"`
+	// LocalUsers says which accounts of this machine are trusted like the
+	// one running FreeLane: LocalUsersSelf (the default, also when empty)
+	// trusts only that account, so programs of other accounts need the
+	// inbound token; LocalUsersAny trusts every account.
+	LocalUsers string `yaml:"local_users,omitempty"`
 }
+
+// The values of server.local_users.
+const (
+	// LocalUsersSelf trusts only the account running FreeLane (and root).
+	LocalUsersSelf = "self"
+	// LocalUsersAny trusts every account of this machine.
+	LocalUsersAny = "any"
+)
 
 // Requests bounds what clients' requests may cost FreeLane while their
 // bodies are received and held.

@@ -119,6 +119,9 @@ func (v *validator) validate(c *Config) {
 	if t := c.Server.Token; t != "" && len(strings.TrimSpace(t)) < MinTokenLength {
 		v.errorf("server.token", "must be at least %d characters so it cannot be guessed (for example the output of openssl rand -hex 24)", MinTokenLength)
 	}
+	if u := c.Server.LocalUsers; u != "" && u != LocalUsersSelf && u != LocalUsersAny {
+		v.errorf("server.local_users", "must be %q (only programs of the account running FreeLane, the default) or %q (programs of every account on this machine), got %q", LocalUsersSelf, LocalUsersAny, u)
+	}
 	if v.d.set["max_body_mb"] && (c.MaxBodyMB < 1 || c.MaxBodyMB > MaxMaxBodyMB) {
 		v.errorf("max_body_mb", "must be from 1 to %d (MiB), got %d", MaxMaxBodyMB, c.MaxBodyMB)
 	}
