@@ -48,6 +48,10 @@ type Options struct {
 	Sessions *auth.Sessions
 	// Token, when set, is required from every /v1 caller.
 	Token auth.Token
+	// AllLocalUsers trusts programs of every account on this machine like
+	// the user's own (server.local_users: any); otherwise other accounts
+	// need the Token.
+	AllLocalUsers bool
 	// Responses stores Responses API answers; nil stores none, and a
 	// previous_response_id is then never found.
 	Responses ResponseStore
@@ -65,6 +69,8 @@ type Server struct {
 	// readTimeout is the body read deadline in nanoseconds.
 	readTimeout atomic.Int64
 	budget      byteBudget
+	// tokens counts wrong inbound tokens and throttles their senders.
+	tokens *tokenLimiter
 }
 
 // SetPaused pauses or resumes routing. While paused every /v1 request is
@@ -122,7 +128,8 @@ func New(o Options) *Server {
 		_, _ = rand.Read(secret)
 		o.Sessions = auth.New(secret, o.Clock)
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions}
+	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions, tokens: newTokenLimiter(o.Clock, o.Logger)}
+	s.warnUnknownOwners()
 	s.maxBody.Store(o.MaxBody)
 	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaultBodyReadTimeout)))
 	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaultInflightBody))

@@ -2,7 +2,6 @@ package api
 
 import (
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,7 +46,8 @@ func ownOrigin(origin string, r *http.Request) bool {
 }
 
 // guardV1 runs in front of every /v1 route, in this order: CORS preflight,
-// the browser checks, the inbound token, the body's media type.
+// the browser checks, the caller's account and the inbound token, the
+// body's media type.
 func (s *Server) guardV1(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
@@ -75,10 +75,7 @@ func (s *Server) guardV1(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if s.o.Token.Set() && !s.o.Token.Match(presentedToken(r)) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="FreeLane"`)
-			v1Error(w, r, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-				"this FreeLane requires its inbound token: set it as your tool's API key (it is sent as Authorization: Bearer, x-api-key or x-goog-api-key); the token is server.token in FreeLane's config or its FREELANE_TOKEN environment variable", "")
+		if !s.admitV1(w, r) {
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -138,16 +135,6 @@ func presentedToken(r *http.Request) string {
 		return r.URL.Query().Get("key")
 	}
 	return ""
-}
-
-// fromLoopback reports whether the request came from this machine.
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // dashboardCSP lets the dashboard load only its own scripts, styles and

@@ -116,12 +116,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 // NewLoginCode mints a one-time login code for a dashboard link.
 func (s *Server) NewLoginCode() string { return s.sessions.NewLoginCode() }
 
-// metricsAccess lets /metrics be scraped from this machine freely and from
-// elsewhere with the inbound token or a dashboard session.
+// metricsAccess lets /metrics be scraped by the user's own programs
+// freely and by anyone else with the inbound token or a dashboard session.
 func (s *Server) metricsAccess(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !fromLoopback(r) && s.session(r) == "" && !s.o.Token.Match(presentedToken(r)) {
-			WriteError(w, http.StatusUnauthorized, "authentication_error", "token_required", metricsMessage, "")
+		if !s.admitMetrics(w, r) {
 			return
 		}
 		next(w, r)

@@ -187,8 +187,10 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	token := o.Token
+	var allLocalUsers bool
 	if o.Config != nil {
 		token = cmp.Or(token, o.Config.Server.Token)
+		allLocalUsers = o.Config.Server.LocalUsers == config.LocalUsersAny
 		// The token is a credential of this run only: the stored
 		// configuration never holds it.
 		seed := *o.Config
@@ -200,7 +202,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
-		Sessions: sessions, Token: g.token, Responses: g.responses})
+		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Responses: g.responses})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := loadCatalog(o.DataDir, o.Logger)
@@ -231,6 +233,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		// Who is at the other end is looked up once per connection.
+		ConnContext: api.ConnContext,
 	}
 	return g, nil
 }
