@@ -211,11 +211,15 @@ func (l *tokenLimiter) flush() {
 	l.flushPending = false
 	l.mu.Unlock()
 	for _, ln := range lines {
-		msg := fmt.Sprintf("%d wrong inbound tokens from %s in the last minute", ln.wrong+ln.throttled, ln.peer)
+		n := ln.wrong + ln.throttled
+		msg := fmt.Sprintf("%d wrong inbound tokens from %s in the last minute", n, ln.peer)
+		if n == 1 {
+			msg = "1 wrong inbound token from " + ln.peer + " in the last minute"
+		}
 		if ln.throttled > 0 {
 			msg += fmt.Sprintf("; %d of them came past the limit of %d a minute and were answered 429 unchecked", ln.throttled, tokenFailLimit)
 		}
-		l.log.Warn(msg, "peer", ln.peer, "count", ln.wrong+ln.throttled, "throttled", ln.throttled)
+		l.log.Warn(msg, "peer", ln.peer, "count", n, "throttled", ln.throttled)
 	}
 }
 

@@ -121,7 +121,7 @@ func TestTokenLimiterLogsOneLinePerPeer(t *testing.T) {
 	}
 	clk.Advance(tokenFailWindow)
 	log.waitFor(t, "300 wrong inbound tokens from uid 65534 in the last minute; 295 of them came past the limit of 5 a minute and were answered 429 unchecked")
-	out := log.waitFor(t, "1 wrong inbound tokens from 2001:db8:1:2::/64 in the last minute")
+	out := log.waitFor(t, "1 wrong inbound token from 2001:db8:1:2::/64 in the last minute")
 	if n := strings.Count(out, "level=WARN"); n != 2 {
 		t.Errorf("%d lines for two peers:\n%s", n, out)
 	}
@@ -133,7 +133,7 @@ func TestTokenLimiterLogsOneLinePerPeer(t *testing.T) {
 	clk.Advance(tokenFailWindow)
 	l.fail(nobody, true)
 	clk.Advance(tokenFailWindow)
-	out = log.waitFor(t, "1 wrong inbound tokens from uid 65534")
+	out = log.waitFor(t, "1 wrong inbound token from uid 65534")
 	if n := strings.Count(out, "level=WARN"); n != 3 {
 		t.Errorf("%d lines, want 3:\n%s", n, out)
 	}
