@@ -150,13 +150,13 @@ func TestCallerOwnersKnownHere(t *testing.T) {
 func TestCallerIdentity(t *testing.T) {
 	lo := netip.MustParseAddr("127.0.0.1")
 	for c, want := range map[Caller]string{
-		{Kind: CallerSelf, UID: 1000, UIDKnown: true, Addr: lo}:         "uid:1000",
-		{Kind: CallerSelf, UID: 0, UIDKnown: true, Addr: lo}:            "uid:0",
+		{Kind: CallerSelf, UID: 1000, UIDKnown: true, Addr: lo}:          "uid:1000",
+		{Kind: CallerSelf, UID: 0, UIDKnown: true, Addr: lo}:             "uid:0",
 		{Kind: CallerOtherAccount, UID: 65534, UIDKnown: true, Addr: lo}: "uid:65534",
-		{Kind: CallerOtherAccount, Addr: lo}:                            "uid:unknown",
-		{Kind: CallerNetwork, Addr: netip.MustParseAddr("192.168.1.7")}: "net:192.168.1.7",
-		{Kind: CallerNetwork, Addr: netip.MustParseAddr("2001:db8::1")}: "net:2001:db8::1",
-		{Kind: CallerUnknown, Addr: lo}:                                 "local",
+		{Kind: CallerOtherAccount, Addr: lo}:                             "uid:unknown",
+		{Kind: CallerNetwork, Addr: netip.MustParseAddr("192.168.1.7")}:  "net:192.168.1.7",
+		{Kind: CallerNetwork, Addr: netip.MustParseAddr("2001:db8::1")}:  "net:2001:db8::1",
+		{Kind: CallerUnknown, Addr: lo}:                                  "local",
 	} {
 		if got := c.Identity(); got != want {
 			t.Errorf("%+v: Identity() = %q, want %q", c, got, want)
