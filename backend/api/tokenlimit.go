@@ -39,7 +39,7 @@ const (
 )
 
 // tooManyTokensMessage answers a throttled peer.
-const tooManyTokensMessage = "too many wrong inbound tokens from this caller (%d within a minute), so FreeLane does not check its tokens for %s; set the right token (server.token in FreeLane's config, or FREELANE_TOKEN) as the tool's API key"
+const tooManyTokensMessage = "too many wrong inbound tokens from this caller (%d within a minute), so FreeLane does not check its tokens for %ds; set the right token (server.token in FreeLane's config, or FREELANE_TOKEN) as the tool's API key"
 
 // peerKey names a peer in the table without allocating.
 type peerKey struct {
@@ -246,8 +246,8 @@ func (s *Server) checkToken(w http.ResponseWriter, r *http.Request, c Caller, no
 }
 
 func (s *Server) tooManyTokens(w http.ResponseWriter, r *http.Request, no refusal, wait time.Duration) {
-	secs := int(math.Ceil(wait.Seconds()))
-	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	secs := max(int(math.Ceil(wait.Seconds())), 1)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	no.write(w, r, http.StatusTooManyRequests, "rate_limit_error", "too_many_wrong_tokens",
-		fmt.Sprintf(tooManyTokensMessage, tokenFailLimit, (time.Duration(max(secs, 1))*time.Second).String()), "")
+		fmt.Sprintf(tooManyTokensMessage, tokenFailLimit, secs), "")
 }

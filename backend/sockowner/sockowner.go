@@ -6,7 +6,12 @@
 // socket, so PeerUID names the account that runs the client. For a
 // connection a program dialed, the other end is the socket the server
 // accepted, which keeps the uid of the listening socket, so PeerUID names
-// the account that runs the server.
+// the account that runs the server (already while the connection waits to
+// be accepted).
+//
+// Ask while the connection is open: once the other end has closed its
+// socket, the kernel keeps it only in time-wait, without an owner, and the
+// lookup returns ErrNotFound rather than a uid.
 //
 // Only Linux gives an answer; elsewhere every lookup returns
 // ErrUnsupported.

@@ -18,7 +18,8 @@ import (
 
 // childEnv switches the test binary into a helper that holds one socket
 // for a test running it as another account: "dial ADDR" connects to ADDR,
-// "listen" accepts one connection. It prints its socket's address, then
+// "listen" accepts one connection, "listen, never accept" leaves it in the
+// listener's queue. It prints its socket's address, then
 // closes the socket when a line arrives on stdin and exits at EOF.
 const childEnv = "SOCKOWNER_TEST_CHILD"
 
@@ -32,20 +33,25 @@ func TestMain(m *testing.M) {
 }
 
 func child(mode string) int {
-	var c net.Conn
+	var c io.Closer
 	var err error
 	switch {
 	case strings.HasPrefix(mode, "dial "):
-		c, err = net.Dial("tcp", strings.TrimPrefix(mode, "dial "))
+		var d net.Conn
+		d, err = net.Dial("tcp", strings.TrimPrefix(mode, "dial "))
 		if err == nil {
-			fmt.Println(c.LocalAddr())
+			fmt.Println(d.LocalAddr())
+			c = d
 		}
-	case mode == "listen":
+	case mode == "listen" || mode == "listen, never accept":
 		var ln net.Listener
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
 		if err == nil {
 			fmt.Println(ln.Addr())
-			c, err = ln.Accept()
+			c = ln
+			if mode == "listen" {
+				c, err = ln.Accept()
+			}
 		}
 	}
 	if err != nil {
@@ -229,6 +235,15 @@ func TestPeerUIDAnotherAccount(t *testing.T) {
 	})
 	t.Run("server", func(t *testing.T) {
 		addr, _ := asNobody(t, "listen")
+		c, err := net.Dial("tcp4", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		agree(t, c, nobody)
+	})
+	t.Run("server that has not accepted yet", func(t *testing.T) {
+		addr, _ := asNobody(t, "listen, never accept")
 		c, err := net.Dial("tcp4", addr)
 		if err != nil {
 			t.Fatal(err)
