@@ -276,13 +276,14 @@ func (s *Server) admitMetrics(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	msg := metricsMessage
-	if c.Kind != CallerNetwork {
+	switch {
+	case c.Kind == CallerNetwork:
+	case !s.o.Token.Set():
+		msg = strangerMessage(c)
+	default:
 		msg = metricsStrangerMessage
 	}
 	if !s.o.Token.Set() {
-		if c.Kind != CallerNetwork {
-			msg = strangerMessage(c)
-		}
 		WriteError(w, http.StatusUnauthorized, "authentication_error", "token_required", msg, "")
 		return false
 	}
