@@ -5,7 +5,7 @@ import "./lib/intl-safe";
 import { mount } from "svelte";
 import App from "./App.svelte";
 import "./app.css";
-import { checkSession, watchSignIn } from "./lib/auth.svelte";
+import { checkSession, watchLoginLinks, watchSignIn } from "./lib/auth.svelte";
 import { live } from "./lib/live.svelte";
 import { takeLoginCode } from "./lib/session";
 
@@ -19,8 +19,11 @@ mount(App, { target: document.getElementById("app")! });
 void checkSession(code).then((ok) => {
   if (ok) live.start();
 });
-// Signing in in another tab signs this one in too: reconnect at once.
-watchSignIn(() => {
+// A login link opened in this tab, or signing in in another tab, signs
+// this one in too: reconnect at once.
+const reconnect = () => {
   live.stop();
   live.start();
-});
+};
+watchLoginLinks(reconnect);
+watchSignIn(reconnect);

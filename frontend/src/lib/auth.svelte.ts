@@ -35,6 +35,7 @@ export async function signIn(code: string): Promise<void> {
   try {
     const v = await api.login(code);
     saveSession(v.session, v.expires);
+    auth.loginFailed = false;
   } catch (e) {
     if (e instanceof ApiError && e.status !== 0) auth.loginFailed = true;
   }
@@ -50,10 +51,31 @@ export async function checkSession(code: string | null = takeLoginCode()): Promi
   if (code !== null) await signIn(code);
   try {
     await api.session();
+    auth.signedOut = false;
+    auth.message = "";
     return true;
   } catch (e) {
     return !(e instanceof ApiError && e.status === 401);
   }
+}
+
+/**
+ * Signs in with a login link opened in this page after it loaded: a link
+ * that differs from the page's URL only in its fragment does not reload
+ * the page, so the code arrives as a hashchange. fn runs once the page is
+ * signed in. It returns the function that stops watching.
+ */
+export function watchLoginLinks(fn: () => void): () => void {
+  if (typeof window === "undefined") return () => {};
+  const onHash = () => {
+    const code = takeLoginCode();
+    if (code === null) return;
+    void checkSession(code).then((ok) => {
+      if (ok) fn();
+    });
+  };
+  window.addEventListener("hashchange", onHash);
+  return () => window.removeEventListener("hashchange", onHash);
 }
 
 /**

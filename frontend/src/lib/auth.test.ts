@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { auth, checkSession, watchSignIn } from "./auth.svelte";
+import { auth, checkSession, watchLoginLinks, watchSignIn } from "./auth.svelte";
 import { saveSession, SESSION_HEADER, SESSION_KEY, sessionToken } from "./session";
 
 const later = new Date(Date.now() + 86_400_000).toISOString();
@@ -87,6 +87,31 @@ describe("checkSession", () => {
     expect(await checkSession(null)).toBe(false);
     expect(auth.signedOut).toBe(true);
     expect(auth.loginFailed).toBe(false);
+  });
+});
+
+describe("watchLoginLinks", () => {
+  it("signs a signed-out page in from a link opened in it without a reload", async () => {
+    const f = fakeFreeLane();
+    vi.stubGlobal("fetch", f.fn);
+    history.replaceState(null, "", "/#/overview");
+    expect(await checkSession(null)).toBe(false);
+    expect(auth.signedOut).toBe(true);
+    const fn = vi.fn();
+    const stop = watchLoginLinks(fn);
+    // Opening /#login=CODE in the same tab only changes the fragment.
+    history.replaceState(null, "", "/#login=good-code");
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+    await vi.waitFor(() => expect(fn).toHaveBeenCalledOnce());
+    expect(location.hash).toBe("");
+    expect(auth.signedOut).toBe(false);
+    expect(f.issued.has(sessionToken())).toBe(true);
+    // A route change without a code does nothing.
+    history.replaceState(null, "", "/#/chains");
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+    await Promise.resolve();
+    expect(f.calls.filter((c) => c === "POST /api/login")).toHaveLength(1);
+    stop();
   });
 });
 
