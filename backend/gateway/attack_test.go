@@ -466,12 +466,20 @@ func TestAttackMetricsFromTheNetwork(t *testing.T) {
 		t.Skip("this machine has no non-loopback IPv4 address to call from")
 	}
 	p := port("http://" + e.g.Addr())
+	session := e.signedIn()
 	e.base = "http://" + net.JoinHostPort(lan.String(), p)
 	if r := e.raw("GET", "/metrics", "", nil); r.status != http.StatusUnauthorized || r.code() != "token_required" {
 		t.Errorf("/metrics from %s without the token: %d %s", lan, r.status, r.body)
 	}
 	if r := e.raw("GET", "/metrics", "", map[string]string{"Authorization": "Bearer " + token}); r.status != 200 {
 		t.Errorf("/metrics from %s with the token: %d", lan, r.status)
+	}
+	// A dashboard session opens it in its header, never as a cookie.
+	if r := e.raw("GET", "/metrics", "", map[string]string{api.SessionHeader: session}); r.status != 200 {
+		t.Errorf("/metrics from %s with a session: %d", lan, r.status)
+	}
+	if r := e.raw("GET", "/metrics", "", map[string]string{"Cookie": "freelane_session_" + p + "=" + session}); r.status != http.StatusUnauthorized {
+		t.Errorf("/metrics from %s with the session as a cookie: %d, want 401", lan, r.status)
 	}
 	e.base = "http://127.0.0.1:" + p
 	if r := e.raw("GET", "/metrics", "", nil); r.status != 200 {
