@@ -121,7 +121,8 @@ func runDesktop(g *gateway.Gateway, inst *instance, f *serveFlags, log *slog.Log
 // redirect is the only page Wails' own asset server serves: it sends the
 // webview to the router's dashboard, so the window and a browser use one
 // origin and one websocket (Wails' asset server cannot upgrade websockets).
-// The link carries a fresh one-time login code, so the window is signed in
+// The link carries a fresh one-time login code in its fragment, which the
+// dashboard's page exchanges for a session, so the window is signed in
 // without the user doing anything; only this process's webview loads this
 // page.
 func (d *desktop) redirect(w http.ResponseWriter, r *http.Request) {

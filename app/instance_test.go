@@ -171,14 +171,14 @@ func TestDashboardURLAsksTheRunningInstance(t *testing.T) {
 		t.Errorf("before serving: %v", err)
 	}
 	n := 0
-	in.setLoginURL(func() string { n++; return "http://127.0.0.1:7788/?login=code" + strconv.Itoa(n) })
-	for _, want := range []string{"http://127.0.0.1:7788/?login=code1", "http://127.0.0.1:7788/?login=code2"} {
+	in.setLoginURL(func() string { n++; return "http://127.0.0.1:7788/#login=code" + strconv.Itoa(n) })
+	for _, want := range []string{"http://127.0.0.1:7788/#login=code1", "http://127.0.0.1:7788/#login=code2"} {
 		if got, err := askLoginURL(dir); err != nil || got != want {
 			t.Errorf("dashboard-url: %q %v, want %q", got, err, want)
 		}
 	}
 	var out, errOut strings.Builder
-	if code := run([]string{"dashboard-url", "--data-dir", dir}, &out, &errOut); code != 0 || out.String() != "http://127.0.0.1:7788/?login=code3\n" {
+	if code := run([]string{"dashboard-url", "--data-dir", dir}, &out, &errOut); code != 0 || out.String() != "http://127.0.0.1:7788/#login=code3\n" {
 		t.Errorf("freelane dashboard-url: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"net"
@@ -104,10 +105,23 @@ func TestServeStartsAndStopsCleanly(t *testing.T) {
 	cmd.Env = append(os.Environ(), "FREELANE_TEST_MAIN=1")
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	links := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if l, ok := strings.CutPrefix(sc.Text(), "FreeLane dashboard: "); ok {
+				links <- l
+			}
+		}
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	var resp *http.Response
 	for {
@@ -123,6 +137,41 @@ func TestServeStartsAndStopsCleanly(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("/v1/models: %d", resp.StatusCode)
+	}
+	// serve printed a login link, and dashboard-url mints another; both
+	// carry the code in the fragment, and the codes sign in.
+	var printed string
+	select {
+	case printed = <-links:
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve printed no dashboard link")
+	}
+	ask := exec.Command(os.Args[0], "dashboard-url", "--data-dir", dir)
+	ask.Env = cmd.Env
+	out, err := ask.Output()
+	if err != nil {
+		t.Fatalf("dashboard-url: %v", err)
+	}
+	minted := strings.TrimSpace(string(out))
+	for _, link := range []string{printed, minted} {
+		code, ok := strings.CutPrefix(link, "http://"+addr+"/#login=")
+		if !ok || code == "" || strings.ContainsAny(code, "?&#/") {
+			t.Errorf("dashboard link %q: want http://%s/#login=CODE", link, addr)
+			continue
+		}
+		req, _ := http.NewRequest("POST", "http://"+addr+"/api/login", strings.NewReader(`{"code":"`+code+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("POST /api/login with the code of %q: %d", link, resp.StatusCode)
+		}
+	}
+	if printed == minted {
+		t.Error("dashboard-url printed the link serve had printed, not a fresh one")
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -80,9 +80,10 @@ const maxAdminBody = 1 << 20
 func (s *Server) MountAdmin(a Admin) {
 	h := &adminHandlers{a: a, s: s}
 	// Every admin route checks the Origin first (a foreign page is refused
-	// whatever it holds), then the dashboard session and, on writes, its
-	// anti-CSRF header.
+	// whatever it holds), then the dashboard session in its header.
 	route := func(pattern string, f http.HandlerFunc) { s.mux.Handle(pattern, sameOrigin(s.requireSession(f))) }
+	// Signing in needs no session, only the one-time code and this origin.
+	s.mux.Handle("POST /api/login", sameOrigin(h.login))
 	route("GET /api/session", s.sessionInfo)
 	route("GET /api/state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.State()) })
 	route("GET /api/providers", func(w http.ResponseWriter, r *http.Request) {

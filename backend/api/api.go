@@ -160,12 +160,6 @@ func New(o Options) *Server {
 			WriteError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", r.Method+" is not allowed here", "")
 			return
 		}
-		// Only GET signs in: link previewers that send HEAD must not use
-		// up a one-time code.
-		if r.Method == http.MethodGet && r.URL.Query().Has(LoginParam) {
-			s.login(w, r)
-			return
-		}
 		dashboardHeaders(w, r)
 		files.ServeHTTP(w, r)
 	})

@@ -266,7 +266,7 @@ func (s *Server) admitV1(w http.ResponseWriter, r *http.Request) bool {
 const tokenRequiredMessage = "this FreeLane requires its inbound token: set it as your tool's API key (it is sent as Authorization: Bearer, x-api-key or x-goog-api-key); the token is server.token in FreeLane's config or its FREELANE_TOKEN environment variable"
 
 // metricsStrangerMessage answers another account's scrape of /metrics.
-const metricsStrangerMessage = "/metrics is open only to the account running FreeLane; other accounts and other machines send the inbound token (Authorization: Bearer) or use a dashboard session"
+const metricsStrangerMessage = "/metrics is open only to the account running FreeLane; other accounts and other machines send the inbound token (Authorization: Bearer) or a dashboard session (X-FreeLane-Session)"
 
 // admitMetrics lets the user's own programs scrape /metrics freely, and
 // anyone else with the inbound token or a dashboard session.

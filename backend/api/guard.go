@@ -151,7 +151,8 @@ func dashboardHeaders(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", dashboardCSP(r))
-	// The login code is in the first URL; no Referer may carry it on.
+	// No Referer may tell another site which dashboard screen linked to
+	// it, or carry a login code a page failed to clear from its URL.
 	h.Set("Referrer-Policy", "no-referrer")
 }
 

@@ -1,116 +1,127 @@
 package api
 
 import (
-	"net"
 	"net/http"
-	"net/url"
+	"strings"
+	"time"
 
-	"freelane/backend/auth"
+	"github.com/gorilla/websocket"
+
+	"freelane/backend/hub"
 )
 
-// CSRFHeader is the header every admin write must carry, holding the
-// session's token: the dashboard reads it from the freelane_csrf_PORT
-// cookie, other clients from GET /api/session.
-const CSRFHeader = "X-FreeLane-CSRF"
+// SessionHeader carries the dashboard's session token on every /api call
+// and on /metrics. It is the only thing that grants a session: no cookie
+// does, because browsers send the cookies of 127.0.0.1 to every port of
+// it, so any local server a signed-in user visits would receive them. A
+// page of another origin cannot send a custom header to FreeLane without a
+// CORS preflight, which FreeLane never grants, so the header also stops
+// cross-site writes.
+const SessionHeader = "X-FreeLane-Session"
 
-// LoginParam is the query parameter of a dashboard login link.
-const LoginParam = "login"
+// LoginFragment is the key of the one-time code in the fragment of a
+// dashboard login link (http://127.0.0.1:7788/#login=CODE). A fragment is
+// never sent to a server, so no server, proxy or access log sees the code;
+// the page reads it and exchanges it with POST /api/login.
+const LoginFragment = "login"
+
+// SocketSessionPrefix starts the websocket subprotocol that carries the
+// session token: browsers cannot set headers on a websocket, so the
+// dashboard offers the subprotocols hub.Protocol and
+// SocketSessionPrefix+token, and the server selects hub.Protocol. The URL
+// carries no credential.
+const SocketSessionPrefix = hub.Protocol + ".session."
+
+// LoginRequest is the body of POST /api/login.
+type LoginRequest struct {
+	// Code is the one-time code from the login link's fragment.
+	Code string `json:"code"`
+}
+
+// LoginView is the answer of POST /api/login.
+type LoginView struct {
+	// Session is the token to send in the X-FreeLane-Session header of
+	// every /api call, and in the websocket's subprotocols.
+	Session string `json:"session"`
+	// Expires is when the session ends; the dashboard then needs a new
+	// login link.
+	Expires time.Time `json:"expires"`
+}
 
 // SessionView is the answer of GET /api/session.
 type SessionView struct {
-	// CSRF is the token to send in the X-FreeLane-CSRF header of every
-	// write (every method but GET and HEAD).
-	CSRF string `json:"csrf"`
+	// Expires is when the session the request carried ends.
+	Expires time.Time `json:"expires"`
 }
 
 // Messages of the session checks; the README lists them.
 const (
 	sessionRequiredMessage = "the admin API needs a dashboard session: open the dashboard link `freelane serve` printed, or run `freelane dashboard-url` on this machine for a new one (a link works once, within 10 minutes)"
-	csrfRequiredMessage    = "admin API writes need the X-FreeLane-CSRF header with the token GET /api/session returns; the dashboard sends it itself, so reload the page if you see this there"
-	metricsMessage         = "/metrics is open only to this machine; from elsewhere send the inbound token (Authorization: Bearer) or use a dashboard session"
+	loginFailedMessage     = "this dashboard login link was used already, has expired or comes from an earlier run of FreeLane: run `freelane dashboard-url` on this machine for a new one (a link works once, within 10 minutes)"
+	metricsMessage         = "/metrics is open only to this machine; from elsewhere send the inbound token (Authorization: Bearer) or a dashboard session (X-FreeLane-Session)"
 )
 
-// sessionCookie names the session cookie after the server's port: cookies
-// are kept per host, not per port, so two FreeLanes on one machine would
-// otherwise sign each other's dashboards out.
-func sessionCookie(r *http.Request) string { return cookieName("freelane_session", r) }
-
-// csrfCookie names the cookie the dashboard reads its anti-CSRF token
-// from. The page derives the same name from location.port, which is the
-// port of the Host header its requests carry.
-func csrfCookie(r *http.Request) string { return cookieName("freelane_csrf", r) }
-
-func cookieName(base string, r *http.Request) string {
-	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
-		return base + "_" + port
-	}
-	return base
-}
-
-// session returns the request's valid session cookie value, or "".
+// session returns the request's valid session token, or "". It is read
+// from SessionHeader, and on a websocket upgrade also from the offered
+// subprotocols, which is the only place a browser's websocket can carry
+// it.
 func (s *Server) session(r *http.Request) string {
-	c, err := r.Cookie(sessionCookie(r))
-	if err != nil || !s.sessions.Valid(c.Value) {
+	if tok := r.Header.Get(SessionHeader); tok != "" {
+		if s.sessions.Valid(tok) {
+			return tok
+		}
 		return ""
 	}
-	return c.Value
+	if !websocket.IsWebSocketUpgrade(r) {
+		return ""
+	}
+	for _, p := range websocket.Subprotocols(r) {
+		if tok, ok := strings.CutPrefix(p, SocketSessionPrefix); ok && s.sessions.Valid(tok) {
+			return tok
+		}
+	}
+	return ""
 }
 
-// requireSession lets through only requests of a dashboard session, and
-// writes only with the session's anti-CSRF header.
+// requireSession lets through only requests that carry a dashboard
+// session.
 func (s *Server) requireSession(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sess := s.session(r)
-		if sess == "" {
+		if s.session(r) == "" {
 			WriteError(w, http.StatusUnauthorized, "authentication_error", "session_required", sessionRequiredMessage, "")
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sessions.CheckCSRF(sess, r.Header.Get(CSRFHeader)) {
-			WriteError(w, http.StatusForbidden, "authentication_error", "csrf_token_required", csrfRequiredMessage, "")
 			return
 		}
 		next(w, r)
 	}
 }
 
-// sessionInfo serves GET /api/session.
+// sessionInfo serves GET /api/session: it answers only a signed-in page
+// (requireSession refuses the others with 401), with its session's end.
 func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, SessionView{CSRF: s.sessions.CSRF(s.session(r))})
+	exp, _ := s.sessions.Expires(s.session(r))
+	writeJSON(w, http.StatusOK, SessionView{Expires: exp})
 }
 
-// login exchanges a one-time login code for a session cookie and sends the
-// browser on to the dashboard without the code, so that it stays out of
-// the history. A used, expired or foreign code signs nobody in; the page
-// then shows how to get a new link.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	code := q.Get(LoginParam)
-	q.Del(LoginParam)
+// login serves POST /api/login: it exchanges a one-time login code for a
+// session token. A used, expired or foreign code signs nobody in; the page
+// then shows how to get a new link. Neither the code nor the token is
+// logged.
+func (h *adminHandlers) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	dashboardHeaders(w, r)
-	if s.sessions.Redeem(code) {
-		sess := s.sessions.NewSession()
-		maxAge := int(auth.SessionTTL.Seconds())
-		http.SetCookie(w, &http.Cookie{
-			Name: sessionCookie(r), Value: sess, Path: "/",
-			MaxAge: maxAge, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-		})
-		// Readable by the page on purpose: only a page of this origin can
-		// read it, and writes must echo it in the X-FreeLane-CSRF header.
-		http.SetCookie(w, &http.Cookie{
-			Name: csrfCookie(r), Value: s.sessions.CSRF(sess), Path: "/",
-			MaxAge: maxAge, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-		})
-		s.o.Logger.Info("dashboard signed in with a login link", "remote", r.RemoteAddr)
-	} else {
-		q.Set("login_failed", "1")
-		s.o.Logger.Warn("a dashboard login link was refused: it was used already, has expired or comes from an earlier run", "remote", r.RemoteAddr)
+	var in LoginRequest
+	if !h.decode(w, r, &in) {
+		return
 	}
-	// Always to the dashboard's root: the links point there, and a fixed
-	// path cannot be turned into a redirect to another site.
-	to := url.URL{Path: "/", RawQuery: q.Encode()}
-	http.Redirect(w, r, to.String(), http.StatusSeeOther)
+	log := h.s.o.Logger
+	if !h.s.sessions.Redeem(in.Code) {
+		log.Warn("a dashboard login link was refused: it was used already, has expired or comes from an earlier run", "remote", r.RemoteAddr)
+		WriteError(w, http.StatusUnauthorized, "authentication_error", "login_failed", loginFailedMessage, "code")
+		return
+	}
+	tok, exp := h.s.sessions.NewSession()
+	log.Info("dashboard signed in with a login link", "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, LoginView{Session: tok, Expires: exp})
 }
 
 // NewLoginCode mints a one-time login code for a dashboard link.

@@ -1,12 +1,14 @@
 // Package auth holds FreeLane's credentials for who may talk to it: the
-// dashboard's sessions (a per-install secret, one-time login codes that
-// are exchanged for a session cookie, and the anti-CSRF token bound to each
-// session) and the inbound token that /v1 callers present when one is
-// configured.
+// dashboard's sessions (a per-install secret, and one-time login codes
+// that the dashboard's page exchanges for a signed session token) and the
+// inbound token that /v1 callers present when one is configured.
 //
-// The scheme follows Jupyter's: a secret link is printed where only the
-// user can read it, opening it once sets an HttpOnly cookie, and every
-// write also carries a header that only the dashboard's own page can read.
+// A secret link is printed where only the user can read it; the page it
+// opens trades the code for a session token, keeps the token in its own
+// origin's storage and sends it in a header on every call. Nothing the
+// browser sends by itself (a cookie) grants anything: browsers send the
+// cookies of 127.0.0.1 to every port, so any local server a signed-in user
+// visits would receive them.
 package auth
 
 import (
@@ -48,11 +50,16 @@ const secretFile = "admin.secret"
 // sealed value can be passed off as it.
 const sealLabel = "freelane-admin-session"
 
+// maxSessionLen bounds the session tokens Expires looks at: a real one is
+// under 100 characters, so anything much longer is refused before any
+// work is spent on it.
+const maxSessionLen = 256
+
 // maxPendingCodes bounds the login codes kept at once, so that minting in
 // a loop cannot grow memory without end; the oldest codes go first.
 const maxPendingCodes = 64
 
-// Sessions mints login codes and session cookies and checks them. It is
+// Sessions mints login codes and session tokens and checks them. It is
 // safe for concurrent use.
 type Sessions struct {
 	secret []byte
@@ -158,42 +165,48 @@ func (s *Sessions) Redeem(code string) bool {
 	return ok && now.Before(exp)
 }
 
-// NewSession returns the value of a new session cookie. It is signed with
-// the per-install secret, so sessions survive a restart without being
-// stored anywhere.
-func (s *Sessions) NewSession() string {
-	body := randomToken() + "." + strconv.FormatInt(s.clock.Now().Unix(), 10)
-	return body + "." + s.mac("session", body)
+// NewSession returns a new session token and the time it expires. It is
+// signed with the per-install secret, so sessions survive a restart
+// without being stored anywhere.
+func (s *Sessions) NewSession() (token string, expires time.Time) {
+	now := s.clock.Now()
+	body := randomToken() + "." + strconv.FormatInt(now.Unix(), 10)
+	return body + "." + s.mac("session", body), time.Unix(now.Unix(), 0).Add(SessionTTL)
 }
 
-// Valid reports whether a session cookie's value is one NewSession made
-// and has not expired.
-func (s *Sessions) Valid(session string) bool {
-	body, sig, ok := cutLast(session)
+// Valid reports whether a session token is one NewSession made and has
+// not expired.
+func (s *Sessions) Valid(token string) bool {
+	_, ok := s.Expires(token)
+	return ok
+}
+
+// Expires returns when a valid session token expires; ok is false for a
+// token NewSession did not make, or one that has expired.
+func (s *Sessions) Expires(token string) (expires time.Time, ok bool) {
+	if len(token) > maxSessionLen {
+		return time.Time{}, false
+	}
+	body, sig, ok := cutLast(token)
 	if !ok || !hmac.Equal([]byte(sig), []byte(s.mac("session", body))) {
-		return false
+		return time.Time{}, false
 	}
 	_, issued, ok := cutLast(body)
 	if !ok {
-		return false
+		return time.Time{}, false
 	}
 	n, err := strconv.ParseInt(issued, 10, 64)
 	if err != nil {
-		return false
+		return time.Time{}, false
 	}
 	at := time.Unix(n, 0)
 	now := s.clock.Now()
+	expires = at.Add(SessionTTL)
 	// A session dated in the future was not made by this clock.
-	return now.Before(at.Add(SessionTTL)) && !at.After(now.Add(time.Minute))
-}
-
-// CSRF returns the anti-CSRF token of a session: writes must carry it in a
-// header, which a page of another origin cannot read and so cannot send.
-func (s *Sessions) CSRF(session string) string { return s.mac("csrf", session) }
-
-// CheckCSRF reports whether token is the session's anti-CSRF token.
-func (s *Sessions) CheckCSRF(session, token string) bool {
-	return token != "" && hmac.Equal([]byte(token), []byte(s.CSRF(session)))
+	if !now.Before(expires) || at.After(now.Add(time.Minute)) {
+		return time.Time{}, false
+	}
+	return expires, true
 }
 
 func (s *Sessions) mac(purpose, msg string) string {

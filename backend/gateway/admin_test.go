@@ -6,7 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +15,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"freelane/backend/api"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
+	"freelane/backend/hub"
 	"freelane/backend/internal/fakeupstream"
 )
 
@@ -29,17 +31,13 @@ func (e *env) do(method, path, body string, header map[string]string) reply {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := http.DefaultClient
 	if strings.HasPrefix(path, "/api/") {
-		client = e.signedIn()
-		if method != http.MethodGet && method != http.MethodHead {
-			req.Header.Set("X-FreeLane-CSRF", e.csrf)
-		}
+		req.Header.Set(api.SessionHeader, e.signedIn())
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := client.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -48,44 +46,43 @@ func (e *env) do(method, path, body string, header map[string]string) reply {
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// signedIn returns a client signed in to the dashboard the way a user
-// is: by opening a one-time login link, then reading the session's
-// anti-CSRF token from GET /api/session.
-func (e *env) signedIn() *http.Client {
+// signedIn returns the session token of a dashboard signed in the way the
+// page signs in: the one-time code from a login link's fragment, exchanged
+// with POST /api/login. It is made on first use and kept for the env.
+func (e *env) signedIn() string {
 	e.t.Helper()
-	if e.admin != nil {
-		return e.admin
+	if e.session == "" {
+		e.session = e.login(e.g.LoginURL())
 	}
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	c := &http.Client{Jar: jar}
-	resp, err := c.Get(e.g.LoginURL())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Request.URL.Query().Has("login_failed") {
-		e.t.Fatalf("the login link was refused: %s", resp.Request.URL)
-	}
-	resp, err = c.Get(e.base + "/api/session")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var s struct{ CSRF string }
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || resp.StatusCode != 200 || s.CSRF == "" {
-		e.t.Fatalf("GET /api/session after the login link: %d %v", resp.StatusCode, err)
-	}
-	e.admin, e.csrf = c, s.CSRF
-	return c
+	return e.session
 }
 
-// dialer is a websocket client of the signed-in dashboard.
+// login exchanges the code of a login link for a session token as the
+// dashboard's page does, and fails the test if FreeLane refuses it.
+func (e *env) login(link string) string {
+	e.t.Helper()
+	u, err := url.Parse(link)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	code, ok := strings.CutPrefix(u.Fragment, api.LoginFragment+"=")
+	if !ok || u.RawQuery != "" {
+		e.t.Fatalf("the login link %q carries its code elsewhere than in the fragment", link)
+	}
+	body, _ := json.Marshal(api.LoginRequest{Code: code})
+	r := e.raw("POST", "/api/login", string(body), map[string]string{"Content-Type": "application/json", "Origin": e.base})
+	var v api.LoginView
+	if err := json.Unmarshal(r.body, &v); err != nil || r.status != http.StatusOK || v.Session == "" {
+		e.t.Fatalf("POST /api/login with the link's code: %d %s", r.status, r.body)
+	}
+	return v.Session
+}
+
+// dialer is a websocket client of the signed-in dashboard: it offers the
+// session as a subprotocol, as the page does.
 func (e *env) dialer() *websocket.Dialer {
 	e.t.Helper()
-	return &websocket.Dialer{Jar: e.signedIn().Jar, HandshakeTimeout: 5 * time.Second}
+	return &websocket.Dialer{Subprotocols: []string{hub.Protocol, api.SocketSessionPrefix + e.signedIn()}, HandshakeTimeout: 5 * time.Second}
 }
 
 func (r reply) param() string {

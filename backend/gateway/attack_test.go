@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"freelane/backend/api"
 	"freelane/backend/auth"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
@@ -103,25 +105,13 @@ func TestAttackKeyCaptureNeedsSession(t *testing.T) {
 			}
 		}
 	}
-	// A forged session cookie does not help either.
+	// A forged session header does not help either.
 	for _, s := range steps {
 		r := e.raw(s.method, s.path, s.body, map[string]string{"Content-Type": "application/json",
-			"Cookie": "freelane_session_" + port(e.base) + "=x.1.forged"})
+			api.SessionHeader: "x.1.forged"})
 		if r.status != http.StatusUnauthorized {
-			t.Errorf("%s %s with a forged cookie: %d %s", s.method, s.path, r.status, r.body)
+			t.Errorf("%s %s with a forged session: %d %s", s.method, s.path, r.status, r.body)
 		}
-	}
-	// Signed in, a write without the anti-CSRF header is refused too.
-	c := e.signedIn()
-	req, _ := http.NewRequest("PUT", e.base+steps[0].path, strings.NewReader(steps[0].body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("a signed-in write without %s: %d, want 403", "X-FreeLane-CSRF", resp.StatusCode)
 	}
 	var providers []struct {
 		Name    string `json:"name"`
@@ -386,67 +376,71 @@ func TestAttackFramingAndSniffing(t *testing.T) {
 	}
 }
 
-// TestLoginLinkWorksOnceAndExpires checks the one-time dashboard links: a
-// link signs in once, then is useless; an unused one expires after
-// auth.LoginTTL on the gateway's clock; and the page it lands on carries no
-// code.
+// TestLoginLinkWorksOnceAndExpires checks the one-time dashboard links: the
+// code travels in the fragment and is exchanged with POST /api/login; it
+// signs in once, then is useless; an unused one expires after
+// auth.LoginTTL on the gateway's clock; a foreign page cannot exchange
+// one; and no answer sets a cookie or may be cached.
 func TestLoginLinkWorksOnceAndExpires(t *testing.T) {
 	e := newEnv(t, nil)
 	link := e.g.LoginURL()
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	// A link previewer's HEAD does not use the code up.
-	resp, err := noRedirect.Head(link)
-	if err != nil {
-		t.Fatal(err)
+	u, err := url.Parse(link)
+	if err != nil || u.Path != "/" || u.RawQuery != "" || !strings.HasPrefix(u.Fragment, "login=") || !strings.HasPrefix(link, e.base+"/#login=") {
+		t.Fatalf("login link %q: want %s/#login=CODE", link, e.base)
 	}
-	resp.Body.Close()
-	if len(resp.Cookies()) != 0 {
-		t.Errorf("HEAD of the link signed in: %v", resp.Cookies())
-	}
-	resp, err = noRedirect.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	var session *http.Cookie
-	for _, c := range resp.Cookies() {
-		if strings.HasPrefix(c.Name, "freelane_session") {
-			session = c
+	code := strings.TrimPrefix(u.Fragment, "login=")
+	exchange := func(code string, header map[string]string) reply {
+		t.Helper()
+		h := map[string]string{"Content-Type": "application/json"}
+		for k, v := range header {
+			h[k] = v
 		}
+		return e.raw("POST", "/api/login", `{"code":"`+code+`"}`, h)
 	}
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || session == nil ||
-		!session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Path != "/" {
-		t.Fatalf("login link: %d Location %q cookie %+v", resp.StatusCode, resp.Header.Get("Location"), session)
+	// The page the link opens is the plain dashboard: the server never
+	// sees the code, and sets nothing.
+	if r := e.raw("GET", "/", "", nil); r.header.Get("Set-Cookie") != "" {
+		t.Errorf("GET / set a cookie: %q", r.header.Get("Set-Cookie"))
 	}
-	if r := e.raw("GET", "/api/state", "", map[string]string{"Cookie": session.Name + "=" + session.Value}); r.status != 200 {
+	// A page of another origin (another port of 127.0.0.1) cannot
+	// exchange it, and does not use it up.
+	if r := exchange(code, map[string]string{"Origin": "http://127.0.0.1:1"}); r.status != http.StatusForbidden {
+		t.Errorf("POST /api/login from another origin: %d %s, want 403", r.status, r.body)
+	}
+	r := exchange(code, map[string]string{"Origin": e.base})
+	var v api.LoginView
+	if err := json.Unmarshal(r.body, &v); err != nil || r.status != 200 || v.Session == "" {
+		t.Fatalf("POST /api/login: %d %s", r.status, r.body)
+	}
+	if r.header.Get("Set-Cookie") != "" || r.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("POST /api/login answered Set-Cookie %q Cache-Control %q", r.header.Get("Set-Cookie"), r.header.Get("Cache-Control"))
+	}
+	if want := e.clock.Now().Add(auth.SessionTTL); v.Expires.Before(want.Add(-2*time.Second)) || v.Expires.After(want.Add(time.Second)) {
+		t.Errorf("the session expires at %s, want about %s", v.Expires, want)
+	}
+	withSession := map[string]string{api.SessionHeader: v.Session}
+	if r := e.raw("GET", "/api/state", "", withSession); r.status != 200 {
 		t.Errorf("GET /api/state with the new session: %d %s", r.status, r.body)
 	}
-	// The same link again signs nobody in.
-	resp, err = noRedirect.Get(link)
-	if err != nil {
-		t.Fatal(err)
+	if r := e.raw("GET", "/api/session", "", withSession); r.status != 200 || r.header.Get("Cache-Control") != "no-store" || !strings.Contains(string(r.body), `"expires"`) {
+		t.Errorf("GET /api/session: %d %q %s", r.status, r.header.Get("Cache-Control"), r.body)
 	}
-	resp.Body.Close()
-	if len(resp.Cookies()) != 0 || !strings.Contains(resp.Header.Get("Location"), "login_failed") {
-		t.Errorf("a used link again: %d %q %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	// The same code again signs nobody in, and says how to get a new one.
+	if r := exchange(code, nil); r.status != http.StatusUnauthorized || r.code() != "login_failed" || !strings.Contains(r.errorMessage(), "freelane dashboard-url") {
+		t.Errorf("a used code again: %d %s, want 401 login_failed", r.status, r.body)
 	}
-	// An unused link dies after the login lifetime.
-	late := e.g.LoginURL()
+	// An unused code dies after the login lifetime.
+	late := strings.TrimPrefix(e.g.LoginURL(), e.base+"/#login=")
 	e.clock.Advance(auth.LoginTTL + time.Second)
-	resp, err = noRedirect.Get(late)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if len(resp.Cookies()) != 0 {
-		t.Errorf("an expired link signed in: %v", resp.Cookies())
+	if r := exchange(late, nil); r.status != http.StatusUnauthorized {
+		t.Errorf("an expired code: %d %s, want 401", r.status, r.body)
 	}
 	// A session outlives the link that made it, until its own lifetime.
-	if r := e.raw("GET", "/api/state", "", map[string]string{"Cookie": session.Name + "=" + session.Value}); r.status != 200 {
+	if r := e.raw("GET", "/api/state", "", withSession); r.status != 200 {
 		t.Errorf("the session after %s: %d", auth.LoginTTL, r.status)
 	}
 	e.clock.Advance(auth.SessionTTL)
-	if r := e.raw("GET", "/api/state", "", map[string]string{"Cookie": session.Name + "=" + session.Value}); r.status != 401 {
+	if r := e.raw("GET", "/api/state", "", withSession); r.status != 401 {
 		t.Errorf("the session after %s: %d, want 401", auth.SessionTTL, r.status)
 	}
 }
@@ -472,12 +466,20 @@ func TestAttackMetricsFromTheNetwork(t *testing.T) {
 		t.Skip("this machine has no non-loopback IPv4 address to call from")
 	}
 	p := port("http://" + e.g.Addr())
+	session := e.signedIn()
 	e.base = "http://" + net.JoinHostPort(lan.String(), p)
 	if r := e.raw("GET", "/metrics", "", nil); r.status != http.StatusUnauthorized || r.code() != "token_required" {
 		t.Errorf("/metrics from %s without the token: %d %s", lan, r.status, r.body)
 	}
 	if r := e.raw("GET", "/metrics", "", map[string]string{"Authorization": "Bearer " + token}); r.status != 200 {
 		t.Errorf("/metrics from %s with the token: %d", lan, r.status)
+	}
+	// A dashboard session opens it in its header, never as a cookie.
+	if r := e.raw("GET", "/metrics", "", map[string]string{api.SessionHeader: session}); r.status != 200 {
+		t.Errorf("/metrics from %s with a session: %d", lan, r.status)
+	}
+	if r := e.raw("GET", "/metrics", "", map[string]string{"Cookie": "freelane_session_" + p + "=" + session}); r.status != http.StatusUnauthorized {
+		t.Errorf("/metrics from %s with the session as a cookie: %d, want 401", lan, r.status)
 	}
 	e.base = "http://127.0.0.1:" + p
 	if r := e.raw("GET", "/metrics", "", nil); r.status != 200 {

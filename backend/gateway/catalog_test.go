@@ -93,7 +93,7 @@ func (ce *catalogEnv) startWith(cfg *config.Config) {
 	if err := g.Start(); err != nil {
 		ce.t.Fatal(err)
 	}
-	ce.g, ce.base, ce.admin, ce.csrf = g, "http://"+g.Addr(), nil, ""
+	ce.g, ce.base, ce.session = g, "http://"+g.Addr(), ""
 	ce.t.Cleanup(func() { _ = g.Shutdown(context.Background()) })
 }
 

@@ -546,6 +546,8 @@ func loopbackAddr(a net.Addr) bool {
 
 // LoginURL mints a one-time link that signs a browser in to the
 // dashboard: it works once, within auth.LoginTTL, and only for this run.
+// The code is in the fragment (/#login=CODE), which browsers never send to
+// a server; the dashboard's page exchanges it for a session.
 func (g *Gateway) LoginURL() string {
 	host, port, err := net.SplitHostPort(g.Addr())
 	if err != nil {
@@ -554,7 +556,7 @@ func (g *Gateway) LoginURL() string {
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/", RawQuery: api.LoginParam + "=" + g.api.NewLoginCode()}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/", Fragment: api.LoginFragment + "=" + g.api.NewLoginCode()}
 	return u.String()
 }
 

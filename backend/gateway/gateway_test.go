@@ -36,10 +36,9 @@ type env struct {
 	base  string
 	clock *clocktest.Clock
 	dir   string
-	// admin is a browser signed in to the dashboard through a login link,
-	// made on first use; csrf is its session's anti-CSRF token.
-	admin *http.Client
-	csrf  string
+	// session is the token of a dashboard signed in through a login link,
+	// made on first use by signedIn.
+	session string
 	// token is the inbound token post sends, once a config set one.
 	token string
 }
@@ -98,7 +97,7 @@ func (e *env) start(cfg *config.Config) {
 	}
 	e.g = g
 	e.base = "http://" + g.Addr()
-	e.admin, e.csrf = nil, ""
+	e.session = ""
 	if cfg != nil && cfg.Server.Token != "" {
 		e.token = cfg.Server.Token
 	}

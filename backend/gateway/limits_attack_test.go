@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"freelane/backend/api"
 	"freelane/backend/config"
 	"freelane/backend/internal/fakeupstream"
 )
@@ -266,15 +266,7 @@ func TestAttackStalledBodies(t *testing.T) {
 func TestAttackStalledAdminBody(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) { c.Requests.BodyReadTimeout = time.Second })
 	addr := strings.TrimPrefix(e.base, "http://")
-	u, err := url.Parse(e.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cookies []string
-	for _, c := range e.signedIn().Jar.Cookies(u) {
-		cookies = append(cookies, c.Name+"="+c.Value)
-	}
-	headers := "Cookie: " + strings.Join(cookies, "; ") + "\r\nX-FreeLane-CSRF: " + e.csrf + "\r\n"
+	headers := api.SessionHeader + ": " + e.signedIn() + "\r\n"
 	stop := make(chan struct{})
 	defer close(stop)
 	start := time.Now()

@@ -110,6 +110,13 @@ const (
 	maxClientMessage = 4 << 10
 )
 
+// Protocol is the websocket subprotocol of the dashboard's feed. When a
+// client offers it, the hub selects it: a browser that offered
+// subprotocols fails a handshake whose answer selects none. The dashboard
+// offers its session credential as a second subprotocol beside it, which
+// is never echoed back.
+const Protocol = "freelane"
+
 // Close codes and reasons sent to clients.
 const (
 	closeTooSlow      = websocket.CloseTryAgainLater // 1013
@@ -212,7 +219,8 @@ func New(opts Options) *Hub {
 		// ServeHTTP has already checked the Origin (so that it can refuse
 		// with 403 and a JSON body before any upgrade work); checking again
 		// would call a user's CheckOrigin twice.
-		CheckOrigin: func(*http.Request) bool { return true },
+		CheckOrigin:  func(*http.Request) bool { return true },
+		Subprotocols: []string{Protocol},
 	}
 	return h
 }

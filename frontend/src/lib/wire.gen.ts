@@ -387,7 +387,12 @@ export interface DiscoveryState {
  * on 4xx and 5xx.
  */
 export interface Endpoints {
-  /** The signed-in session: the anti-CSRF token every write sends in X-FreeLane-CSRF. */
+  /** Exchanges a login link's one-time code for the session token every /api call sends in X-FreeLane-Session. */
+  "POST /api/login": {
+    request: LoginRequest;
+    response: LoginView;
+  };
+  /** The signed-in session: when it ends (401 without one). */
   "GET /api/session": {
     request: void;
     response: SessionView;
@@ -750,6 +755,34 @@ export interface LocalServer {
 }
 
 /**
+ * LoginRequest is the body of POST /api/login.
+ *
+ * Go: api.LoginRequest.
+ */
+export interface LoginRequest {
+  /** Code is the one-time code from the login link's fragment. */
+  code: string;
+}
+
+/**
+ * LoginView is the answer of POST /api/login.
+ *
+ * Go: api.LoginView.
+ */
+export interface LoginView {
+  /**
+   * Session is the token to send in the X-FreeLane-Session header of
+   * every /api call, and in the websocket's subprotocols.
+   */
+  session: string;
+  /**
+   * Expires is when the session ends; the dashboard then needs a new
+   * login link.
+   */
+  expires: string;
+}
+
+/**
  * ModelLimitsInput is the body of PUT /api/limits/{provider}/{model} and
  * of PUT /api/limits/{provider}. It has the shape of a LimitsEntry, so an
  * entry read with GET /api/limits can be sent back as it is. Nil fields are
@@ -1014,11 +1047,8 @@ export interface RoutingState {
  * Go: api.SessionView.
  */
 export interface SessionView {
-  /**
-   * CSRF is the token to send in the X-FreeLane-CSRF header of every
-   * write (every method but GET and HEAD).
-   */
-  csrf: string;
+  /** Expires is when the session the request carried ends. */
+  expires: string;
 }
 
 /**
