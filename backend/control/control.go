@@ -272,14 +272,8 @@ func fileKeySource(p *config.Provider) string {
 	return ""
 }
 
-// FileKey names the config file that gives provider its key, "" when the
-// dashboard may set it.
-func (c *Control) FileKey(provider string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fileKeyLocked(provider)
-}
-
+// fileKeyLocked names the config file that gives provider its key, ""
+// when the dashboard may set it.
 func (c *Control) fileKeyLocked(provider string) string {
 	if _, ok := c.fileKeys[provider]; !ok {
 		return ""
