@@ -55,10 +55,10 @@ var companions = map[string][]companion{
 type planned struct {
 	// path is where the file is written: the tool's file with its links
 	// resolved, name its slash-separated name inside dir, the tool's
-	// config directory.
-	path, dir, name string
-	old, merged     []byte
-	existed         bool
+	// config directory, which lies in home (with its links resolved).
+	path, dir, name, home string
+	old, merged           []byte
+	existed               bool
 	// perm and owner are what the written file (and its backup) get: the
 	// old file's, or 0600 for a new one, which may hold a key.
 	perm  fs.FileMode
@@ -177,7 +177,7 @@ func plan(home, rel string, mergeFn func(path string, old []byte, existed bool) 
 	if err != nil {
 		return planned{}, err
 	}
-	p := planned{path: path, dir: dir, name: name, old: old, merged: merged, existed: existed, perm: 0o600, owner: atomicfile.NoOwner}
+	p := planned{path: path, dir: dir, name: name, home: realHome, old: old, merged: merged, existed: existed, perm: 0o600, owner: atomicfile.NoOwner}
 	if existed {
 		// A rewrite keeps the file as the user set it up: a file shared
 		// with a group stays readable by it. Only root can give a file
@@ -263,7 +263,9 @@ func (p planned) write(clk clock.Clock) (Written, error) {
 		w.Unchanged = true
 		return w, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p.path), 0o700); err != nil {
+	// Missing directories are made through the home directory, so a link
+	// put in their way since the plan cannot lead outside it either.
+	if err := mkdirIn(p.home, filepath.Dir(p.path)); err != nil {
 		return Written{}, fmt.Errorf("creating %s: %w", filepath.Dir(p.path), err)
 	}
 	// Every write goes through the tool's directory, opened once: a link
@@ -291,6 +293,21 @@ func (p planned) write(clk clock.Clock) (Written, error) {
 		return Written{}, err
 	}
 	return w, nil
+}
+
+// mkdirIn makes dir, which lies inside home, and the directories up to it,
+// 0700, through home opened as a root.
+func mkdirIn(home, dir string) error {
+	rel, err := filepath.Rel(home, dir)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(home)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.MkdirAll(filepath.ToSlash(rel), 0o700)
 }
 
 // undoAll is the command that undoes w and the files written with it.
