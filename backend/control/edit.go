@@ -447,6 +447,12 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 	v, err := c.Provider(name)
 	if err == nil {
 		v.Notice = notice(before, v, in.APIKey != nil)
+		if v.Notice != "" && v.Key.File != "" {
+			// The key cannot be sent again from here: it is the file's,
+			// and so is the destination at the next start.
+			v.Notice = fmt.Sprintf("the provider's destination changed, so FreeLane removed its key until the next start: a key is only sent to the base_url and headers it was given with. %s gives this provider's key and puts its base_url, headers and key back at the next start; edit the file to move it for good",
+				FileLabel(v.Key.File))
+		}
 	}
 	return v, err
 }

@@ -199,3 +199,31 @@ func TestACatalogEntryInTheFileReadsItsVariables(t *testing.T) {
 		t.Errorf("setting the key of a catalog entry in the file: %v", err)
 	}
 }
+
+// TestMovingAFileProviderSaysTheFileGivesItsKey: moving a provider whose
+// key the file gives removes the key (it is bound to its destination),
+// and the notice does not ask for a key the dashboard cannot take.
+func TestMovingAFileProviderSaysTheFileGivesItsKey(t *testing.T) {
+	r := newRig(t)
+	c := r.open(fileSeed(t, r, fileKeySeed))
+	var in control.ProviderInput
+	if err := json.Unmarshal([]byte(`{"base_url":"http://elsewhere.example/v1"}`), &in); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.UpdateProvider(context.Background(), "lit", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := appliedKey(t, r, "lit"); k != "" {
+		t.Errorf("the file's key followed the provider to the new address: %q", k)
+	}
+	if !strings.Contains(v.Notice, "the config file seed.yaml gives this provider's key") || strings.Contains(v.Notice, "send them again") {
+		t.Errorf("notice %q", v.Notice)
+	}
+	// The next start puts the file's provider and key back.
+	r.reopen()
+	r.open(fileSeed(t, r, fileKeySeed))
+	if k := appliedKey(t, r, "lit"); k != "sk-file-literal-1111" {
+		t.Errorf("after a restart: %q", k)
+	}
+}
