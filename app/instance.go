@@ -2,15 +2,12 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -27,8 +24,9 @@ import (
 // The socket is trusted only in a directory no other user can write: the
 // data directory when it is private and short enough for a socket path,
 // otherwise $XDG_RUNTIME_DIR, otherwise a private directory of the user's
-// own in the temporary directory, created 0700 and refused when someone
-// else owns it or may write to it. A second launch also checks that the
+// own in the temporary directory, created 0700. When another user has taken
+// that directory's usual name, FreeLane makes one under a random name and
+// records it in the data directory, so that the next launch finds it. A second launch also checks that the
 // socket, and on Linux the process answering on it, belong to the same
 // user before it believes the answer: on a shared machine another user
 // could otherwise bind the path first and pose as the running FreeLane.
@@ -86,9 +84,12 @@ func acquireInstance(dataDir string, log *slog.Logger) (*instance, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	path, err := socketPath(dataDir)
+	path, note, err := locateSocket(dataDir)
 	if err != nil {
 		return nil, err
+	}
+	if note != "" {
+		log.Warn(note)
 	}
 	// Claiming is one step under a lock: between another launch's bind and
 	// its listen the socket refuses connections like a stale one, and
@@ -145,41 +146,10 @@ const maxSocketPath = 103
 // socketPath is the instance socket for a data directory: inside it when
 // it is private and the path is short enough, else in the user's runtime
 // directory under a name derived from the data directory, so deep data
-// directories work too.
+// directories work too (see locateSocket).
 func socketPath(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, instanceSocket)
-	if len(path) <= maxSocketPath && privateDir(dataDir) == nil {
-		return path, nil
-	}
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		abs = dataDir
-	}
-	sum := sha256.Sum256([]byte(abs))
-	name := "freelane-" + hex.EncodeToString(sum[:8]) + ".sock"
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) && len(filepath.Join(rt, name)) <= maxSocketPath && privateDir(rt) == nil {
-		return filepath.Join(rt, name), nil
-	}
-	dir, err := ownTempDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, name), nil
-}
-
-// ownTempDir is the user's private directory in the temporary directory,
-// created 0700 when missing. One that exists must be a directory of this
-// user's that nobody else may write to, or it is refused: another user
-// could have made it to catch the socket.
-func ownTempDir() (string, error) {
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("freelane-%d", os.Getuid()))
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("creating %s for the single-instance socket: %w", dir, err)
-	}
-	if err := privateDir(dir); err != nil {
-		return "", fmt.Errorf("refusing %s for the single-instance socket: %w; remove it, or set XDG_RUNTIME_DIR to a directory of your own", dir, err)
-	}
-	return dir, nil
+	path, _, err := locateSocket(dataDir)
+	return path, err
 }
 
 // errForeignPeer marks an instance socket answered by another user's

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -219,8 +221,8 @@ func TestInstanceSocketIsPrivate(t *testing.T) {
 
 // TestInstanceSocketSquatting: another user who gets to the socket first
 // is not believed. The test runs as one user, so it plays the other one
-// with the checks' own inputs: a fallback directory others may write to, a
-// socket file of another owner, and a process whose peer credentials name
+// with the checks' own inputs: a fallback directory others may write to
+// (passed by for a fresh one), a socket file of another owner, and a process whose peer credentials name
 // another user.
 func TestInstanceSocketSquatting(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", "")
@@ -235,11 +237,13 @@ func TestInstanceSocketSquatting(t *testing.T) {
 	if err := os.Chmod(squat, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquireInstance(deep, quiet); err == nil || !strings.Contains(err.Error(), "refusing") {
-		t.Fatalf("a world-writable socket directory was used: %v", err)
+	in, err := acquireInstance(deep, quiet)
+	if err != nil {
+		t.Fatalf("a world-writable socket directory stopped the launch: %v", err)
 	}
-	if err := os.Chmod(squat, 0o700); err != nil {
-		t.Fatal(err)
+	in.Close()
+	if filepath.Dir(in.path) == squat || privateDir(filepath.Dir(in.path)) != nil {
+		t.Fatalf("a world-writable socket directory was used: %s", in.path)
 	}
 
 	// A squatter bound the socket and answers as a running FreeLane.
@@ -285,5 +289,192 @@ func TestInstanceSocketSquatting(t *testing.T) {
 		if _, serr := os.Lstat(path); serr != nil {
 			t.Fatalf("another user's socket was removed: %v", serr)
 		}
+	}
+}
+
+// squatSocketDir plays another account that made the fallback socket
+// directory first: it creates TMPDIR/freelane-UID owned by nobody (uid
+// 65534), as only root can. The test is skipped for other users.
+func squatSocketDir(t *testing.T) string {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the test makes a directory owned by another account (nobody, uid 65534)")
+	}
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", shortDir(t))
+	squat := filepath.Join(os.TempDir(), fmt.Sprintf("freelane-%d", os.Getuid()))
+	if err := os.Mkdir(squat, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(squat, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return squat
+}
+
+// TestInstanceSocketDirSquatted: another account that pre-creates the
+// fallback socket directory does not stop FreeLane from starting. FreeLane
+// makes a private directory of its own under a random name, records it in
+// the data directory, and a second launch (a real process) finds the
+// running instance there.
+func TestInstanceSocketDirSquatted(t *testing.T) {
+	squat := squatSocketDir(t)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-name/", 8))
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+
+	first, err := acquireInstance(deep, log)
+	if err != nil {
+		t.Fatalf("a directory made by another account stopped the launch: %v", err)
+	}
+	defer first.Close()
+	dir := filepath.Dir(first.path)
+	if dir == squat || filepath.Dir(dir) != os.TempDir() {
+		t.Fatalf("the socket is at %s, want a fresh directory in %s", first.path, os.TempDir())
+	}
+	if err := privateDir(dir); err != nil {
+		t.Fatalf("the fresh directory is not private: %v", err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the fresh directory: %v %v", fi.Mode(), err)
+	}
+	if rec, err := os.ReadFile(filepath.Join(deep, socketDirRecord)); err != nil || strings.TrimSpace(string(rec)) != dir {
+		t.Fatalf("the data directory records %q (%v), want %s", rec, err, dir)
+	}
+	if n := strings.Count(logs.String(), "single-instance socket"); n != 1 || !strings.Contains(logs.String(), "belongs to user id 65534") {
+		t.Errorf("the log should say once what happened, got:\n%s", logs.String())
+	}
+	if fi, err := os.Lstat(squat); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Errorf("the other account's directory was touched: %v", err)
+	}
+
+	// A second launch in-process hears the first one ...
+	first.setShow(func() bool { return true }, "http://127.0.0.1:7788/v1")
+	var running *RunningError
+	if _, err := acquireInstance(deep, log); !errors.As(err, &running) || running.Endpoint != "http://127.0.0.1:7788/v1" {
+		t.Fatalf("a second launch did not find the running instance: %v", err)
+	}
+	// ... and so does a real second process, with nothing new in the log.
+	cmd := exec.Command(os.Args[0], "serve", "--data-dir", deep, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "FREELANE_TEST_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another FreeLane uses the data directory") {
+		t.Fatalf("a second process did not find the running instance: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "single-instance socket") {
+		t.Errorf("the second launch logged the directory again:\n%s", out)
+	}
+	if n := strings.Count(logs.String(), "single-instance socket"); n != 1 {
+		t.Errorf("the log says it %d times:\n%s", n, logs.String())
+	}
+}
+
+// TestInstanceSocketDirRecordStale: a recorded directory that is gone, or
+// no longer private to this user, is replaced by a fresh one.
+func TestInstanceSocketDirRecordStale(t *testing.T) {
+	squatSocketDir(t)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-name/", 8))
+	in, err := acquireInstance(deep, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	dir := filepath.Dir(in.path)
+
+	// Gone (the temporary directory was cleaned): a fresh one is made.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	in, err = acquireInstance(deep, quiet)
+	if err != nil {
+		t.Fatalf("a gone directory in the record stopped the launch: %v", err)
+	}
+	in.Close()
+	second := filepath.Dir(in.path)
+	if second == dir || privateDir(second) != nil {
+		t.Fatalf("after the directory went: %s (was %s)", second, dir)
+	}
+
+	// No longer ours: another account took it over; it is left alone.
+	if err := os.Chown(second, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	in, err = acquireInstance(deep, quiet)
+	if err != nil {
+		t.Fatalf("a foreign directory in the record stopped the launch: %v", err)
+	}
+	defer in.Close()
+	third := filepath.Dir(in.path)
+	if third == second || privateDir(third) != nil {
+		t.Fatalf("a directory of another owner was used: %s", third)
+	}
+	if rec, _ := os.ReadFile(filepath.Join(deep, socketDirRecord)); strings.TrimSpace(string(rec)) != third {
+		t.Errorf("the record names %q, want %s", rec, third)
+	}
+
+	// A record pointing at a symlink to a directory of ours is not used.
+	link := filepath.Join(os.TempDir(), "link")
+	if err := os.Symlink(third, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(deep, socketDirRecord), []byte(link+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	again, err := acquireInstance(deep, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if d := filepath.Dir(again.path); d == link || privateDir(d) != nil {
+		t.Fatalf("a symlink in the record was used: %s", again.path)
+	}
+}
+
+// TestInstanceSocketDirSquattedRace: launches that all find the usual
+// directory taken agree on one fresh directory, so exactly one of them
+// runs.
+func TestInstanceSocketDirSquattedRace(t *testing.T) {
+	squatSocketDir(t)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-name/", 8))
+	const n = 6
+	var wg sync.WaitGroup
+	var owners atomic.Int32
+	var mu sync.Mutex
+	var insts []*instance
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in, err := acquireInstance(deep, quiet)
+			var running *RunningError
+			switch {
+			case err == nil:
+				owners.Add(1)
+				mu.Lock()
+				insts = append(insts, in)
+				mu.Unlock()
+			case errors.As(err, &running):
+			default:
+				t.Errorf("launch failed: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, in := range insts {
+		in.Close()
+	}
+	if owners.Load() != 1 {
+		t.Errorf("%d launches own the data directory, want exactly 1", owners.Load())
+	}
+	entries, _ := os.ReadDir(os.TempDir())
+	var made int
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "freelane-") && e.Name() != fmt.Sprintf("freelane-%d", os.Getuid()) {
+			made++
+		}
+	}
+	if made != 1 {
+		t.Errorf("%d fresh directories were made, want 1", made)
 	}
 }

@@ -29,3 +29,32 @@ func TestWriteReplacesWholeAndPrivately(t *testing.T) {
 		t.Fatal("wrote into a directory that does not exist")
 	}
 }
+
+func TestWriteInKeepsInsideTheRootWithTheModeAsked(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := WriteIn(root, "f.toml", []byte("new"), 0o640, NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "f.toml")); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, %v", fi.Mode(), err)
+	}
+	// A link out of the root, made after it was opened, is not followed.
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteIn(root, "out/f", []byte("x"), 0o600, NoOwner); err == nil {
+		t.Fatal("wrote through a link out of the root")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("files made outside: %v", entries)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("left behind: %v", entries)
+	}
+}

@@ -234,6 +234,10 @@ type Provider struct {
 	// APIKeyEnv names the environment variables referenced in api_key, so the
 	// router can tell the user which variable to set when the key is empty.
 	APIKeyEnv []string `yaml:"-"`
+	// KeyFile names the --config file that gives the key, so that the
+	// user is told to fix it there rather than in the dashboard; set in
+	// the effective configuration only.
+	KeyFile string `yaml:"-"`
 	// Keyless says the server needs no key (local servers such as Ollama);
 	// api_key must then be empty.
 	Keyless bool `yaml:"keyless"`

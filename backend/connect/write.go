@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"strings"
 
@@ -51,9 +53,16 @@ var companions = map[string][]companion{
 
 // planned is one file Write is about to write.
 type planned struct {
-	path        string
-	old, merged []byte
-	existed     bool
+	// path is where the file is written: the tool's file with its links
+	// resolved, name its slash-separated name inside dir, the tool's
+	// config directory, which lies in home (with its links resolved).
+	path, dir, name, home string
+	old, merged           []byte
+	existed               bool
+	// perm and owner are what the written file (and its backup) get: the
+	// old file's, or 0600 for a new one, which may hold a key.
+	perm  fs.FileMode
+	owner atomicfile.Owner
 }
 
 // ParseError is a config file Write will not touch because it cannot read
@@ -139,21 +148,112 @@ func Write(ctx context.Context, home, id string, o Options, clk clock.Clock) (Wr
 
 // plan reads the file at rel under home and merges FreeLane's settings in.
 func plan(home, rel string, mergeFn func(path string, old []byte, existed bool) ([]byte, error)) (planned, error) {
-	path := filepath.Join(home, filepath.FromSlash(rel))
-	// A config file kept elsewhere and linked into place (dotfile managers
-	// do this) is written where it lives, so the link stays.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
+	realHome, err := filepath.EvalSymlinks(home)
+	if err != nil {
+		return planned{}, fmt.Errorf("the home directory %s: %w", home, err)
 	}
-	old, existed, err := readLimited(path)
+	dir := filepath.Join(realHome, filepath.FromSlash(pathpkg.Dir(rel)))
+	want := filepath.Join(dir, pathpkg.Base(rel))
+	// A config file linked to another file in the tool's directory (a
+	// profile switcher does this) is written where it lives, so the link
+	// stays. A link that leads anywhere else is not followed: whoever can
+	// write the home directory (its owner, when FreeLane runs as root with
+	// that HOME) could otherwise make FreeLane overwrite any file it may
+	// write, such as /etc/passwd.
+	path, err := resolveLinks(want, 0)
+	if err != nil {
+		return planned{}, fmt.Errorf("reading %s: %w", want, err)
+	}
+	name, ok := inside(dir, path)
+	if !ok {
+		return planned{}, &LinkError{File: want, Target: path, Dir: dir}
+	}
+	old, fi, err := readLimited(path)
 	if err != nil {
 		return planned{}, err
 	}
+	existed := fi != nil
 	merged, err := mergeFn(path, old, existed)
 	if err != nil {
 		return planned{}, err
 	}
-	return planned{path: path, old: old, merged: merged, existed: existed}, nil
+	p := planned{path: path, dir: dir, name: name, home: realHome, old: old, merged: merged, existed: existed, perm: 0o600, owner: atomicfile.NoOwner}
+	if existed {
+		// A rewrite keeps the file as the user set it up: a file shared
+		// with a group stays readable by it. Only root can give a file
+		// back to its owner, and must, or the tool's user could no longer
+		// read their own settings.
+		p.perm = fi.Mode().Perm()
+		if os.Geteuid() == 0 {
+			p.owner = ownerOf(fi)
+		}
+	}
+	return p, nil
+}
+
+// maxLinks bounds the links resolveLinks follows, as the kernel does.
+const maxLinks = 40
+
+// resolveLinks returns path with every symbolic link on it resolved, also
+// when the file, or a link's target, does not exist yet.
+func resolveLinks(path string, depth int) (string, error) {
+	if depth > maxLinks {
+		return "", fmt.Errorf("more than %d symbolic links", maxLinks)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err == nil {
+		return real, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	parent := filepath.Dir(path)
+	if parent == path {
+		return path, nil
+	}
+	realParent, err := resolveLinks(parent, depth)
+	if err != nil {
+		return "", err
+	}
+	here := filepath.Join(realParent, filepath.Base(path))
+	fi, err := os.Lstat(here)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		// Missing: it is made where its resolved directory is.
+		return here, nil
+	}
+	// A link whose target does not exist yet.
+	target, err := os.Readlink(here)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(realParent, target)
+	}
+	return resolveLinks(target, depth+1)
+}
+
+// inside reports whether path lies inside dir, and its slash-separated
+// name there.
+func inside(dir, path string) (string, bool) {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// LinkError is a config file Write does not write because a symbolic link
+// (the file itself, or a directory on its way) leads out of the tool's
+// config directory.
+type LinkError struct {
+	// File is the tool's config file, Target where the links lead and Dir
+	// the tool's config directory.
+	File, Target, Dir string
+}
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("%s leads through a symbolic link to %s, outside %s: FreeLane does not write through links that leave the tool's config directory, so nothing was written; put the file itself in %s, or add the settings that freelane connect prints without --write by hand",
+		e.File, e.Target, e.Dir, e.Dir)
 }
 
 // write writes one planned file, keeping a backup of the old one.
@@ -163,23 +263,51 @@ func (p planned) write(clk clock.Clock) (Written, error) {
 		w.Unchanged = true
 		return w, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p.path), 0o700); err != nil {
+	// Missing directories are made through the home directory, so a link
+	// put in their way since the plan cannot lead outside it either.
+	if err := mkdirIn(p.home, filepath.Dir(p.path)); err != nil {
 		return Written{}, fmt.Errorf("creating %s: %w", filepath.Dir(p.path), err)
 	}
-	var err error
+	// Every write goes through the tool's directory, opened once: a link
+	// made inside it since the plan cannot lead the file out of it. The
+	// directory itself must still be the one planned.
+	if real, err := filepath.EvalSymlinks(p.dir); err != nil || real != p.dir {
+		return Written{}, &LinkError{File: filepath.Join(p.dir, filepath.FromSlash(p.name)), Target: real, Dir: p.dir}
+	}
+	root, err := os.OpenRoot(p.dir)
+	if err != nil {
+		return Written{}, fmt.Errorf("opening %s: %w", p.dir, err)
+	}
+	defer root.Close()
 	if p.existed {
-		w.Backup, err = backup(p.path, p.old, clk)
+		name, err := backup(root, p.name, p.old, p.perm, p.owner, clk)
 		if err != nil {
-			return Written{}, err
+			return Written{}, fmt.Errorf("backing up %s: %w", p.path, err)
 		}
+		w.Backup = filepath.Join(p.dir, filepath.FromSlash(name))
 		w.Undo = "mv " + shellQuote(w.Backup) + " " + shellQuote(p.path)
 	} else {
 		w.Undo = "rm " + shellQuote(p.path)
 	}
-	if err := atomicfile.Write(p.path, p.merged); err != nil {
+	if err := atomicfile.WriteIn(root, p.name, p.merged, p.perm, p.owner); err != nil {
 		return Written{}, err
 	}
 	return w, nil
+}
+
+// mkdirIn makes dir, which lies inside home, and the directories up to it,
+// 0700, through home opened as a root.
+func mkdirIn(home, dir string) error {
+	rel, err := filepath.Rel(home, dir)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(home)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.MkdirAll(filepath.ToSlash(rel), 0o700)
 }
 
 // undoAll is the command that undoes w and the files written with it.
@@ -215,67 +343,69 @@ func merge(id, path string, old []byte, existed bool, o Options) ([]byte, error)
 	return nil, fmt.Errorf("%w %q", ErrUnknownTool, id)
 }
 
-// readLimited reads the file at path, reporting whether it exists.
-func readLimited(path string) ([]byte, bool, error) {
+// readLimited reads the file at path; its FileInfo is nil when it does
+// not exist.
+func readLimited(path string) ([]byte, fs.FileInfo, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, false, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("%s is not a regular file; FreeLane left it untouched", path)
+		return nil, nil, fmt.Errorf("%s is not a regular file; FreeLane left it untouched", path)
 	}
 	if st.Size() > maxFile {
-		return nil, false, fmt.Errorf("%s is larger than %d MiB, too large for a config file; FreeLane left it untouched", path, maxFile>>20)
+		return nil, nil, fmt.Errorf("%s is larger than %d MiB, too large for a config file; FreeLane left it untouched", path, maxFile>>20)
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
-		return nil, false, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return b, true, nil
+	if len(b) > maxFile {
+		return nil, nil, fmt.Errorf("%s is larger than %d MiB, too large for a config file; FreeLane left it untouched", path, maxFile>>20)
+	}
+	return b, st, nil
 }
 
-// backup writes old next to path under a dated name, never over another
-// file: two writes within a second get -2, -3 and so on.
-func backup(path string, old []byte, clk clock.Clock) (string, error) {
+// backup writes old next to name inside root under a dated name, with the
+// old file's mode and owner, never over another file: two writes within a
+// second get -2, -3 and so on. It returns the backup's name in root.
+func backup(root *os.Root, name string, old []byte, perm fs.FileMode, owner atomicfile.Owner, clk clock.Clock) (string, error) {
 	stamp := clock.OrReal(clk).Now().Format(backupLayout)
-	base := path + ".freelane-backup-" + stamp
+	base := name + ".freelane-backup-" + stamp
 	for n := 1; n < 100; n++ {
-		name := base
+		bname := base
 		if n > 1 {
-			name = fmt.Sprintf("%s-%d", base, n)
+			bname = fmt.Sprintf("%s-%d", base, n)
 		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := atomicfile.CreateIn(root, bname, perm, owner)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("backing up %s: %w", path, err)
+			return "", err
 		}
-		if _, err := f.Write(old); err != nil {
-			_ = f.Close()
-			_ = os.Remove(name)
-			return "", fmt.Errorf("backing up %s: %w", path, err)
+		_, err = f.Write(old)
+		if err == nil {
+			err = f.Sync()
 		}
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			_ = os.Remove(name)
-			return "", fmt.Errorf("backing up %s: %w", path, err)
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
-		if err := f.Close(); err != nil {
-			_ = os.Remove(name)
-			return "", fmt.Errorf("backing up %s: %w", path, err)
+		if err != nil {
+			_ = root.Remove(bname)
+			return "", err
 		}
-		return name, nil
+		return bname, nil
 	}
-	return "", fmt.Errorf("backing up %s: too many backups named %s*; remove old ones", path, base)
+	return "", fmt.Errorf("too many backups named %s*; remove old ones", base)
 }
 
 // shellQuote quotes s for a POSIX shell.

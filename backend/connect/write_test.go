@@ -188,8 +188,8 @@ func TestWriteMergesIntoTheUsersFileAndUndoRestoresIt(t *testing.T) {
 			if b, err := os.ReadFile(w.Backup); err != nil || !bytes.Equal(b, orig) {
 				t.Errorf("the backup differs from the original: %v\n%s", err, b)
 			}
-			if runtime.GOOS != "windows" && mode(t, path) != 0o600 {
-				t.Errorf("file mode %o", mode(t, path))
+			if runtime.GOOS != "windows" && mode(t, path) != 0o644 {
+				t.Errorf("file mode %o, want 0644 as the file had", mode(t, path))
 			}
 			merged, err := os.ReadFile(path)
 			if err != nil {
@@ -403,35 +403,59 @@ func TestBackupsNeverOverwriteEachOther(t *testing.T) {
 	}
 }
 
-func TestWriteFollowsALinkedConfigFile(t *testing.T) {
+// TestWriteFollowsALinkInsideTheToolsDirectory: a config file linked to
+// another file in the tool's directory (a profile switcher does this) is
+// written where it lives, and the link stays; so is a link to a file that
+// does not exist yet.
+func TestWriteFollowsALinkInsideTheToolsDirectory(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("symlinks need privileges on Windows")
 	}
 	home := t.TempDir()
-	dotfiles := t.TempDir()
-	real := filepath.Join(dotfiles, "settings.json")
+	link := toolFile(t, home, "claude-code")
+	profiles := filepath.Join(filepath.Dir(link), "profiles")
+	if err := os.MkdirAll(profiles, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(profiles, "work.json")
 	if err := os.WriteFile(real, []byte(`{"model":"opus"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	link := toolFile(t, home, "claude-code")
-	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink("profiles/work.json", link); err != nil {
 		t.Fatal(err)
 	}
 	w, err := write(t, home, "claude-code", connect.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.File != real {
-		t.Errorf("wrote %s, want the link's target %s", w.File, real)
+	if w.File != real || w.Backup != real+stamp {
+		t.Errorf("wrote %s (backup %s), want the link's target %s", w.File, w.Backup, real)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link was replaced: %v", err)
 	}
 	if b, _ := os.ReadFile(link); !strings.Contains(string(b), "ANTHROPIC_BASE_URL") || !strings.Contains(string(b), "opus") {
 		t.Errorf("through the link: %s", b)
+	}
+
+	// A link to a file not made yet, in a linked directory inside.
+	env := toolFile(t, home, "gemini-cli")
+	dir := filepath.Dir(env)
+	if err := os.MkdirAll(filepath.Join(dir, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dir, "current")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("current/gemini.env", env); err != nil {
+		t.Fatal(err)
+	}
+	w, err = write(t, home, "gemini-cli", connect.Options{Model: "coding"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "real", "gemini.env"); w.File != want || mode(t, want) != 0o600 {
+		t.Errorf("wrote %s, want %s, mode 0600", w.File, want)
 	}
 }
 
@@ -541,5 +565,180 @@ func TestGeminiSettingsWrittenWithItsEnvFile(t *testing.T) {
 	}
 	if _, err := os.Stat(toolFile(t, home, "gemini-cli")); !os.IsNotExist(err) {
 		t.Errorf("the .env was written although settings.json could not be: %v", err)
+	}
+}
+
+// TestWriteRefusesLinksOutOfTheToolsDirectory: a config file, or a
+// directory on its way, linked to somewhere outside the tool's config
+// directory is not written through. Run as root with another user's HOME,
+// FreeLane would otherwise overwrite (and re-mode) whatever file that user
+// links there, such as /etc/passwd.
+func TestWriteRefusesLinksOutOfTheToolsDirectory(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks need privileges on Windows")
+	}
+	etc := t.TempDir()
+	// Two targets: one no tool's format parses, and a JSON file the
+	// old code would have rewritten.
+	targets := map[string]string{
+		"passwd":    "root:x:0:0:root:/root:/bin/bash\n",
+		"conf.json": `{"keep": true}`,
+	}
+	for name, content := range targets {
+		path := filepath.Join(etc, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passwd, conf := filepath.Join(etc, "passwd"), filepath.Join(etc, "conf.json")
+	untouched := func(t *testing.T) {
+		t.Helper()
+		for name, content := range targets {
+			path := filepath.Join(etc, name)
+			if b, err := os.ReadFile(path); err != nil || string(b) != content {
+				t.Errorf("the target outside was changed: %q %v", b, err)
+			}
+			if m := mode(t, path); m != 0o644 {
+				t.Errorf("the target's mode became %o", m)
+			}
+		}
+		if entries, _ := os.ReadDir(etc); len(entries) != len(targets) {
+			t.Errorf("files were made outside: %v", entries)
+		}
+	}
+	refused := func(t *testing.T, err error) {
+		t.Helper()
+		var le *connect.LinkError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), "outside") || !strings.Contains(err.Error(), "nothing was written") {
+			t.Fatalf("not refused: %v", err)
+		}
+	}
+
+	t.Run("file linked out", func(t *testing.T) {
+		home := t.TempDir()
+		link := toolFile(t, home, "gemini-cli")
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(passwd, link); err != nil {
+			t.Fatal(err)
+		}
+		_, err := write(t, home, "gemini-cli", connect.Options{Model: "coding"})
+		refused(t, err)
+		untouched(t)
+	})
+	t.Run("parseable file linked out", func(t *testing.T) {
+		home := t.TempDir()
+		link := toolFile(t, home, "claude-code")
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(conf, link); err != nil {
+			t.Fatal(err)
+		}
+		_, err := write(t, home, "claude-code", connect.Options{})
+		refused(t, err)
+		untouched(t)
+	})
+	t.Run("dangling link out", func(t *testing.T) {
+		home := t.TempDir()
+		link := toolFile(t, home, "claude-code")
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(etc, "sudoers"), link); err != nil {
+			t.Fatal(err)
+		}
+		_, err := write(t, home, "claude-code", connect.Options{})
+		refused(t, err)
+		untouched(t)
+	})
+	t.Run("directory linked out", func(t *testing.T) {
+		home := t.TempDir()
+		// ~/.codex -> etc: config.toml would land in etc.
+		if err := os.Symlink(etc, filepath.Join(home, ".codex")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := write(t, home, "codex", connect.Options{Model: "coding"})
+		refused(t, err)
+		untouched(t)
+	})
+	t.Run("parent directory linked out", func(t *testing.T) {
+		home := t.TempDir()
+		// ~/.config -> etc: opencode/opencode.json would land in etc.
+		if err := os.Symlink(etc, filepath.Join(home, ".config")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := write(t, home, "opencode", connect.Options{Model: "coding"})
+		refused(t, err)
+		untouched(t)
+	})
+	t.Run("link up and out", func(t *testing.T) {
+		home := t.TempDir()
+		link := toolFile(t, home, "continue")
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(filepath.Dir(link), passwd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rel, link); err != nil {
+			t.Fatal(err)
+		}
+		_, err = write(t, home, "continue", connect.Options{Model: "coding"})
+		refused(t, err)
+		untouched(t)
+	})
+}
+
+// TestWriteKeepsTheFilesModeAndOwner: a rewrite and its backup keep the
+// mode (and, as root, the owner) the user gave the file; a new file is
+// private, since it may hold a key.
+func TestWriteKeepsTheFilesModeAndOwner(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Unix modes")
+	}
+	home := t.TempDir()
+	path := toolFile(t, home, "codex")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(existing["codex"]), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	asRoot := os.Getuid() == 0
+	if asRoot {
+		if err := os.Chown(path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := write(t, home, "codex", connect.Options{Model: "coding"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, w.Backup} {
+		if m := mode(t, f); m != 0o640 {
+			t.Errorf("%s: mode %o, want 0640 as the file had", f, m)
+		}
+		if asRoot {
+			if uid, gid := owner(t, f); uid != 65534 || gid != 65534 {
+				t.Errorf("%s: owner %d:%d, want 65534:65534 as the file had", f, uid, gid)
+			}
+		}
+	}
+	// A new file is 0600, whatever the umask.
+	w, err = write(t, home, "claude-code", connect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(t, w.File); m != 0o600 {
+		t.Errorf("a new file has mode %o, want 0600", m)
 	}
 }

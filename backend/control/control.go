@@ -8,6 +8,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,6 +117,11 @@ type Control struct {
 	// adopted are the providers added at start because their key was in
 	// the environment.
 	adopted []string
+	// fileKeys are the providers whose key the --config file gives, each
+	// with how it gives it (see fileKeySource). The file wins for what it
+	// declares: such a key cannot be set from the dashboard, and a key
+	// pasted there earlier is dropped at start.
+	fileKeys map[string]string
 	// maxBodyMB is the largest max_body_mb the admin API may set: what the
 	// config file (or, without one, the stored configuration) allows at
 	// start. Raising the body limit is a decision for whoever owns the
@@ -153,7 +159,7 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 	if o.Catalog == nil {
 		o.Catalog = catalog.Embedded()
 	}
-	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}, cat: o.Catalog}
+	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}, cat: o.Catalog, fileKeys: map[string]string{}}
 	if raw, ok, err := c.db.GetState(ctx, docKeys); err != nil {
 		return nil, err
 	} else if ok {
@@ -180,6 +186,17 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 		}
 		for i := range doc.Providers {
 			p := &doc.Providers[i]
+			if how := fileKeySource(p); how != "" {
+				// The file is read at every start and must come out the
+				// same each time: a key pasted in the dashboard would
+				// otherwise outlive every edit of the file.
+				c.fileKeys[p.Name] = how
+				if k, ok := c.keys[p.Name]; ok && k.Source == SourceDashboard {
+					delete(c.keys, p.Name)
+					c.log.Warn("the key pasted in the dashboard is not used: the config file gives this provider's key, and the file wins",
+						"provider", p.Name, "file", o.SeedPath, "key", how)
+				}
+			}
 			if k, ok := c.keys[p.Name]; ok && k.Source == SourceDashboard && !c.boundTo(k, p) {
 				// The file now sends this provider somewhere else (or
 				// with other headers); the key pasted in the dashboard
@@ -193,11 +210,14 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 				// Keep the reference, not the value: the environment stays
 				// the source of truth for such keys.
 				p.APIKey = "${" + p.APIKeyEnv[0] + "}"
+				// A key an earlier file wrote literally is not the
+				// fallback of an unset variable.
+				delete(c.keys, p.Name)
 			case p.APIKey != "":
-				if k, ok := c.keys[p.Name]; !ok || k.Source != SourceDashboard {
-					c.keys[p.Name] = sealedKey{Sealed: c.vault.Seal(p.APIKey, p.Name), Source: SourceConfig}
-				}
+				c.keys[p.Name] = sealedKey{Sealed: c.vault.Seal(p.APIKey, p.Name), Source: SourceConfig}
 				p.APIKey = ""
+			case p.Keyless:
+				delete(c.keys, p.Name)
 			}
 		}
 		// Hold the seed as it is stored and read back (defaults filled in,
@@ -234,6 +254,41 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 		}
 	}
 	return c, nil
+}
+
+// fileKeySource says how the config file gives provider p its key, as it
+// stands in the file: "api_key" for a key written in it, the variables
+// it is read from, or "keyless: true"; "" when the file gives none, which
+// leaves the key to the dashboard.
+func fileKeySource(p *config.Provider) string {
+	switch {
+	case p.Keyless:
+		return "keyless: true"
+	case len(p.APIKeyEnv) > 0:
+		return "from " + strings.Join(p.APIKeyEnv, " or ")
+	case p.APIKey != "":
+		return "api_key"
+	}
+	return ""
+}
+
+// fileKeyLocked names the config file that gives provider its key, ""
+// when the dashboard may set it.
+func (c *Control) fileKeyLocked(provider string) string {
+	if _, ok := c.fileKeys[provider]; !ok {
+		return ""
+	}
+	// A seed is always given with its path by freelane itself; the
+	// fallback only keeps the field from reading as "the dashboard's".
+	return cmp.Or(c.seededFrom, "--config")
+}
+
+// FileLabel is how a message names the config file called path.
+func FileLabel(path string) string {
+	if path == "--config" {
+		return "the --config file"
+	}
+	return "the config file " + path
 }
 
 // loadStored reads the stored configuration with its sealed header values
@@ -323,7 +378,8 @@ func (c *Control) clone(doc *config.Config) (*config.Config, error) {
 
 // effective resolves ${VAR} references from the environment and fills in
 // the keys from the vault: a key pasted in the dashboard wins, then the
-// environment, then a key written in the config file.
+// environment, then a key written in the config file. A provider whose key
+// the --config file gives has no dashboard key (see fileKeys).
 func (c *Control) effective(doc *config.Config) (*config.Config, error) {
 	b, err := marshal(doc)
 	if err != nil {
@@ -335,6 +391,7 @@ func (c *Control) effective(doc *config.Config) (*config.Config, error) {
 	}
 	for i := range eff.Providers {
 		p := &eff.Providers[i]
+		p.KeyFile = c.fileKeyLocked(p.Name)
 		k, ok := c.keys[p.Name]
 		if !ok {
 			continue

@@ -43,6 +43,11 @@ type KeyInfo struct {
 	Masked string   `json:"masked"`
 	Source string   `json:"source"`
 	Env    []string `json:"env"`
+	// File names the config file that gives the key (written in it, read
+	// from the variables it names, or none for a keyless provider). The
+	// file wins at every start, so the dashboard cannot set, replace or
+	// delete such a key; "" when it can.
+	File string `json:"file"`
 }
 
 // ProviderView is a provider as the dashboard shows it. It shows the
@@ -102,7 +107,9 @@ type ProviderView struct {
 //     it; otherwise all zero limits, a zero price or "" removes them.
 //   - api_key is write-only: null keeps the key, "" removes the key pasted
 //     in the dashboard, and a key never replaces an ${ENV} reference in the
-//     configuration (the dashboard key wins over it).
+//     configuration (the dashboard key wins over it). For a provider whose
+//     key the --config file gives (KeyInfo.File), any api_key is refused:
+//     the file wins.
 //   - key is the view's read-only description of the key. It is accepted
 //     so that a view can be sent back as it is, and ignored; so is notice.
 //   - headers: a value sent as the view shows it (masked, or the
@@ -219,7 +226,7 @@ func (c *Control) view(p config.Provider, key string) ProviderView {
 			Limits: &lim, Price: priceJSON(m.Price), CreditExpires: &credit})
 	}
 	v.Limits = limitsJSON(p.Limits)
-	v.Key = KeyInfo{Env: append([]string{}, p.APIKeyEnv...), Source: SourceNone}
+	v.Key = KeyInfo{Env: append([]string{}, p.APIKeyEnv...), Source: SourceNone, File: c.fileKeyLocked(p.Name)}
 	switch k, stored := c.keys[p.Name]; {
 	case p.Keyless:
 		v.Key.Source = SourceKeyless
@@ -440,6 +447,12 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 	v, err := c.Provider(name)
 	if err == nil {
 		v.Notice = notice(before, v, in.APIKey != nil)
+		if v.Notice != "" && v.Key.File != "" {
+			// The key cannot be sent again from here: it is the file's,
+			// and so is the destination at the next start.
+			v.Notice = fmt.Sprintf("the provider's destination changed, so FreeLane removed its key until the next start: a key is only sent to the base_url and headers it was given with. %s gives this provider's key and puts its base_url, headers and key back at the next start; edit the file to move it for good",
+				FileLabel(v.Key.File))
+		}
 	}
 	return v, err
 }
@@ -597,6 +610,11 @@ func (c *Control) SetKey(ctx context.Context, name string, key *string) (Provide
 func (c *Control) setKeyLocked(provider string, key *string) error {
 	if key == nil {
 		return nil
+	}
+	if how, ok := c.fileKeys[provider]; ok {
+		return userErr(http.StatusForbidden, "api_key",
+			"%s gives the key of %q (%s), and the file wins over the dashboard at every start; change the key in the file (or its variable) and restart FreeLane",
+			FileLabel(c.fileKeyLocked(provider)), provider, how)
 	}
 	k := strings.TrimSpace(*key)
 	if k == "" {

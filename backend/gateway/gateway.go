@@ -403,6 +403,13 @@ func loopbackURL(raw string) bool {
 
 // keyHint tells the user how to give a provider its key.
 func keyHint(p config.Provider) string {
+	switch {
+	case p.KeyFile != "" && len(p.APIKeyEnv) > 0:
+		// The file wins over the dashboard, which cannot set this key.
+		return fmt.Sprintf("set %s and restart FreeLane (%s reads the key of %s from it)", strings.Join(p.APIKeyEnv, " or "), control.FileLabel(p.KeyFile), p.Name)
+	case p.KeyFile != "":
+		return fmt.Sprintf("give %s an api_key in %s and restart FreeLane", p.Name, control.FileLabel(p.KeyFile))
+	}
 	if len(p.APIKeyEnv) > 0 {
 		return fmt.Sprintf("set %s or add a key for %s in the dashboard", strings.Join(p.APIKeyEnv, " or "), p.Name)
 	}

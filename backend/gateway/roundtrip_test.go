@@ -39,7 +39,7 @@ func roundTripConfig(upstream string) *config.Config {
 		Providers: []config.Provider{
 			{
 				Name: "paid", Kind: config.KindOpenAI, Tier: config.TierOwn, Default: true, BaseURL: upstream,
-				APIKey: rtEnvKey, APIKeyEnv: []string{"FREELANE_RT_KEY"},
+				APIKey: rtEnvKey, APIKeyEnv: []string{"FREELANE_RT_KEY"}, KeyFile: "freelane.yaml",
 				Headers: map[string]string{"HTTP-Referer": "https://freelane.example", "X-Title": "${FREELANE_RT_TITLE}"},
 				// The upstream rejects stream_options: the setting the
 				// dashboard used to lose.
@@ -119,6 +119,9 @@ func asStored(c *config.Config) *config.Config {
 	c.Server = config.Server{}
 	for i := range c.Providers {
 		p := &c.Providers[i]
+		// Which file gives a key is told in the effective configuration
+		// only.
+		p.KeyFile = ""
 		switch {
 		case len(p.APIKeyEnv) > 0:
 			p.APIKey = "${" + p.APIKeyEnv[0] + "}"

@@ -346,6 +346,8 @@ func TestAttackRedactionKnowsTheCurrentSecrets(t *testing.T) {
 		short := c.Providers[0]
 		short.Name, short.APIKey, short.Headers = "short", "k", nil
 		c.Providers = append(c.Providers, short)
+		// The file gives paid no key, so one can be pasted for it.
+		c.Providers[0].APIKey = ""
 	})
 	e.up.SetDefault(fakeupstream.Behavior{Status: 503, Body: `{"error":{"message":"mock key k and sk-NEW-PLANTED-0123456789 rejected"}}`})
 	if r := e.do("PUT", "/api/providers/paid/key", `{"key":"sk-NEW-PLANTED-0123456789"}`, nil); r.status != 200 {

@@ -59,7 +59,7 @@ listen: 127.0.0.1:${port}
 providers:
   - {name: alpha, tier: free, base_url: "${upURL}", api_key: sk-alpha-test-0001, models: [{id: m-alpha, params_b: 70, context: 131072}]}
   - {name: beta, tier: free, base_url: "${upURL}", api_key: sk-beta-test-0002, models: [{id: m-beta, params_b: 8, context: 8192}]}
-  - {name: gamma, tier: free, base_url: "${upURL}", api_key: "\${GAMMA_KEY_NOT_SET}", models: [{id: m-gamma, params_b: 4}]}
+  - {name: gamma, tier: free, base_url: "${upURL}", models: [{id: m-gamma, params_b: 4}]}
   - {name: flaky, tier: free, base_url: "${upURL}", api_key: sk-flaky-0003, models: [{id: fail-a, params_b: 1}]}
   - name: capped
     tier: free
@@ -320,6 +320,10 @@ await test('adding a key in the form makes a keyless provider serve', async () =
   assert(!(await page.content()).includes('sk-gamma-from-browser-7777'), 'the page shows the whole key');
   const r = await chat('gamma/m-gamma');
   assert(r.status === 200, `gamma still fails: ${r.status}`);
+  // alpha's key is written in the config file, which wins: no way to change it here.
+  const alpha = page.getByTestId('key-alpha');
+  assert(/written in the config file/.test(await alpha.innerText()), `alpha's key row: ${await alpha.innerText()}`);
+  assert((await alpha.getByRole('button').count()) === 0, 'alpha offers to change a key the config file gives');
   await page.screenshot({ path: join(shots, 'providers.png'), fullPage: true });
 });
 

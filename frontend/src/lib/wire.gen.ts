@@ -647,6 +647,13 @@ export interface KeyInfo {
   masked: string;
   source: KeySource;
   env: string[];
+  /**
+   * File names the config file that gives the key (written in it, read
+   * from the variables it names, or none for a keyless provider). The
+   * file wins at every start, so the dashboard cannot set, replace or
+   * delete such a key; "" when it can.
+   */
+  file: string;
 }
 
 /** KeyInput is the body of PUT /api/providers/{name}/key. */
@@ -894,7 +901,9 @@ export interface ProbeView {
  *     it; otherwise all zero limits, a zero price or "" removes them.
  *   - api_key is write-only: null keeps the key, "" removes the key pasted
  *     in the dashboard, and a key never replaces an ${ENV} reference in the
- *     configuration (the dashboard key wins over it).
+ *     configuration (the dashboard key wins over it). For a provider whose
+ *     key the --config file gives (KeyInfo.File), any api_key is refused:
+ *     the file wins.
  *   - key is the view's read-only description of the key. It is accepted
  *     so that a view can be sent back as it is, and ignored; so is notice.
  *   - headers: a value sent as the view shows it (masked, or the

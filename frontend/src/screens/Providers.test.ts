@@ -8,9 +8,9 @@ beforeEach(() => {
   live.applySnapshot(
     snapshot({
       providers: [
-        provider("groq", { key: { set: false, masked: "", source: "none", env: ["GROQ_API_KEY"] } }),
-        provider("cerebras", { key: { set: true, masked: "csk-...9f3e", source: "dashboard", env: [] } }),
-        provider("ollama", { keyless: true, tier: "local", key: { set: false, masked: "", source: "keyless", env: [] } }),
+        provider("groq", { key: { set: false, masked: "", source: "none", env: ["GROQ_API_KEY"], file: "" } }),
+        provider("cerebras", { key: { set: true, masked: "csk-...9f3e", source: "dashboard", env: [], file: "" } }),
+        provider("ollama", { keyless: true, tier: "local", key: { set: false, masked: "", source: "keyless", env: [], file: "" } }),
       ],
     }),
   );
@@ -30,6 +30,33 @@ describe("Providers", () => {
     expect(within(screen.getByTestId("key-ollama")).queryByRole("button")).toBeNull();
     // The form stays closed while providers exist.
     expect(screen.queryByTestId("provider-form")).toBeNull();
+  });
+
+  it("says a key comes from the config file and offers no way to change it here", () => {
+    live.applySnapshot(
+      snapshot({
+        providers: [
+          provider("groq", { key: { set: true, masked: "gsk_...a1b2", source: "env", env: ["GROQ_API_KEY"], file: "/etc/freelane.yaml" } }),
+          provider("lit", { key: { set: true, masked: "sk-...9f3e", source: "config", env: [], file: "/etc/freelane.yaml" } }),
+          provider("gone", { key: { set: false, masked: "", source: "none", env: ["GONE_KEY"], file: "/etc/freelane.yaml" } }),
+          provider("lab", { keyless: true, key: { set: false, masked: "", source: "keyless", env: [], file: "/etc/freelane.yaml" } }),
+        ],
+      }),
+    );
+    render(Providers);
+    expect(screen.getByTestId("key-source-groq").textContent).toBe(
+      "from GROQ_API_KEY, as the config file /etc/freelane.yaml says; the key comes from the config file, so change it there",
+    );
+    expect(screen.getByTestId("key-source-lit").textContent).toBe(
+      "written in the config file /etc/freelane.yaml; the key comes from the config file, so change it there and restart FreeLane",
+    );
+    expect(screen.getByTestId("key-source-gone").textContent).toBe(
+      "no key: set GONE_KEY and restart FreeLane (the config file /etc/freelane.yaml reads the key from it)",
+    );
+    expect(screen.getByTestId("key-source-lab").textContent).toBe("needs no key, as the config file /etc/freelane.yaml says");
+    for (const name of ["groq", "lit", "gone", "lab"]) {
+      expect(within(screen.getByTestId(`key-${name}`)).queryByRole("button")).toBeNull();
+    }
   });
 
   it("pastes a key and shows the server's refusal next to it", async () => {

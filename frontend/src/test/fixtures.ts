@@ -67,7 +67,7 @@ export function provider(name: string, over: Partial<ProviderView> = {}): Provid
     probe: true,
     stream_usage: true,
     headers: {},
-    key: { set: true, masked: "sk-...a1b2", source: "dashboard", env: [] },
+    key: { set: true, masked: "sk-...a1b2", source: "dashboard", env: [], file: "" },
     models: [{ id: "m1", params_b: 70, context: 131072, max_output: 0 }],
     timeouts: { connect: "10s", header: "30s", first_token: "20s", idle: "30s" },
     limits: limits(),
@@ -105,7 +105,7 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
       backend("cerebras/qwen"),
       backend("ollama/qwen-coder", { tier: "local", status: "open", state: "open" }),
     ],
-    providers: [provider("groq"), provider("cerebras"), provider("ollama", { keyless: true, key: { set: false, masked: "", source: "keyless", env: [] } })],
+    providers: [provider("groq"), provider("cerebras"), provider("ollama", { keyless: true, key: { set: false, masked: "", source: "keyless", env: [], file: "" } })],
     chains: [
       { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "ordered", generated: true, default: true, warning: "" },
       { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "ordered", generated: false, default: false, warning: "" },
