@@ -152,8 +152,19 @@ func plan(home, rel string, mergeFn func(path string, old []byte, existed bool) 
 	if err != nil {
 		return planned{}, fmt.Errorf("the home directory %s: %w", home, err)
 	}
-	dir := filepath.Join(realHome, filepath.FromSlash(pathpkg.Dir(rel)))
-	want := filepath.Join(dir, pathpkg.Base(rel))
+	toolDir := filepath.Join(realHome, filepath.FromSlash(pathpkg.Dir(rel)))
+	want := filepath.Join(toolDir, pathpkg.Base(rel))
+	// Dotfile managers link a whole tool directory (~/.claude, or
+	// ~/.config) to a folder of their own in the home directory; that
+	// folder is then the tool's directory. A directory linked out of the
+	// home is refused like a file linked out of the tool's directory.
+	dir, err := resolveLinks(toolDir, 0)
+	if err != nil {
+		return planned{}, fmt.Errorf("reading %s: %w", toolDir, err)
+	}
+	if _, ok := inside(realHome, dir); !ok {
+		return planned{}, &LinkError{File: want, Target: dir, Dir: realHome}
+	}
 	// A config file linked to another file in the tool's directory (a
 	// profile switcher does this) is written where it lives, so the link
 	// stays. A link that leads anywhere else is not followed: whoever can
@@ -252,7 +263,7 @@ type LinkError struct {
 }
 
 func (e *LinkError) Error() string {
-	return fmt.Sprintf("%s leads through a symbolic link to %s, outside %s: FreeLane does not write through links that leave the tool's config directory, so nothing was written; put the file itself in %s, or add the settings that freelane connect prints without --write by hand",
+	return fmt.Sprintf("%s leads through a symbolic link to %s, outside %s: FreeLane does not write through links that leave the tool's config directory (or the home directory), so nothing was written; put the file itself in %s, or add the settings that freelane connect prints without --write by hand",
 		e.File, e.Target, e.Dir, e.Dir)
 }
 

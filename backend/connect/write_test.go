@@ -742,3 +742,51 @@ func TestWriteKeepsTheFilesModeAndOwner(t *testing.T) {
 		t.Errorf("a new file has mode %o, want 0600", m)
 	}
 }
+
+// TestWriteThroughAToolDirectoryLinkedInsideTheHome: dotfile managers link
+// a whole tool directory to a folder of theirs in the home directory; the
+// settings are written there and the link stays, while a tool directory
+// linked out of the home is refused.
+func TestWriteThroughAToolDirectoryLinkedInsideTheHome(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks need privileges on Windows")
+	}
+	home := t.TempDir()
+	file := toolFile(t, home, "claude-code")
+	toolDir := filepath.Dir(file)
+	dotfiles := filepath.Join(home, "dotfiles", "claude")
+	if err := os.MkdirAll(dotfiles, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dotfiles, toolDir); err != nil {
+		t.Fatal(err)
+	}
+	w, err := write(t, home, "claude-code", connect.Options{})
+	if err != nil {
+		t.Fatalf("a tool directory linked inside the home: %v", err)
+	}
+	if want := filepath.Join(dotfiles, filepath.Base(file)); w.File != want {
+		t.Errorf("wrote %s, want %s", w.File, want)
+	}
+	if fi, err := os.Lstat(toolDir); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the directory link was replaced: %v", err)
+	}
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "ANTHROPIC_BASE_URL") {
+		t.Errorf("through the link: %s", b)
+	}
+
+	outside := t.TempDir()
+	home2 := t.TempDir()
+	toolDir2 := filepath.Dir(toolFile(t, home2, "claude-code"))
+	if err := os.Symlink(outside, toolDir2); err != nil {
+		t.Fatal(err)
+	}
+	_, err = write(t, home2, "claude-code", connect.Options{})
+	var le *connect.LinkError
+	if !errors.As(err, &le) {
+		t.Fatalf("a tool directory linked out of the home: %v, want a LinkError", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("files were made outside the home: %v", entries)
+	}
+}

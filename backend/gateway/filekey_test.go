@@ -35,7 +35,7 @@ func (e *env) startFromFile(path string) {
 	if err := g.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	e.g, e.base, e.admin, e.csrf = g, "http://"+g.Addr(), nil, ""
+	e.g, e.base, e.session = g, "http://"+g.Addr(), ""
 	e.t.Cleanup(func() { _ = g.Shutdown(context.Background()) })
 }
 
