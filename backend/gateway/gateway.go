@@ -207,7 +207,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.catSource, g.envNames = src, envNames(cat)
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
-		Catalog: cat, LookupEnv: o.LookupEnv,
+		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: catalogAddresses(o.DataDir),
 	})
 	if err != nil {
 		return nil, err
