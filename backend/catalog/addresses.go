@@ -13,19 +13,22 @@ import (
 	"freelane/backend/atomicfile"
 )
 
-// Address is where a provider's requests go: its base URL, placeholders
-// unexpanded, with the placeholders it uses.
+// Address is where a provider's requests go and which key they carry:
+// its base URL, placeholders unexpanded, the placeholders it uses and the
+// variables its key is read from. A catalog that has a provider read
+// another variable moves a key as surely as one that moves the provider.
 type Address struct {
 	BaseURL      string   `json:"base_url"`
 	Placeholders []string `json:"placeholders,omitempty"`
+	KeyEnv       []string `json:"key_env,omitempty"`
 }
 
 func addressOf(p *Provider) Address {
-	return Address{BaseURL: p.BaseURL, Placeholders: slices.Clone(p.Placeholders)}
+	return Address{BaseURL: p.BaseURL, Placeholders: slices.Clone(p.Placeholders), KeyEnv: slices.Clone(p.KeyEnv)}
 }
 
 func (a Address) same(b Address) bool {
-	return a.BaseURL == b.BaseURL && slices.Equal(a.Placeholders, b.Placeholders)
+	return a.BaseURL == b.BaseURL && slices.Equal(a.Placeholders, b.Placeholders) && slices.Equal(a.KeyEnv, b.KeyEnv)
 }
 
 // Decisions are the user's answers to the addresses a newer catalog gives.
@@ -77,7 +80,8 @@ type Change struct {
 func (c Change) New() bool { return c.From.BaseURL == "" }
 
 // Hold returns the catalog to use for newer: each provider at the address
-// the built-in catalog gives it or the user confirmed, providers new in
+// (and with the key variables) the built-in catalog gives it or the user
+// confirmed, providers new in
 // newer left out until confirmed, and the changes so held (those the user
 // turned down aside). builtIn and newer are not changed.
 func Hold(newer, builtIn *Catalog, d Decisions) (*Catalog, []Change) {
@@ -107,7 +111,7 @@ func Hold(newer, builtIn *Catalog, d Decisions) (*Catalog, []Change) {
 		if from.BaseURL == "" {
 			continue
 		}
-		e.BaseURL, e.Placeholders = from.BaseURL, slices.Clone(from.Placeholders)
+		e.BaseURL, e.Placeholders, e.KeyEnv = from.BaseURL, slices.Clone(from.Placeholders), slices.Clone(from.KeyEnv)
 		out.Providers = append(out.Providers, e)
 	}
 	return &out, changes

@@ -86,3 +86,21 @@ func TestDecisionFileRoundTrip(t *testing.T) {
 		t.Fatalf("read back %+v, %v", back, err)
 	}
 }
+
+// A newer catalog that has a provider read another provider's key
+// variable, at the same address, is held like a move.
+func TestHoldKeepsKeyVariables(t *testing.T) {
+	builtIn := mustParse(t, builtInDoc)
+	newer := mustParse(t, `date: 2099-01-01
+providers:
+  - {id: cf, name: CF, tier: free, dialect: openai, base_url: "https://cf.example/${ACC}/v1", placeholders: [ACC], key_env: [GROQ_API_KEY], models: [{id: m}]}
+  - {id: groq, name: Groq, tier: free, dialect: openai, base_url: "https://api.groq.com/openai/v1", key_env: [GROQ_API_KEY], models: [{id: m}]}
+`)
+	got, changes := Hold(newer, builtIn, Decisions{})
+	if cf, _ := got.Provider("cf"); len(cf.KeyEnv) != 1 || cf.KeyEnv[0] != "CF_KEY" {
+		t.Fatalf("cf reads %v, want the confirmed CF_KEY", cf.KeyEnv)
+	}
+	if len(changes) != 1 || changes[0].ID != "cf" || changes[0].To.KeyEnv[0] != "GROQ_API_KEY" || changes[0].From.BaseURL != changes[0].To.BaseURL {
+		t.Fatalf("changes = %+v", changes)
+	}
+}

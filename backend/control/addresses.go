@@ -36,6 +36,10 @@ type CatalogChange struct {
 	From string `json:"from"`
 	// To is the address the newer catalog gives.
 	To string `json:"to"`
+	// FromKeyEnv and ToKeyEnv are the variables the key is read from now
+	// and with the change; a catalog that changes them moves a key too.
+	FromKeyEnv []string `json:"from_key_env"`
+	ToKeyEnv   []string `json:"to_key_env"`
 	// New is set for a provider the catalog adds.
 	New bool `json:"new"`
 	// HasKey is set when the provider has a key (stored, or set in the
@@ -187,7 +191,8 @@ func (c *Control) CatalogChanges() []CatalogChange {
 	defer c.mu.Unlock()
 	out := make([]CatalogChange, 0, len(c.changes))
 	for _, ch := range c.changes {
-		v := CatalogChange{ID: ch.ID, Name: ch.Name, From: ch.From.BaseURL, To: ch.To.BaseURL, New: ch.New()}
+		v := CatalogChange{ID: ch.ID, Name: ch.Name, From: ch.From.BaseURL, To: ch.To.BaseURL, New: ch.New(),
+			FromKeyEnv: nonNilStrings(ch.From.KeyEnv), ToKeyEnv: nonNilStrings(ch.To.KeyEnv)}
 		if !v.New {
 			if key := c.keyOf(ch.ID); key != "" {
 				v.HasKey = true
@@ -220,6 +225,12 @@ func (c *Control) DecideAddress(ctx context.Context, id string, confirm bool, to
 		if key := c.keyOf(id); key != "" {
 			return userErr(http.StatusConflict, "id", "%s has a key (%s), given for %s; FreeLane does not send it to another address. To move it, delete the provider and unset the variable, confirm the new address, then add the key again",
 				ch.Name, key, ch.From.BaseURL)
+		}
+	}
+	if confirm {
+		if other, v := c.othersVariable(id, ch.To); other != nil {
+			return userErr(http.StatusConflict, "id", "the catalog has %s read %s, the key variable of %s at another address; FreeLane does not send one provider's key to another's address, so this cannot be confirmed",
+				ch.Name, v, other.Name)
 		}
 	}
 	d := c.decisions.Clone()
@@ -256,4 +267,31 @@ func (c *Control) CatalogEntry(id string) (*catalog.Provider, error) {
 		return nil, userErr(http.StatusConflict, "id", "provider %q is new in the catalog and its address is not confirmed yet; confirm it first (Providers, Add from catalog)", id)
 	}
 	return nil, userErr(http.StatusNotFound, "id", "the catalog has no provider %q", id)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
+
+// othersVariable finds a key variable of to that another provider of the
+// catalog in use (or of the built-in one) reads at another address, and
+// that provider. Called with c.mu held.
+func (c *Control) othersVariable(id string, to catalog.Address) (*catalog.Provider, string) {
+	for _, cat := range []*catalog.Catalog{c.cat, c.builtIn} {
+		for i := range cat.Providers {
+			e := &cat.Providers[i]
+			if e.ID == id || e.BaseURL == to.BaseURL {
+				continue
+			}
+			for _, v := range to.KeyEnv {
+				if slices.Contains(e.KeyEnv, v) {
+					return e, v
+				}
+			}
+		}
+	}
+	return nil, ""
 }

@@ -156,3 +156,38 @@ func TestConfigurationNamingANewEntryConfirmsIt(t *testing.T) {
 		t.Fatal("cf is offered before it was confirmed")
 	}
 }
+
+// A newer catalog cannot have one provider read another's key: cerebras
+// told to read GROQ_API_KEY keeps its own variable, so groq's key is not
+// sent to Cerebras, and the change cannot be confirmed.
+func TestCatalogCannotHandOneProvidersKeyToAnother(t *testing.T) {
+	r := newRig(t)
+	r.env["GROQ_API_KEY"] = "gsk-env-0003"
+	newer := mustCatalog(t, `date: 2099-01-01
+providers:
+  - {id: cerebras, name: Cerebras, tier: free, dialect: openai, base_url: "https://api.cerebras.ai/v1", key_env: [GROQ_API_KEY], models: [{id: c1, params_b: 70}]}
+  - {id: groq, name: Groq, tier: free, dialect: openai, base_url: "https://api.groq.com/openai/v1", key_env: [GROQ_API_KEY], models: [{id: llama-3.3-70b-versatile, params_b: 70}]}
+  - {id: newco, name: NewCo, tier: free, dialect: openai, base_url: "https://new.example/v1", key_env: [GROQ_API_KEY], models: [{id: n1}]}
+`)
+	c := r.openWith(t, nil, newer)
+	if _, ok := r.last().Provider("cerebras"); ok {
+		t.Fatal("cerebras was added with groq's key")
+	}
+	if p, ok := r.last().Provider("groq"); !ok || p.APIKey != "gsk-env-0003" {
+		t.Fatalf("groq = %+v", p)
+	}
+	got := map[string]control.CatalogChange{}
+	for _, ch := range c.CatalogChanges() {
+		got[ch.ID] = ch
+	}
+	if ch := got["cerebras"]; ch.From != ch.To || strings.Join(ch.FromKeyEnv, ",") != "CEREBRAS_API_KEY" || strings.Join(ch.ToKeyEnv, ",") != "GROQ_API_KEY" || !ch.HasKey {
+		t.Fatalf("cerebras change = %+v", ch)
+	}
+	if err := c.DecideAddress(context.Background(), "cerebras", true, "https://api.cerebras.ai/v1"); err == nil {
+		t.Fatal("cerebras was let read groq's key")
+	}
+	err := c.DecideAddress(context.Background(), "newco", true, "https://new.example/v1")
+	if err == nil || !strings.Contains(err.Error(), "key variable of Groq") {
+		t.Fatalf("a new provider reading groq's key: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/internal/fakeupstream"
@@ -84,13 +85,9 @@ providers:
 
 // writeConfirmed writes the confirmations a user made earlier, as the
 // dashboard keeps them in the data directory.
-func writeConfirmed(t *testing.T, dir string, addrs map[string]string) {
+func writeConfirmed(t *testing.T, dir string, addrs map[string]catalog.Address) {
 	t.Helper()
-	confirmed := map[string]map[string]string{}
-	for id, u := range addrs {
-		confirmed[id] = map[string]string{"base_url": u}
-	}
-	b, err := json.Marshal(map[string]any{"confirmed": confirmed})
+	b, err := json.Marshal(catalog.Decisions{Confirmed: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +114,7 @@ func newMoveEnv(t *testing.T) *moveEnv {
 	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(cerebrasCatalog("2099-01-01", up.URL, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	writeConfirmed(t, dir, map[string]string{"cerebras": up.URL})
+	writeConfirmed(t, dir, map[string]catalog.Address{"cerebras": {BaseURL: up.URL, KeyEnv: []string{"CEREBRAS_API_KEY"}}})
 	me := &moveEnv{files: map[string]string{}}
 	me.site = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, me.files[r.URL.Path]) }))
 	t.Cleanup(me.site.Close)

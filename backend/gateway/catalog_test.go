@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
@@ -79,7 +80,11 @@ func newCatalogEnv(t *testing.T, envVars map[string]string, cfg *config.Config) 
 	}
 	// The test catalog's providers are new to the built-in catalog: the
 	// user confirmed their addresses earlier.
-	writeConfirmed(t, dir, map[string]string{"alpha": up.URL, "beta": up.AnthropicURL(), "paidco": up.URL})
+	writeConfirmed(t, dir, map[string]catalog.Address{
+		"alpha":  {BaseURL: up.URL, KeyEnv: []string{"ALPHA_API_KEY"}},
+		"beta":   {BaseURL: up.AnthropicURL(), KeyEnv: []string{"BETA_API_KEY"}},
+		"paidco": {BaseURL: up.URL, KeyEnv: []string{"PAIDCO_API_KEY"}},
+	})
 	ce := &catalogEnv{env: &env{t: t, up: up, clock: clocktest.Following(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)), dir: dir}, envVars: envVars}
 	ce.startWith(cfg)
 	return ce

@@ -48,6 +48,15 @@ func catalogAddresses(dataDir string) catalog.DecisionFile {
 	return catalog.DecisionFile{Path: filepath.Join(dataDir, catalogAddressesFile)}
 }
 
+// heldCatalog is cat as it will be used, every address the user has not
+// confirmed held: what a client is told about before the control plane
+// has opened. The control plane logs a damaged answers file.
+func heldCatalog(dataDir string, cat *catalog.Catalog) *catalog.Catalog {
+	d, _ := catalogAddresses(dataDir).Load()
+	held, _ := catalog.Hold(cat, catalog.Embedded(), d)
+	return held
+}
+
 // loadCatalog returns the catalog to use: the data directory's file when
 // it is valid and not older than the built-in one, the built-in one
 // otherwise (with the reason logged), and where it came from.

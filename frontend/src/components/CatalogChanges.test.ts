@@ -14,12 +14,24 @@ const moved: CatalogChange = {
   name: "Cerebras",
   from: "https://api.cerebras.ai/v1",
   to: "https://x.example/v1",
+  from_key_env: ["CEREBRAS_API_KEY"],
+  to_key_env: ["CEREBRAS_API_KEY"],
   new: false,
   has_key: false,
   refused: "",
 };
 
-const added: CatalogChange = { id: "newco", name: "NewCo", from: "", to: "https://new.example/v1", new: true, has_key: false, refused: "" };
+const added: CatalogChange = {
+  id: "newco",
+  name: "NewCo",
+  from: "",
+  to: "https://new.example/v1",
+  from_key_env: [],
+  to_key_env: ["NEWCO_API_KEY"],
+  new: true,
+  has_key: false,
+  refused: "",
+};
 
 describe("the catalog's pending address changes", () => {
   it("shows each change and confirms the address shown", async () => {
@@ -37,7 +49,8 @@ describe("the catalog's pending address changes", () => {
       "The catalog moves Cerebras (cerebras) from https://api.cerebras.ai/v1 to https://x.example/v1.",
     );
     const fresh = screen.getByTestId("catalog-change-newco");
-    expect(fresh.textContent!.replace(/\s+/g, " ")).toContain("The catalog adds NewCo (newco) at https://new.example/v1.");
+    expect(fresh.textContent!.replace(/\s+/g, " ")).toContain("The catalog adds NewCo (newco) at https://new.example/v1, reading its key from NEWCO_API_KEY.");
+    expect(screen.queryByTestId("catalog-change-keys-cerebras")).toBeNull();
     expect(within(fresh).getByRole("button", { name: "Leave it out" })).toBeTruthy();
 
     await fireEvent.click(within(item).getByRole("button", { name: "Confirm" }));
@@ -80,6 +93,17 @@ describe("the catalog's pending address changes", () => {
     await fireEvent.click(within(item).getByRole("button", { name: "Confirm" }));
     expect((await screen.findByTestId("catalog-change-error-cerebras")).textContent).toContain("another address than the one answered");
     expect(screen.getByTestId("catalog-change-cerebras")).toBeTruthy();
+  });
+
+  it("shows a change of the variable a key is read from", async () => {
+    const stolen = { ...moved, to: moved.from, to_key_env: ["GROQ_API_KEY"] };
+    vi.stubGlobal("fetch", fakeFetch(() => ({ body: catalogView({ changes: [stolen] }) })).fn);
+    render(CatalogPicker);
+    const item = await screen.findByTestId("catalog-change-cerebras");
+    expect(item.textContent).not.toContain("moves");
+    expect(screen.getByTestId("catalog-change-keys-cerebras").textContent!.replace(/\s+/g, " ")).toContain(
+      "The catalog has Cerebras read its key from GROQ_API_KEY instead of CEREBRAS_API_KEY.",
+    );
   });
 
   it("says after loading a catalog that addresses wait", async () => {

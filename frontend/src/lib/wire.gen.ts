@@ -182,6 +182,12 @@ export interface CatalogChange {
   from: string;
   /** To is the address the newer catalog gives. */
   to: string;
+  /**
+   * FromKeyEnv and ToKeyEnv are the variables the key is read from now
+   * and with the change; a catalog that changes them moves a key too.
+   */
+  from_key_env: string[] | null;
+  to_key_env: string[] | null;
   /** New is set for a provider the catalog adds. */
   new: boolean;
   /**
