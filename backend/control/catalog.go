@@ -300,9 +300,15 @@ func (c *Control) SetCatalog(ctx context.Context, cat *catalog.Catalog) error {
 	c.cat, c.newer, c.changes = next, cat, changes
 	if err := c.updateLocked(ctx, "", func(*config.Config) error { return nil }); err != nil {
 		c.cat, c.newer, c.changes = oldCat, oldNewer, oldChanges
+		// The validator's own message may quote the new catalog (its
+		// entries, its models); this one names only the configuration.
+		for _, p := range c.doc.Providers {
+			if _, ok := next.Provider(p.Catalog); p.Catalog != "" && !ok {
+				return userErr(http.StatusConflict, "catalog", "the configuration does not hold with the new catalog: it lacks the entry %q that provider %q is made from, so the catalog is not used", p.Catalog, p.Name)
+			}
+		}
 		if ue, ok := errors.AsType[*Error](err); ok {
-			ue.Message = "the configuration does not hold with the new catalog: " + ue.Message
-			return ue
+			return userErr(http.StatusConflict, "catalog", "the configuration does not hold with the new catalog (at %s), so the catalog is not used", ue.Param)
 		}
 		return fmt.Errorf("the configuration does not hold with the new catalog: %w", err)
 	}

@@ -691,7 +691,7 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 	}
 	if cur := g.control.Catalog(); cat.Date < cur.Date {
 		return api.CatalogView{}, &control.Error{Status: http.StatusConflict, Param: "url",
-			Message: fmt.Sprintf("the catalog is dated %s, older than the one in use (%s); it was not used", cat.Date, cur.Date)}
+			Message: fmt.Sprintf("the catalog is older than the one in use (dated %s); it was not used", cur.Date)}
 	}
 	if err := g.control.SetCatalog(ctx, cat); err != nil {
 		return api.CatalogView{}, err
