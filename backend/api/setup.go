@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -18,6 +19,10 @@ type CatalogView struct {
 	// data directory or the URL it was loaded from.
 	Source    string         `json:"source"`
 	Providers []CatalogEntry `json:"providers"`
+	// Changes are the addresses the catalog gives that wait for the
+	// user's answer; until then the providers keep the address in use
+	// (Providers shows it) and a provider new in it is not listed.
+	Changes []control.CatalogChange `json:"changes"`
 }
 
 // CatalogEntry is one provider of the catalog.
@@ -165,6 +170,7 @@ type Setup interface {
 	Catalog() CatalogView
 	AddFromCatalog(ctx context.Context, id string, in control.CatalogInput) (CatalogAdded, error)
 	LoadCatalog(ctx context.Context, url string) (CatalogView, error)
+	DecideCatalogChange(ctx context.Context, id string, in CatalogDecision) (CatalogView, error)
 	Setup() SetupView
 	ScanLocal(ctx context.Context) SetupView
 	TestRoute(ctx context.Context, model string) RouteTest
@@ -208,6 +214,7 @@ func (h *adminHandlers) mountSetup(route func(string, http.HandlerFunc), st Setu
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
+	h.mountCatalogChanges(route, st)
 	route("GET /api/setup", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, st.Setup()) })
 	route("POST /api/setup/scan", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
@@ -222,5 +229,51 @@ func (h *adminHandlers) mountSetup(route func(string, http.HandlerFunc), st Setu
 		ctx, cancel := context.WithTimeout(r.Context(), 60*time.Second)
 		defer cancel()
 		writeJSON(w, http.StatusOK, st.TestRoute(ctx, in.Model))
+	})
+}
+
+// CatalogDecision answers an address the catalog gives that waits for the
+// user (a CatalogChange).
+type CatalogDecision struct {
+	// Decision is "confirm" (use the new address; for a new provider,
+	// offer it) or "keep" (keep the address in use and ask no more).
+	Decision string `json:"decision"`
+	// To is the address the user was shown, so that the answer applies
+	// to that address only.
+	To string `json:"to"`
+}
+
+// maxDecisionURL bounds the address in an answer; catalog addresses are
+// short.
+const maxDecisionURL = 2048
+
+// mountCatalogChanges adds the route that answers the catalog's held
+// address changes.
+func (h *adminHandlers) mountCatalogChanges(route func(string, http.HandlerFunc), st Setup) {
+	route("POST /api/catalog/changes/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if len(id) > maxCatalogIDLen {
+			WriteError(w, http.StatusNotFound, "invalid_request_error", "invalid_value", "the catalog has no such provider", "id")
+			return
+		}
+		var in CatalogDecision
+		if !h.decode(w, r, &in) {
+			return
+		}
+		if in.Decision != "confirm" && in.Decision != "keep" {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", `decision must be "confirm" or "keep"`, "decision")
+			return
+		}
+		if in.To == "" || len(in.To) > maxDecisionURL {
+			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
+				fmt.Sprintf("to must be the address the change names, at most %d characters", maxDecisionURL), "to")
+			return
+		}
+		v, err := st.DecideCatalogChange(r.Context(), id, in)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	})
 }

@@ -30,8 +30,8 @@ import (
 //go:embed catalog.yaml
 var embedded []byte
 
-// MaxFile bounds a catalog file; the embedded one is a few tens of KiB.
-const MaxFile = 4 << 20
+// MaxFile bounds a catalog file; the embedded one is about 14 KiB.
+const MaxFile = 1 << 20
 
 // Tiers, in the order a user meets them.
 const (
@@ -46,6 +46,7 @@ type Catalog struct {
 	// Date is the day its figures were gathered, YYYY-MM-DD.
 	Date      string     `yaml:"date" json:"date"`
 	Providers []Provider `yaml:"providers" json:"providers"`
+	dateLine  int
 }
 
 // Provider is one provider the user can add.
@@ -75,6 +76,8 @@ type Provider struct {
 	Notes  []string `yaml:"notes,omitempty" json:"notes,omitempty"`
 	Models []Model  `yaml:"models" json:"models"`
 	line   int      // where the provider starts in its file
+	// modelLines are where its models start, in order.
+	modelLines []int
 }
 
 // Model is one model a provider serves.
@@ -156,29 +159,85 @@ var (
 )
 
 // Parse reads and checks a catalog file named name (for messages). A file
-// with problems is refused whole, with every problem and its line.
+// with problems is refused whole, with every problem and its line. The
+// problems are in FreeLane's own words and repeat nothing of the file (no
+// field name, value or line of it): a file fetched from a URL may be some
+// other server's page, which must not be read back through the errors.
 func Parse(name string, data []byte) (*Catalog, error) {
 	if len(data) > MaxFile {
 		return nil, fmt.Errorf("%s: %w (%d bytes, at most %d)", name, ErrTooLarge, len(data), MaxFile)
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &Problems{File: name, List: decodeProblems(err)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Catalog
+	var ps []string
 	if err := dec.Decode(&c); err != nil {
-		return nil, &Problems{File: name, List: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
+		if _, partial := errors.AsType[*yaml.TypeError](err); !partial {
+			return nil, &Problems{File: name, List: decodeProblems(err)}
+		}
+		// Decoding went on past the values it could not take, so the
+		// rules are checked too, and every problem is told at once.
+		ps = decodeProblems(err)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err == nil {
-		if seq := member(&root, "providers"); seq != nil && len(seq.Content) == len(c.Providers) {
-			for i, n := range seq.Content {
-				c.Providers[i].line = n.Line
+	c.dateLine = 1
+	if n := memberKey(&root, "date"); n != nil {
+		c.dateLine = n.Line
+	}
+	if seq := member(&root, "providers"); seq != nil && len(seq.Content) == len(c.Providers) {
+		for i, n := range seq.Content {
+			c.Providers[i].line = n.Line
+			if ms := mappingValue(n, "models"); ms != nil && len(ms.Content) == len(c.Providers[i].Models) {
+				for _, m := range ms.Content {
+					c.Providers[i].modelLines = append(c.Providers[i].modelLines, m.Line)
+				}
 			}
 		}
 	}
-	if ps := c.check(); len(ps) > 0 {
-		return nil, &Problems{File: name, List: ps}
+	ps = append(ps, c.check()...)
+	if len(ps) > 0 {
+		return nil, &Problems{File: name, List: slices.Compact(ps)}
 	}
 	return &c, nil
+}
+
+// yamlLine finds the line numbers the YAML library puts in its messages.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// decodeProblems says what the YAML library found, in FreeLane's words:
+// its own messages quote the file (field names, values), which a problem
+// must not.
+func decodeProblems(err error) []string {
+	var msgs []string
+	if te, ok := errors.AsType[*yaml.TypeError](err); ok {
+		msgs = te.Errors
+	} else {
+		msgs = []string{err.Error()}
+	}
+	var out []string
+	for _, m := range msgs {
+		where := ""
+		if l := yamlLine.FindStringSubmatch(m); l != nil {
+			where = "line " + l[1] + ": "
+		}
+		switch {
+		case strings.Contains(m, "not found in type"):
+			out = append(out, where+"a field the catalog does not have; the fields are listed in backend/catalog/catalog.yaml")
+		case strings.Contains(m, "already set in map") || strings.Contains(m, "already defined"):
+			out = append(out, where+"a field given twice")
+		case strings.Contains(m, "cannot unmarshal"):
+			out = append(out, where+"a value of the wrong kind (a text, a number, a list or a mapping where another is expected)")
+		default:
+			out = append(out, where+"the file is not valid YAML")
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "the file is not valid YAML")
+	}
+	return out
 }
 
 // member finds key in the document's top mapping.
@@ -195,11 +254,40 @@ func member(doc *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// check returns every problem of a decoded catalog.
+// memberKey finds the key node of key in the document's top mapping.
+func memberKey(doc *yaml.Node, key string) *yaml.Node {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return nil
+}
+
+// mappingValue is the value of key in the mapping node m.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// check returns every problem of a decoded catalog. Each says where (the
+// line, and the provider's or model's place) and which rule is broken,
+// without the offending value: see Parse.
 func (c *Catalog) check() []string {
 	var ps []string
 	if _, err := time.Parse(time.DateOnly, c.Date); err != nil {
-		ps = append(ps, fmt.Sprintf("date must be the day the figures were gathered, YYYY-MM-DD, got %q", c.Date))
+		ps = append(ps, fmt.Sprintf("line %d: date must be the day the figures were gathered, written YYYY-MM-DD", c.dateLine))
 	}
 	if len(c.Providers) == 0 {
 		ps = append(ps, "providers: the catalog lists no provider")
@@ -208,14 +296,11 @@ func (c *Catalog) check() []string {
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		where := fmt.Sprintf("line %d: providers[%d]", p.line, i)
-		if p.ID != "" {
-			where += " (" + p.ID + ")"
-		}
 		bad := func(format string, args ...any) {
 			ps = append(ps, where+": "+fmt.Sprintf(format, args...))
 		}
-		if !idPattern.MatchString(p.ID) {
-			bad("id must be lower-case letters, digits and '-', got %q", p.ID)
+		if !idPattern.MatchString(p.ID) || len(p.ID) > maxID {
+			bad("id must be lower-case letters, digits and '-', at most %d", maxID)
 		} else if first, dup := seen[p.ID]; dup {
 			bad("id repeats providers[%d]", first)
 		} else {
@@ -225,22 +310,29 @@ func (c *Catalog) check() []string {
 			bad("name is required")
 		}
 		if !slices.Contains(tiers, p.Tier) {
-			bad("tier must be one of %s, got %q", strings.Join(tiers, ", "), p.Tier)
+			bad("tier must be one of %s", strings.Join(tiers, ", "))
 		}
 		if !slices.Contains(dialects, p.Dialect) {
-			bad("dialect must be one of %s, got %q", strings.Join(dialects, ", "), p.Dialect)
+			bad("dialect must be one of %s", strings.Join(dialects, ", "))
 		}
 		if msg := checkURL(p.BaseURL, p.Placeholders, p.Tier == TierLocal); msg != "" {
 			bad("base_url %s", msg)
 		}
 		if p.SignupURL != "" {
 			if u, err := url.Parse(p.SignupURL); err != nil || u.Scheme != "https" || u.Host == "" {
-				bad("signup_url must be an https URL, got %q", p.SignupURL)
+				bad("signup_url must be an https URL")
 			}
 		}
-		for _, e := range append(slices.Clone(p.KeyEnv), p.Placeholders...) {
+		for _, e := range p.KeyEnv {
 			if !envPattern.MatchString(e) {
-				bad("%q is not an environment variable name (upper-case letters, digits and '_')", e)
+				bad("key_env must name environment variables (upper-case letters, digits and '_')")
+				break
+			}
+		}
+		for _, e := range p.Placeholders {
+			if !envPattern.MatchString(e) {
+				bad("placeholders must name environment variables (upper-case letters, digits and '_')")
+				break
 			}
 		}
 		if p.Tier != TierLocal && len(p.KeyEnv) == 0 {
@@ -257,56 +349,65 @@ func (c *Catalog) check() []string {
 		models := map[string]bool{}
 		for j, m := range p.Models {
 			mw := fmt.Sprintf("models[%d]", j)
+			if j < len(p.modelLines) {
+				mw = fmt.Sprintf("models[%d] (line %d)", j, p.modelLines[j])
+			}
 			switch {
 			case strings.TrimSpace(m.ID) == "":
 				bad("%s: id is required", mw)
 			case models[m.ID]:
-				bad("%s: model %q is listed twice", mw, m.ID)
+				bad("%s: the model is listed twice", mw)
 			}
 			models[m.ID] = true
 			if m.ParamsB < 0 || m.Context < 0 || m.MaxOutput < 0 {
-				bad("%s (%s): params_b, context and max_output must not be negative", mw, m.ID)
+				bad("%s: params_b, context and max_output must not be negative", mw)
 			}
 			for _, cp := range m.Capabilities {
 				if !slices.Contains(caps, cp) {
-					bad("%s (%s): capability %q is not one of %s", mw, m.ID, cp, strings.Join(caps, ", "))
+					bad("%s: capabilities may only be %s", mw, strings.Join(caps, ", "))
+					break
 				}
 			}
 			for _, l := range m.Limits {
 				if msg := checkLimit(l); msg != "" {
-					bad("%s (%s): limits: %s", mw, m.ID, msg)
+					bad("%s: limits: %s", mw, msg)
 				}
 			}
 			if pr := m.Price; pr != nil && (pr.Input < 0 || pr.Output < 0 || pr.Input > 10000 || pr.Output > 10000) {
-				bad("%s (%s): price must be from 0 to 10000 per million tokens", mw, m.ID)
+				bad("%s: price must be from 0 to 10000 per million tokens", mw)
 			}
 		}
 	}
 	return ps
 }
 
+// maxID bounds a provider id: it names providers and appears in paths.
+const maxID = 64
+
 // checkURL checks a base URL whose ${NAME} placeholders are declared.
 func checkURL(raw string, placeholders []string, local bool) string {
 	filled := raw
 	for _, name := range placeholders {
 		if !strings.Contains(raw, "${"+name+"}") {
-			return fmt.Sprintf("does not use its placeholder ${%s}", name)
+			return "does not use one of its placeholders"
 		}
 		filled = strings.ReplaceAll(filled, "${"+name+"}", "x")
 	}
 	if strings.Contains(filled, "${") {
-		return fmt.Sprintf("has a placeholder that placeholders does not list: %q", raw)
+		return "has a placeholder that placeholders does not list"
 	}
 	u, err := url.Parse(filled)
 	switch {
 	case err != nil || u.Host == "":
-		return fmt.Sprintf("must be an absolute URL, got %q", raw)
+		return "must be an absolute URL"
+	case u.User != nil:
+		return "must not hold a user name or password"
 	case local && u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Sprintf("must be http or https, got %q", raw)
+		return "must be http or https"
 	case !local && u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())):
 		// A key sent over plain http to another machine could be read
 		// on the way; on this machine it stays in the kernel.
-		return fmt.Sprintf("must be https for a remote provider, got %q", raw)
+		return "must be https for a remote provider"
 	}
 	return ""
 }
@@ -328,10 +429,10 @@ func checkLimit(l Limit) string {
 		return "a limit needs at least one of rpm, rpd, tpm, tpd and concurrency"
 	}
 	if l.Pool != "" && l.Pool != "account" {
-		return fmt.Sprintf("pool must be \"account\" or left out, got %q", l.Pool)
+		return `pool must be "account" or left out`
 	}
 	if _, err := quota.ParseRule(l.Reset); err != nil {
-		return err.Error()
+		return "reset is not a rule FreeLane understands; use one of " + quota.ResetForms
 	}
 	return ""
 }

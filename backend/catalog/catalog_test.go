@@ -56,16 +56,16 @@ providers:
 		t.Fatalf("a good file was refused: %v", err)
 	}
 	for _, tc := range []struct{ name, edit, from, want string }{
-		{"unknown field", "    colour: red\n", "    name: Groq\n", "line 5: field colour not found"},
-		{"bad dialect", "    dialect: grpc\n", "    dialect: openai\n", "line 3: providers[0] (groq): dialect must be one of openai, anthropic, gemini"},
-		{"bad tier", "    tier: gratis\n", "    tier: free\n", `tier must be one of free, trial, paid, local, got "gratis"`},
+		{"unknown field", "    colour: red\n", "    name: Groq\n", "line 5: a field the catalog does not have"},
+		{"bad dialect", "    dialect: grpc\n", "    dialect: openai\n", "line 3: providers[0]: dialect must be one of openai, anthropic, gemini"},
+		{"bad tier", "    tier: gratis\n", "    tier: free\n", "line 3: providers[0]: tier must be one of free, trial, paid, local"},
 		{"plain http", "    base_url: http://api.groq.com/openai/v1\n", "    base_url: https://api.groq.com/openai/v1\n", "must be https for a remote provider"},
 		{"undeclared placeholder", "    base_url: https://x.example/${ACCOUNT}/v1\n", "    base_url: https://api.groq.com/openai/v1\n", "has a placeholder that placeholders does not list"},
-		{"bad env name", "    key_env: [groq-key]\n", "    key_env: [GROQ_API_KEY]\n", `"groq-key" is not an environment variable name`},
-		{"bad reset", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000, reset: tomorrow}]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", `reset "tomorrow" is not understood`},
+		{"bad env name", "    key_env: [groq-key]\n", "    key_env: [GROQ_API_KEY]\n", "key_env must name environment variables"},
+		{"bad reset", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000, reset: tomorrow}]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", "models[0] (line 10): limits: reset is not a rule FreeLane understands"},
 		{"empty limit", "      - {id: llama-3.3-70b-versatile, limits: [{reset: \"daily 00:00 UTC\"}]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", "a limit needs at least one of"},
-		{"bad capability", "      - {id: llama-3.3-70b-versatile, capabilities: [telepathy]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", `capability "telepathy" is not one of`},
-		{"no date", "date: soon\n", "date: 2026-07-18\n", `date must be the day the figures were gathered, YYYY-MM-DD, got "soon"`},
+		{"bad capability", "      - {id: llama-3.3-70b-versatile, capabilities: [telepathy]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", "models[0] (line 10): capabilities may only be tools, vision, json, reasoning"},
+		{"no date", "date: soon\n", "date: 2026-07-18\n", "line 1: date must be the day the figures were gathered, written YYYY-MM-DD"},
 		{"not yaml", "providers: [\n", "providers:\n", "line"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +81,12 @@ providers:
 			if !errors.As(err, &ps) || ps.File != "new.yaml" || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
 			}
+			// The problem names the rule, not what the file wrote.
+			for _, quoted := range []string{"colour", "grpc", "gratis", "http://api.groq", "ACCOUNT", "groq-key", "tomorrow", "telepathy", "soon", "(groq)"} {
+				if strings.Contains(tc.edit, strings.Trim(quoted, "()")) && strings.Contains(err.Error(), quoted) {
+					t.Errorf("the problem repeats %q of the file: %v", quoted, err)
+				}
+			}
 		})
 	}
 	dup := good + `  - id: groq
@@ -92,7 +98,7 @@ providers:
     list_models: true
     models: []
 `
-	if _, err := Parse("dup.yaml", []byte(dup)); err == nil || !strings.Contains(err.Error(), "line 11: providers[1] (groq): id repeats providers[0]") {
+	if _, err := Parse("dup.yaml", []byte(dup)); err == nil || !strings.Contains(err.Error(), "line 11: providers[1]: id repeats providers[0]") {
 		t.Errorf("a repeated id: %v", err)
 	}
 	if _, err := Parse("big.yaml", make([]byte, MaxFile+1)); !errors.Is(err, ErrTooLarge) {
@@ -112,6 +118,28 @@ func TestLimitWords(t *testing.T) {
 	} {
 		if got := c.l.Words(); got != c.want {
 			t.Errorf("%+v: got %q, want %q", c.l, got, c.want)
+		}
+	}
+}
+
+// A document that is not a catalog, or holds values of the wrong kind
+// and fields the catalog lacks, is refused with every problem by line and
+// without a word of it.
+func TestParseRepeatsNothingOfTheFile(t *testing.T) {
+	for _, doc := range []string{
+		"<html><title>secret-page-title</title></html>\n",
+		"date: 2099-01-01\nproviders:\n  - {id: x, name: X, tier: free, dialect: openai, base_url: \"https://x.example/v1\", key_env: [X_KEY], models: secret-scalar}\n  - {id: y, secret_field: 1}\n",
+		"secret_key: [unclosed\n",
+		"{\"date\": \"2099-01-01\", \"secret_json\": true}\n",
+	} {
+		_, err := Parse("doc.yaml", []byte(doc))
+		var ps *Problems
+		if !errors.As(err, &ps) || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%q: got %v, want problems by line", doc, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "x.example") {
+			t.Errorf("%q: the problems repeat the file: %v", doc, err)
 		}
 	}
 }

@@ -15,6 +15,12 @@ type CatalogSettings struct {
 	// variable (GROQ_API_KEY, OPENROUTER_API_KEY, ...) is set and that no
 	// provider here stands for; nil means true. Use PicksUpEnvKeys.
 	EnvKeys *bool `yaml:"env_keys,omitempty"`
+	// AllowHTTPLoopback lets a newer catalog be loaded from a URL on this
+	// machine (127.0.0.0/8, ::1, localhost), over plain http or https, for
+	// tests and local mirrors. Off by default: a catalog otherwise comes
+	// only from a public https server, so that a program listening on a
+	// loopback port cannot hand FreeLane one.
+	AllowHTTPLoopback bool `yaml:"allow_http_loopback,omitempty"`
 }
 
 // PicksUpEnvKeys reports whether keys in the environment add their

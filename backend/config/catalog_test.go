@@ -150,3 +150,20 @@ func BenchmarkParseCatalogProviders(b *testing.B) {
 		}
 	}
 }
+
+// catalog.allow_http_loopback is off unless written, and must be a
+// boolean: a mistyped value is a problem with its line, not "on".
+func TestCatalogAllowHTTPLoopback(t *testing.T) {
+	cfg, problems := mustParse(t, []byte("listen: 127.0.0.1:7788\n"), nil)
+	if len(problems) != 0 || cfg.Catalog.AllowHTTPLoopback {
+		t.Fatalf("default: %v, problems %v", cfg.Catalog.AllowHTTPLoopback, problems)
+	}
+	cfg, problems = mustParse(t, []byte("catalog:\n  allow_http_loopback: true\n"), nil)
+	if len(problems) != 0 || !cfg.Catalog.AllowHTTPLoopback {
+		t.Fatalf("set: %v, problems %v", cfg.Catalog.AllowHTTPLoopback, problems)
+	}
+	_, problems, err := Parse("t.yaml", []byte("catalog:\n  allow_http_loopback: sometimes\n"), nil)
+	if err == nil || len(problems) == 0 || problems[0].Line != 2 {
+		t.Fatalf("a value that is not a boolean: err %v, problems %v", err, problems)
+	}
+}

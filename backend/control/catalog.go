@@ -201,9 +201,9 @@ func CatalogBaseURL(e *catalog.Provider, values map[string]string) (string, erro
 // provider's own model list names when the catalog lists none. The key
 // is not checked here; the caller verifies it first.
 func (c *Control) AddFromCatalog(ctx context.Context, id string, in CatalogInput, models []config.Model) (ProviderView, error) {
-	e, ok := c.Catalog().Provider(id)
-	if !ok {
-		return ProviderView{}, userErr(http.StatusNotFound, "id", "the catalog has no provider %q", id)
+	e, err := c.CatalogEntry(id)
+	if err != nil {
+		return ProviderView{}, err
 	}
 	p := config.Provider{Catalog: e.ID, Models: models}
 	if len(e.Placeholders) > 0 {
@@ -225,7 +225,7 @@ func (c *Control) AddFromCatalog(ctx context.Context, id string, in CatalogInput
 		return ProviderView{}, userErr(http.StatusBadRequest, "key", "%s lists no models for this key, so there is nothing to serve", e.Name)
 	}
 	var name string
-	err := c.update(ctx, "", func(doc *config.Config) error {
+	err = c.update(ctx, "", func(doc *config.Config) error {
 		name = e.ID
 		for n := 2; providerIndex(doc, name) >= 0; n++ {
 			name = fmt.Sprintf("%s-%d", e.ID, n)
@@ -283,33 +283,32 @@ func (c *Control) AddModels(ctx context.Context, provider string, models []confi
 	})
 }
 
-// SetCatalog puts a newer catalog in use. It is refused, and the old one
-// stays, when the configuration does not hold with it (a provider names
-// an entry it lacks) or when it would send a provider's key to another
+// SetCatalog puts a newer catalog in use, with every address it gives
+// that the user has not confirmed held (see CatalogChanges). It is
+// refused, and the old one stays, when the configuration does not hold
+// with it (a provider names an entry it lacks) or when it would move a
+// provider with a key (stored, or set in the environment) to another
 // address than the one the key was given for.
 func (c *Control) SetCatalog(ctx context.Context, cat *catalog.Catalog) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.cat
-	before := config.Fill(c.doc, old)
-	after := config.Fill(c.doc, cat)
-	for i, p := range before.Providers {
-		if _, ok := cat.Provider(p.Catalog); !ok || p.Catalog == "" || p.Keyless {
-			// An entry the new catalog lacks is refused below, by the
-			// configuration's own check.
-			continue
-		}
-		if q := after.Providers[i]; q.BaseURL != p.BaseURL {
-			return userErr(http.StatusConflict, "catalog", "the new catalog moves provider %q from %s to %s; its key was given for the old address, so the catalog is not used (delete the provider and add it again from the new catalog to move it)",
-				p.Name, p.BaseURL, q.BaseURL)
-		}
+	next, changes := catalog.Hold(cat, c.builtIn, c.decisions)
+	if err := c.checkMoves(cat, next, c.decisions); err != nil {
+		return err
 	}
-	c.cat = cat
+	oldCat, oldNewer, oldChanges := c.cat, c.newer, c.changes
+	c.cat, c.newer, c.changes = next, cat, changes
 	if err := c.updateLocked(ctx, "", func(*config.Config) error { return nil }); err != nil {
-		c.cat = old
+		c.cat, c.newer, c.changes = oldCat, oldNewer, oldChanges
+		// The validator's own message may quote the new catalog (its
+		// entries, its models); this one names only the configuration.
+		for _, p := range c.doc.Providers {
+			if _, ok := next.Provider(p.Catalog); p.Catalog != "" && !ok {
+				return userErr(http.StatusConflict, "catalog", "the configuration does not hold with the new catalog: it lacks the entry %q that provider %q is made from, so the catalog is not used", p.Catalog, p.Name)
+			}
+		}
 		if ue, ok := errors.AsType[*Error](err); ok {
-			ue.Message = "the configuration does not hold with the new catalog: " + ue.Message
-			return ue
+			return userErr(http.StatusConflict, "catalog", "the configuration does not hold with the new catalog (at %s), so the catalog is not used", ue.Param)
 		}
 		return fmt.Errorf("the configuration does not hold with the new catalog: %w", err)
 	}

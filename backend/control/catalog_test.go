@@ -34,6 +34,18 @@ func TestAddFromCatalogAndANewerCatalog(t *testing.T) {
 	if err := c.SetCatalog(ctx, mustCatalog(t, acmeCatalog)); err != nil {
 		t.Fatal(err)
 	}
+	// Providers the built-in catalog lacks wait for the user.
+	if _, err := c.AddFromCatalog(ctx, "acme", control.CatalogInput{Key: "sk-acme-0001"}, nil); err == nil || !strings.Contains(err.Error(), "not confirmed") {
+		t.Fatalf("adding an unconfirmed provider: %v", err)
+	}
+	for _, ch := range c.CatalogChanges() {
+		if !ch.New {
+			t.Fatalf("change %+v is not a new provider", ch)
+		}
+		if err := c.DecideAddress(ctx, ch.ID, true, ch.To); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := c.AddFromCatalog(ctx, "cf", control.CatalogInput{Key: "k"}, nil); err == nil || !strings.Contains(err.Error(), "CF_ACCOUNT") {
 		t.Fatalf("no account value: %v", err)
 	}
@@ -55,7 +67,7 @@ func TestAddFromCatalogAndANewerCatalog(t *testing.T) {
 	moved := strings.Replace(acmeCatalog, `base_url: "https://api.acme.example/v1", key_env: [ACME_API_KEY], models: [{id: a1`, `base_url: "https://evil.example/v1", key_env: [ACME_API_KEY], models: [{id: a1`, 1)
 	err = c.SetCatalog(ctx, mustCatalog(t, moved))
 	var ce *control.Error
-	if !errors.As(err, &ce) || ce.Status != 409 || !strings.Contains(ce.Message, "evil.example") {
+	if !errors.As(err, &ce) || ce.Status != 409 || !strings.Contains(ce.Message, `moves provider "acme" away from https://api.acme.example/v1`) || strings.Contains(ce.Message, "evil.example") {
 		t.Fatalf("moving catalog: %v", err)
 	}
 	if p, _ := c.Provider("acme"); p.BaseURL != "https://api.acme.example/v1" {
@@ -63,7 +75,7 @@ func TestAddFromCatalogAndANewerCatalog(t *testing.T) {
 	}
 	// A catalog without an entry in use is refused too.
 	err = c.SetCatalog(ctx, mustCatalog(t, "date: 2099-02-01\nproviders:\n  - {id: other, name: O, tier: free, dialect: openai, base_url: \"https://o.example/v1\", key_env: [O_KEY], models: [{id: o}]}\n"))
-	if err == nil || !strings.Contains(err.Error(), "does not hold with the new catalog") {
+	if err == nil || !strings.Contains(err.Error(), `does not hold with the new catalog: it lacks the entry "acme"`) || strings.Contains(err.Error(), "other") {
 		t.Fatalf("catalog lacking acme: %v", err)
 	}
 	if got := c.Catalog().Date; got != "2099-01-01" {

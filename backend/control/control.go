@@ -112,8 +112,15 @@ type Control struct {
 	keys       map[string]sealedKey
 	seededFrom string
 	changed    []func()
-	// cat completes the providers that name a catalog entry.
-	cat *catalog.Catalog
+	// cat completes the providers that name a catalog entry: newer (the
+	// newest catalog given) with every address the user has not confirmed
+	// held back (see addresses.go); changes are those held.
+	cat       *catalog.Catalog
+	newer     *catalog.Catalog
+	builtIn   *catalog.Catalog
+	changes   []catalog.Change
+	decisions catalog.Decisions
+	book      AddressBook
 	// adopted are the providers added at start because their key was in
 	// the environment.
 	adopted []string
@@ -143,8 +150,13 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Catalog completes providers that name a catalog entry and lists
 	// the keys picked up from the environment; nil means the catalog
-	// built into the binary.
-	Catalog *catalog.Catalog
+	// built into the binary. Addresses it gives that neither the
+	// built-in catalog (BuiltIn; nil means catalog.Embedded) nor the
+	// user's answers kept in Addresses (nil: for this run only) vouch
+	// for are held until the user confirms them.
+	Catalog   *catalog.Catalog
+	BuiltIn   *catalog.Catalog
+	Addresses AddressBook
 }
 
 // Open loads the stored configuration (or seeds it from the file) and
@@ -156,10 +168,14 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
 	}
-	if o.Catalog == nil {
-		o.Catalog = catalog.Embedded()
+	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}, fileKeys: map[string]string{}}
+	raw, _, err := c.db.GetState(ctx, docConfig)
+	if err != nil {
+		return nil, err
 	}
-	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}, cat: o.Catalog, fileKeys: map[string]string{}}
+	if err := c.openAddresses(o, catalogNames(raw, o.Seed)); err != nil {
+		return nil, err
+	}
 	if raw, ok, err := c.db.GetState(ctx, docKeys); err != nil {
 		return nil, err
 	} else if ok {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
@@ -77,6 +78,13 @@ func newCatalogEnv(t *testing.T, envVars map[string]string, cfg *config.Config) 
 	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(testCatalog(up)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The test catalog's providers are new to the built-in catalog: the
+	// user confirmed their addresses earlier.
+	writeConfirmed(t, dir, map[string]catalog.Address{
+		"alpha":  {BaseURL: up.URL, KeyEnv: []string{"ALPHA_API_KEY"}},
+		"beta":   {BaseURL: up.AnthropicURL(), KeyEnv: []string{"BETA_API_KEY"}},
+		"paidco": {BaseURL: up.URL, KeyEnv: []string{"PAIDCO_API_KEY"}},
+	})
 	ce := &catalogEnv{env: &env{t: t, up: up, clock: clocktest.Following(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)), dir: dir}, envVars: envVars}
 	ce.startWith(cfg)
 	return ce
@@ -396,7 +404,10 @@ func TestLocalServerAppearsGoesAndComesBack(t *testing.T) {
 // A catalog file that breaks its rules is refused with its line numbers
 // and the catalog in use stays; a good one is used and kept.
 func TestCatalogFromAURL(t *testing.T) {
-	e := newCatalogEnv(t, nil, nil)
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	allowLoopbackCatalogs(cfg)
+	e := newCatalogEnv(t, nil, cfg)
 	files := map[string]string{
 		"/bad.yaml":  "date: 2099-06-01\nproviders:\n  - {id: x, name: X, tier: gratis, dialect: openai, base_url: \"https://x.example/v1\", key_env: [X_KEY], models: [{id: m}]}\n",
 		"/good.yaml": strings.Replace(testCatalog(e.up), "date: 2099-01-01", "date: 2099-06-01", 1),
@@ -426,7 +437,7 @@ func TestCatalogFromAURL(t *testing.T) {
 	if d, src := cat(); d != "2099-06-01" || src != site.URL+"/good.yaml" {
 		t.Fatalf("catalog = %s from %s", d, src)
 	}
-	e.restart(nil)
+	e.restart(cfg)
 	if d, _ := cat(); d != "2099-06-01" {
 		t.Fatalf("after a restart the catalog is %s; the loaded one was not kept", d)
 	}

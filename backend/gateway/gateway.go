@@ -206,10 +206,10 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := loadCatalog(o.DataDir, o.Logger)
-	g.catSource, g.envNames = src, envNames(cat)
+	g.catSource, g.envNames = src, envNames(heldCatalog(o.DataDir, cat))
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
-		Catalog: cat, LookupEnv: o.LookupEnv,
+		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: catalogAddresses(o.DataDir),
 	})
 	if err != nil {
 		return nil, err

@@ -40,6 +40,23 @@ const catalogFile = "catalog.yaml"
 // catalogBuiltIn is the source of the catalog compiled into the binary.
 const catalogBuiltIn = "built in"
 
+// catalogAddressesFile keeps the user's answers to the addresses a newer
+// catalog gives, in the data directory.
+const catalogAddressesFile = "catalog-addresses.json"
+
+func catalogAddresses(dataDir string) catalog.DecisionFile {
+	return catalog.DecisionFile{Path: filepath.Join(dataDir, catalogAddressesFile)}
+}
+
+// heldCatalog is cat as it will be used, every address the user has not
+// confirmed held: what a client is told about before the control plane
+// has opened. The control plane logs a damaged answers file.
+func heldCatalog(dataDir string, cat *catalog.Catalog) *catalog.Catalog {
+	d, _ := catalogAddresses(dataDir).Load()
+	held, _ := catalog.Hold(cat, catalog.Embedded(), d)
+	return held
+}
+
 // loadCatalog returns the catalog to use: the data directory's file when
 // it is valid and not older than the built-in one, the built-in one
 // otherwise (with the reason logged), and where it came from.
@@ -339,7 +356,7 @@ func (a adminView) Catalog() api.CatalogView {
 	g.mu.Lock()
 	src := g.catSource
 	g.mu.Unlock()
-	v := api.CatalogView{Date: cat.Date, Source: src, Providers: make([]api.CatalogEntry, 0, len(cat.Providers))}
+	v := api.CatalogView{Date: cat.Date, Source: src, Providers: make([]api.CatalogEntry, 0, len(cat.Providers)), Changes: g.control.CatalogChanges()}
 	for _, e := range cat.Providers {
 		ce := api.CatalogEntry{ID: e.ID, Name: e.Name, Tier: e.Tier, Dialect: e.Dialect, BaseURL: e.BaseURL,
 			Placeholders: nonNil(e.Placeholders), KeyEnv: nonNil(e.KeyEnv), SignupURL: e.SignupURL, Credit: e.Credit,
@@ -391,9 +408,9 @@ const maxJoin = 64
 // longer names are retired.
 func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.CatalogInput) (api.CatalogAdded, error) {
 	g := a.g
-	e, ok := g.control.Catalog().Provider(id)
-	if !ok {
-		return api.CatalogAdded{}, &control.Error{Status: http.StatusNotFound, Param: "id", Message: fmt.Sprintf("the catalog has no provider %q", id)}
+	e, err := g.control.CatalogEntry(id)
+	if err != nil {
+		return api.CatalogAdded{}, err
 	}
 	in.Key = strings.TrimSpace(in.Key)
 	if len(in.Key) > maxKey {
@@ -654,27 +671,19 @@ var testBody = []byte(`{"model":"test","messages":[{"role":"user","content":"Rep
 // LoadCatalog reads a newer catalog from a URL, checks it, puts it in use
 // and keeps it in the data directory. A file that fails its checks is
 // refused with its problems, line by line, and the catalog in use stays.
+// Addresses it gives that the user has not confirmed are held (see
+// DecideCatalogChange).
 func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView, error) {
 	g := a.g
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return api.CatalogView{}, &control.Error{Status: http.StatusBadRequest, Param: "url", Message: fmt.Sprintf("url must be an http or https address of a catalog file, got %q", raw)}
+	g.mu.Lock()
+	allow := g.cfg != nil && g.cfg.Catalog.AllowHTTPLoopback
+	g.mu.Unlock()
+	data, u, err := catalog.Fetch(ctx, raw, catalog.FetchOptions{AllowLoopback: allow})
+	if ue, ok := errors.AsType[*catalog.URLError](err); ok {
+		return api.CatalogView{}, &control.Error{Status: http.StatusBadRequest, Param: "url", Message: ue.Error()}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return api.CatalogView{}, &control.Error{Status: http.StatusBadRequest, Param: "url", Message: err.Error()}
-	}
-	resp, err := g.listClient.Do(req)
-	if err != nil {
-		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: fmt.Sprintf("the catalog could not be fetched: %v", err)}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: fmt.Sprintf("the catalog could not be fetched: %s answered %s", u.Host, resp.Status)}
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, catalog.MaxFile+1))
-	if err != nil {
-		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: fmt.Sprintf("the catalog could not be fetched: %v", err)}
+		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: err.Error()}
 	}
 	cat, err := catalog.Parse(u.String(), data)
 	if err != nil {
@@ -682,7 +691,7 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 	}
 	if cur := g.control.Catalog(); cat.Date < cur.Date {
 		return api.CatalogView{}, &control.Error{Status: http.StatusConflict, Param: "url",
-			Message: fmt.Sprintf("the catalog is dated %s, older than the one in use (%s); it was not used", cat.Date, cur.Date)}
+			Message: fmt.Sprintf("the catalog is older than the one in use (dated %s); it was not used", cur.Date)}
 	}
 	if err := g.control.SetCatalog(ctx, cat); err != nil {
 		return api.CatalogView{}, err
@@ -692,7 +701,21 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 		g.log.Warn("the new catalog is in use but could not be kept for the next start", "file", path, "err", err)
 	}
 	g.mu.Lock()
-	g.catSource, g.envNames = u.String(), envNames(cat)
+	g.catSource, g.envNames = u.String(), envNames(g.control.Catalog())
+	g.mu.Unlock()
+	g.hub.Invalidate()
+	return a.Catalog(), nil
+}
+
+// DecideCatalogChange answers an address the catalog gives that waits for
+// the user: confirm puts it in use, keep leaves the one in use.
+func (a adminView) DecideCatalogChange(ctx context.Context, id string, in api.CatalogDecision) (api.CatalogView, error) {
+	g := a.g
+	if err := g.control.DecideAddress(ctx, id, in.Decision == "confirm", in.To); err != nil {
+		return api.CatalogView{}, err
+	}
+	g.mu.Lock()
+	g.envNames = envNames(g.control.Catalog())
 	g.mu.Unlock()
 	g.hub.Invalidate()
 	return a.Catalog(), nil

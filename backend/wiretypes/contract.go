@@ -140,6 +140,8 @@ var freelane = contract{
 			Request: typeOf[api.CatalogLoad](), Response: typeOf[api.CatalogView]()},
 		{Route: "POST /api/catalog/{id}", Doc: "Checks the key with the provider and adds the catalog entry as a provider (201).",
 			Request: typeOf[control.CatalogInput](), Response: typeOf[api.CatalogAdded]()},
+		{Route: "POST /api/catalog/changes/{id}", Doc: "Answers an address the catalog gives that waits for the user: confirm puts it in use, keep leaves the address in use; a move of a provider with a key is refused (409).",
+			Request: typeOf[api.CatalogDecision](), Response: typeOf[api.CatalogView]()},
 		{Route: "GET /api/setup", Doc: "What the first-run setup shows.", Response: typeOf[api.SetupView]()},
 		{Route: "POST /api/setup/scan", Doc: "Looks for local model servers at once.", Response: typeOf[api.SetupView]()},
 		{Route: "POST /api/setup/test", Doc: "Sends one short request through the router (model auto unless given) and reports its route. The body may be left out.",

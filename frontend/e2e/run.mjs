@@ -489,6 +489,9 @@ providers:
     models:
       - {id: m-paid-b, price: {input: 1, output: 2}}
 `);
+  // The user confirmed alpha's address earlier; betapaid, new to the
+  // built-in catalog, waits for an answer on the Providers screen.
+  writeFileSync(join(dir2, 'catalog-addresses.json'), JSON.stringify({ confirmed: { alpha: { base_url: upURL, key_env: ['ALPHA_E2E_API_KEY'] } } }));
   const cfg2 = join(dir2, 'freelane.yaml');
   writeFileSync(cfg2, `listen: 127.0.0.1:${port2}\ndiscovery: {ports: [${localPort}]}\nprobes: {disabled: true}\n`);
   const { proc: fl2, link: link2 } = await launch(cfg2, dir2, base2, 'the second freelane to start');
@@ -536,7 +539,14 @@ providers:
   // The catalog picker on the Providers screen searches and groups.
   await p.goto(`${base2}/#/providers`);
   await p.getByTestId('open-catalog').click();
+  const change = p.getByTestId('catalog-change-betapaid');
+  await change.waitFor();
+  assert((await change.innerText()).replace(/\s+/g, ' ').includes(`The catalog adds Beta Paid (betapaid) at ${upURL}`), `the pending change: ${await change.innerText()}`);
+  assert(await p.getByTestId('catalog-card-betapaid').count() === 0, 'an unconfirmed provider was offered');
+  await p.screenshot({ path: join(shots, 'providers-catalog-pending.png'), fullPage: true });
+  await p.getByTestId('catalog-change-confirm-betapaid').click();
   await p.getByTestId('catalog-card-betapaid').waitFor();
+  await change.waitFor({ state: 'detached' });
   await p.screenshot({ path: join(shots, 'providers-catalog.png'), fullPage: true });
   await ctx.close();
   fl2.kill('SIGTERM');

@@ -245,6 +245,16 @@ export const api = {
   /** Loads a newer catalog file; a file that fails its checks is refused with its problems by line. */
   loadCatalog: (url: string) =>
     request<Answer<"POST /api/catalog">>("POST", "/api/catalog", { url } satisfies Body<"POST /api/catalog">),
+  /**
+   * Answers an address a newer catalog gives that waits for the user:
+   * "confirm" puts it in use, "keep" keeps the address in use. to is the
+   * address shown, so the answer applies to it only.
+   */
+  decideCatalogChange: (id: string, decision: "confirm" | "keep", to: string) =>
+    request<Answer<"POST /api/catalog/changes/{id}">>("POST", `/api/catalog/changes/${seg(id)}`, {
+      decision,
+      to,
+    } satisfies Body<"POST /api/catalog/changes/{id}">),
 
   /** What the first-run setup shows: whether anything can serve, keys and local servers found. */
   setup: () => request<Answer<"GET /api/setup">>("GET", "/api/setup"),

@@ -17,6 +17,7 @@ export type {
   BudgetPeriod,
   BudgetView,
   CatalogAdded,
+  CatalogChange,
   CatalogEntry,
   CatalogInput,
   CatalogModel,

@@ -169,6 +169,56 @@ export interface CatalogAdded {
 }
 
 /**
+ * CatalogChange is an address a newer catalog gives a provider that the
+ * user has not confirmed: until then the provider keeps the address in
+ * use, and a provider new in the catalog is not offered.
+ *
+ * Go: control.CatalogChange.
+ */
+export interface CatalogChange {
+  id: string;
+  name: string;
+  /** From is the address in use, "" for a provider new in the catalog. */
+  from: string;
+  /** To is the address the newer catalog gives. */
+  to: string;
+  /**
+   * FromKeyEnv and ToKeyEnv are the variables the key is read from now
+   * and with the change; a catalog that changes them moves a key too.
+   */
+  from_key_env: string[] | null;
+  to_key_env: string[] | null;
+  /** New is set for a provider the catalog adds. */
+  new: boolean;
+  /**
+   * HasKey is set when the provider has a key (stored, or set in the
+   * environment): its key was given for From, so the move cannot be
+   * confirmed; Refused says why in words.
+   */
+  has_key: boolean;
+  refused: string;
+}
+
+/**
+ * CatalogDecision answers an address the catalog gives that waits for the
+ * user (a CatalogChange).
+ *
+ * Go: api.CatalogDecision.
+ */
+export interface CatalogDecision {
+  /**
+   * Decision is "confirm" (use the new address; for a new provider,
+   * offer it) or "keep" (keep the address in use and ask no more).
+   */
+  decision: string;
+  /**
+   * To is the address the user was shown, so that the answer applies
+   * to that address only.
+   */
+  to: string;
+}
+
+/**
  * CatalogEntry is one provider of the catalog.
  *
  * Go: api.CatalogEntry.
@@ -272,6 +322,12 @@ export interface CatalogView {
    */
   source: string;
   providers: CatalogEntry[] | null;
+  /**
+   * Changes are the addresses the catalog gives that wait for the
+   * user's answer; until then the providers keep the address in use
+   * (Providers shows it) and a provider new in it is not listed.
+   */
+  changes: CatalogChange[] | null;
 }
 
 /** ChainCreate is the body of POST /api/chains. */
@@ -533,6 +589,11 @@ export interface Endpoints {
   "POST /api/catalog/{id}": {
     request: CatalogInput;
     response: CatalogAdded;
+  };
+  /** Answers an address the catalog gives that waits for the user: confirm puts it in use, keep leaves the address in use; a move of a provider with a key is refused (409). */
+  "POST /api/catalog/changes/{id}": {
+    request: CatalogDecision;
+    response: CatalogView;
   };
   /** What the first-run setup shows. */
   "GET /api/setup": {

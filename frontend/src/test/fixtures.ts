@@ -231,6 +231,7 @@ export function catalogView(over: Partial<CatalogView> = {}): CatalogView {
   return {
     date: "2026-11-20",
     source: "built in",
+    changes: [],
     providers: [
       catalogEntry("groq"),
       catalogEntry("cloudflare", { name: "Cloudflare Workers AI", placeholders: ["CLOUDFLARE_ACCOUNT_ID"], models: [{ id: "@cf/meta/llama-3.1-8b", params_b: 8, context: 8192, max_output: 0, capabilities: [], limits: [], price: null }] }),
