@@ -191,8 +191,8 @@ func (t *Table) DefaultOf() string { return t.defaultOf }
 // dropped (config validation reports them to the user first).
 func Build(spec Spec) *Table {
 	t := &Table{
-		chains:   map[string][]*Backend{},
-		backends: map[string]*Backend{},
+		chains:    map[string][]*Backend{},
+		backends:  map[string]*Backend{},
 		byModel:   map[string][]*Backend{},
 		keyless:   map[string]string{},
 		providers: map[string]bool{},
