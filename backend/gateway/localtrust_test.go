@@ -270,3 +270,50 @@ func TestLocalServersOfTrustedAccountsServe(t *testing.T) {
 		}
 	}
 }
+
+// A found server may list any model names: one that looks like a pin of a
+// provider nobody configured ("paid/gpt-x") is not answered by it, while
+// its own name reaches it, as Ollama's library/model:tag does.
+func TestDiscoveredSlashNamesNeedTheServerName(t *testing.T) {
+	srv, err := fakelocal.New(fakelocal.Config{Kind: fakelocal.Ollama, Models: []fakelocal.Model{
+		{ID: "paid/gpt-x", Context: 1_000_000_000, Loaded: true}, {ID: "library/llama3.2:3b"}, {ID: strings.Repeat("x", 5000)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	o := &owners{byPort: map[int]uint32{srv.Port(): 0}}
+	e, _ := ownerEnv(t, o, srv.Port())
+	e.g.ScanLocal(context.Background())
+	chat := func(model string) reply {
+		return e.post("/v1/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`)
+	}
+	if r := chat("paid/gpt-x"); r.status != http.StatusNotFound || !strings.Contains(r.errorMessage(), fmt.Sprintf("ollama-%d/paid/gpt-x", srv.Port())) {
+		t.Errorf("paid/gpt-x: %d %s", r.status, r.body)
+	}
+	if n := len(srv.Upstream().Requests()); n != 0 {
+		t.Fatalf("the local server answered %d requests for a name that was not its own", n)
+	}
+	for _, m := range []string{"paid/gpt-x", "library/llama3.2:3b"} {
+		if r := chat(fmt.Sprintf("ollama-%d/%s", srv.Port(), m)); r.status != http.StatusOK {
+			t.Errorf("%s through the server's name: %d %s", m, r.status, r.body)
+		}
+	}
+	r := e.do(http.MethodGet, "/api/setup", "", nil)
+	var v struct {
+		Local []struct {
+			Dropped int `json:"dropped"`
+			Models  []struct {
+				ID      string `json:"id"`
+				Context int    `json:"context"`
+			} `json:"models"`
+		} `json:"local"`
+	}
+	if err := json.Unmarshal(r.body, &v); err != nil || len(v.Local) != 1 || v.Local[0].Dropped != 1 || len(v.Local[0].Models) != 2 {
+		t.Fatalf("setup %s", r.body)
+	}
+	for _, m := range v.Local[0].Models {
+		if m.ID == "paid/gpt-x" && m.Context != 10<<20 {
+			t.Errorf("a window of 1e9 tokens was kept as %d", m.Context)
+		}
+	}
+}
