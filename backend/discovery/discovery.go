@@ -74,6 +74,12 @@ const (
 	// showParallel bounds the concurrent Ollama /api/show calls per server,
 	// since each makes Ollama read a model file's header.
 	showParallel = 4
+	// MaxPortTime is the default bound on all the questions asked of one
+	// port in a scan (Options.PortTimeout): a
+	// server that lists hundreds of models and answers each question
+	// slowly would otherwise hold every scan, and the dashboard's "Look
+	// again", for minutes.
+	MaxPortTime = 15 * time.Second
 )
 
 // Server is one local model server found by Scan.
@@ -139,6 +145,9 @@ type Options struct {
 	Client *http.Client
 	// Timeout bounds each HTTP call; 0 means 2 seconds.
 	Timeout time.Duration
+	// PortTimeout bounds all the calls to one port together; 0 means
+	// MaxPortTime.
+	PortTimeout time.Duration
 	// Logger receives debug notes about answers that were ignored; nil
 	// discards them.
 	Logger *slog.Logger
@@ -226,6 +235,7 @@ func Scan(ctx context.Context, o Options) []Server {
 		c = defaultClient()
 	}
 	timeout := cmp.Or(o.Timeout, 2*time.Second)
+	portTimeout := cmp.Or(o.PortTimeout, MaxPortTime)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -235,7 +245,9 @@ func Scan(ctx context.Context, o Options) []Server {
 	for i, port := range ports {
 		wg.Go(func() {
 			p := &prober{client: c, timeout: timeout, log: log.With("port", port), port: port, owners: newOwners(o.Owner)}
-			s := p.identify(ctx)
+			pctx, cancel := context.WithTimeout(ctx, portTimeout)
+			defer cancel()
+			s := p.identify(pctx)
 			if s != nil {
 				owner, err := p.owners.result()
 				if err != nil {

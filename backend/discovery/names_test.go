@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"freelane/backend/internal/fakelocal"
 )
@@ -134,5 +135,45 @@ func TestOllamaHostileWindowsAndCount(t *testing.T) {
 	}
 	if m := model(t, got, "numctx"); m.Context != MaxContext {
 		t.Errorf("numctx %+v", m)
+	}
+}
+
+// A server that lists many models and answers each question slowly
+// cannot hold a scan past PortTimeout.
+func TestSlowServerIsCutOff(t *testing.T) {
+	var list strings.Builder
+	list.WriteString(`{"models":[`)
+	for i := range 200 {
+		if i > 0 {
+			list.WriteString(",")
+		}
+		list.WriteString(`{"name":"m` + strconv.Itoa(i) + `"}`)
+	}
+	list.WriteString(`]}`)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			_, _ = w.Write([]byte("Ollama is running"))
+		case "/api/tags":
+			_, _ = w.Write([]byte(list.String()))
+		case "/api/show":
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	start := time.Now()
+	got := Scan(context.Background(), Options{Ports: []int{srv.Listener.Addr().(*net.TCPAddr).Port}, Timeout: 2 * time.Second, PortTimeout: 300 * time.Millisecond})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the scan took %v; 200 stalled questions 4 at a time would take 100 s", d)
+	}
+	if len(got) != 1 || len(got[0].Models) != 200 {
+		t.Fatalf("got %+v", got)
 	}
 }
