@@ -44,7 +44,6 @@ func procOwner(c net.Conn) (uint32, error) {
 	return 0, errors.New("no row for the connection")
 }
 
-
 // A real server run by another account (nobody, uid 65534) is told apart
 // from one run by this account, through the connections the scan made.
 func TestRealAccounts(t *testing.T) {
