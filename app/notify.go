@@ -50,6 +50,10 @@ func (a *alerter) fromEvent(e events.Event, now time.Time) (notification, bool) 
 		n = notification{Title: "FreeLane: new models", Body: e.Reason + "."}
 	case events.LocalFound:
 		n = notification{Title: "FreeLane: local server found", Body: e.Reason + "; its models now serve as the last backends of auto."}
+	case events.LocalForeign:
+		n = notification{Title: "FreeLane: local server of another user", Body: e.Reason + "."}
+		// No provider names such a server; each one found is worth a word.
+		return n, a.allow(string(e.Kind)+"|"+e.Reason, now)
 	case events.LocalGone:
 		n = notification{Title: "FreeLane: local server stopped", Body: e.Reason + "; its models are set aside until it answers again."}
 	default:

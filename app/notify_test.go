@@ -41,6 +41,8 @@ func TestAlerterEvents(t *testing.T) {
 	}{
 		{events.Event{Kind: events.LocalFound, Provider: "ollama", Reason: "Ollama answers on port 11434"}, "Ollama answers on port 11434"},
 		{events.Event{Kind: events.LocalGone, Provider: "ollama", Reason: "Ollama stopped answering on port 11434"}, "set aside"},
+		{events.Event{Kind: events.LocalForeign, Reason: "Ollama answers on port 11500 but is run by another user of this machine (bob, user id 1001)"}, "user id 1001"},
+		{events.Event{Kind: events.LocalForeign, Reason: "Ollama answers on port 11600 but is run by another user of this machine (eve, user id 1002)"}, "user id 1002"},
 		{events.Event{Kind: events.ModelsJoined, Provider: "openrouter", Reason: "openrouter's model list names new models, which now serve: x:free"}, "x:free"},
 		{events.Event{Kind: events.Retired, Backend: "openrouter/y:free", Reason: "the provider's model list no longer names it"}, "openrouter/y:free no longer serves"},
 	} {

@@ -130,8 +130,34 @@ type LocalServer struct {
 	Up bool `json:"up"`
 	// NeedsKey is set for a server that refuses its model list without a
 	// key.
-	NeedsKey bool         `json:"needs_key"`
-	Models   []LocalModel `json:"models"`
+	NeedsKey bool `json:"needs_key"`
+	// Foreign is set for a server run by another user of this machine (not
+	// this account, root or a system account): it gets no request unless
+	// Allowed, since it would see every prompt.
+	Foreign bool `json:"foreign"`
+	// Allowed is set when the user allowed this foreign server (this port,
+	// kind and owner) to serve.
+	Allowed bool `json:"allowed"`
+	// OwnerUID is the user id of the account that runs the server; -1 when
+	// the platform does not tell.
+	OwnerUID int64 `json:"owner_uid"`
+	// OwnerName is that account's name, for a foreign server, when it is
+	// known; "" otherwise.
+	OwnerName string `json:"owner_name"`
+	// Dropped counts the model names the server listed that are not valid
+	// and were left out.
+	Dropped int          `json:"dropped"`
+	Models  []LocalModel `json:"models"`
+}
+
+// LocalAllowInput names a local server of another user, as the setup
+// lists it, to allow or withdraw.
+type LocalAllowInput struct {
+	Port int    `json:"port"`
+	Kind string `json:"kind"`
+	// UID is the owner's user id; required, so that a permission given
+	// for one account never covers another on the same port.
+	UID *uint32 `json:"uid"`
 }
 
 // LocalModel is one model of a local server.
@@ -173,6 +199,9 @@ type Setup interface {
 	DecideCatalogChange(ctx context.Context, id string, in CatalogDecision) (CatalogView, error)
 	Setup() SetupView
 	ScanLocal(ctx context.Context) SetupView
+	// AllowLocal lets a local server of another user serve (allow) or
+	// withdraws that (not allow).
+	AllowLocal(ctx context.Context, in LocalAllowInput, allow bool) (SetupView, error)
 	TestRoute(ctx context.Context, model string) RouteTest
 }
 
@@ -221,6 +250,22 @@ func (h *adminHandlers) mountSetup(route func(string, http.HandlerFunc), st Setu
 		defer cancel()
 		writeJSON(w, http.StatusOK, st.ScanLocal(ctx))
 	})
+	allowLocal := func(allow bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var in LocalAllowInput
+			if !h.decode(w, r, &in) {
+				return
+			}
+			v, err := st.AllowLocal(r.Context(), in, allow)
+			if err != nil {
+				fail(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, v)
+		}
+	}
+	route("POST /api/setup/local/allow", allowLocal(true))
+	route("POST /api/setup/local/withdraw", allowLocal(false))
 	route("POST /api/setup/test", func(w http.ResponseWriter, r *http.Request) {
 		var in RouteTestInput
 		if r.ContentLength != 0 && !h.decode(w, r, &in) {

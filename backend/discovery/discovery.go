@@ -22,12 +22,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // DefaultPorts are the ports the servers listen on out of the box: Ollama
@@ -71,10 +70,16 @@ const (
 	// MaxBody is the largest response body read; a larger one is ignored.
 	MaxBody = 4 << 20
 	// MaxID is the longest model id kept, in bytes.
-	MaxID = 256
+	MaxID = 200
 	// showParallel bounds the concurrent Ollama /api/show calls per server,
 	// since each makes Ollama read a model file's header.
 	showParallel = 4
+	// MaxPortTime is the default bound on all the questions asked of one
+	// port in a scan (Options.PortTimeout): a
+	// server that lists hundreds of models and answers each question
+	// slowly would otherwise hold every scan, and the dashboard's "Look
+	// again", for minutes.
+	MaxPortTime = 15 * time.Second
 )
 
 // Server is one local model server found by Scan.
@@ -93,9 +98,18 @@ type Server struct {
 	// NeedsKey is set when the server answered but refused its model list
 	// without an API key; Models is then empty.
 	NeedsKey bool
+	// Owner is the account whose process listens on the port, as the
+	// operating system tells it through Options.Owner.
+	Owner Owner
 	// Models are the models it offers: chat models first, then
 	// embedding-only ones, each group ordered by ID.
 	Models []Model
+	// Dropped counts the model names the server listed that were not
+	// kept: invalid ones (see ValidID) and those past MaxModels.
+	Dropped int
+	// DroppedSample is the first invalid name, cut to a few dozen
+	// characters and escaped (Sample), for a log line; "" when none.
+	DroppedSample string
 }
 
 // Model is one model a local server offers.
@@ -131,9 +145,43 @@ type Options struct {
 	Client *http.Client
 	// Timeout bounds each HTTP call; 0 means 2 seconds.
 	Timeout time.Duration
+	// PortTimeout bounds all the calls to one port together; 0 means
+	// MaxPortTime.
+	PortTimeout time.Duration
 	// Logger receives debug notes about answers that were ignored; nil
 	// discards them.
 	Logger *slog.Logger
+	// Owner tells which account holds the server's end of a connection the
+	// scan made, as the user id the operating system reports (on Linux,
+	// the uid of the socket in /proc/net/tcp). It is called for every
+	// connection a probe uses, and a server whose connections belong to
+	// different accounts, or whose owner could not be read, is left out.
+	// An error matching errors.ErrUnsupported means the platform cannot
+	// tell; such a server's Owner is not Known and it is trusted as before,
+	// since there is no way to tell it apart. Nil means every owner is
+	// unknown.
+	Owner func(c net.Conn) (uid uint32, err error)
+}
+
+// Owner is the account that runs a local server.
+type Owner struct {
+	// UID is the user id of the account; meaningful only when Known.
+	UID uint32
+	// Known is false where the platform does not say who owns a socket.
+	Known bool
+}
+
+// FirstUserUID is the lowest user id of a person's account on Linux
+// (login.defs' UID_MIN); ids below it are root and the system accounts
+// that packaged services run as, such as the ollama service user.
+const FirstUserUID = 1000
+
+// TrustedBy reports whether a server run by o may serve the account self:
+// one run by self, by root or by a system account, or one whose owner
+// the platform does not tell. A server of another person's account is
+// not: it would see every prompt sent to it.
+func (o Owner) TrustedBy(self uint32) bool {
+	return !o.Known || o.UID == self || o.UID < FirstUserUID
 }
 
 // loopback is the only address the scanner talks to.
@@ -187,6 +235,7 @@ func Scan(ctx context.Context, o Options) []Server {
 		c = defaultClient()
 	}
 	timeout := cmp.Or(o.Timeout, 2*time.Second)
+	portTimeout := cmp.Or(o.PortTimeout, MaxPortTime)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -195,8 +244,20 @@ func Scan(ctx context.Context, o Options) []Server {
 	var wg sync.WaitGroup
 	for i, port := range ports {
 		wg.Go(func() {
-			p := &prober{client: c, timeout: timeout, log: log.With("port", port), port: port}
-			found[i] = p.identify(ctx)
+			p := &prober{client: c, timeout: timeout, log: log.With("port", port), port: port, owners: newOwners(o.Owner)}
+			pctx, cancel := context.WithTimeout(ctx, portTimeout)
+			defer cancel()
+			s := p.identify(pctx)
+			if s != nil {
+				owner, err := p.owners.result()
+				if err != nil {
+					log.Warn("discovery: a server is left out: who runs it cannot be told", "port", port, "err", err)
+					s = nil
+				} else {
+					s.Owner = owner
+				}
+			}
+			found[i] = s
 		})
 	}
 	wg.Wait()
@@ -240,6 +301,7 @@ type prober struct {
 	timeout time.Duration
 	log     *slog.Logger
 	port    int
+	owners  *owners
 }
 
 // reply is a whole HTTP answer.
@@ -260,6 +322,10 @@ func (p *prober) url(path string) string {
 func (p *prober) do(ctx context.Context, method, path string, body []byte) (reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	// Every connection the request is sent on, new or reused, is checked
+	// for its owner: a pooled connection from an earlier scan is as much
+	// this server's as a new one.
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { p.owners.note(info.Conn) }})
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -310,37 +376,27 @@ func (p *prober) callJSON(ctx context.Context, method, path string, body []byte,
 	return true
 }
 
-// validID reports whether id can be kept as a model name: not empty, at
-// most MaxID bytes of valid UTF-8 and without control characters, so that
-// nothing a server sends can break a log line or a dashboard row.
-func validID(id string) bool {
-	if id == "" || len(id) > MaxID || !utf8.ValidString(id) {
-		return false
-	}
-	for _, r := range id {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
-}
-
 // modelSet collects a server's models in the order first seen, dropping
-// invalid and repeated ids and stopping at MaxModels.
+// invalid and repeated ids and stopping at MaxModels; it counts what it
+// dropped.
 type modelSet struct {
-	list []Model
-	at   map[string]int
+	list    []Model
+	at      map[string]int
+	dropped int
+	sample  string
 }
 
 // add returns the model with id, adding it if there is room, or nil.
 func (s *modelSet) add(id string) *Model {
-	if !validID(id) {
+	if !ValidID(id) {
+		s.drop(id)
 		return nil
 	}
 	if i, ok := s.at[id]; ok {
 		return &s.list[i]
 	}
 	if len(s.list) >= MaxModels {
+		s.dropped++
 		return nil
 	}
 	if s.at == nil {
@@ -349,6 +405,23 @@ func (s *modelSet) add(id string) *Model {
 	s.at[id] = len(s.list)
 	s.list = append(s.list, Model{ID: id})
 	return &s.list[len(s.list)-1]
+}
+
+// drop counts an invalid id and keeps the first one, made safe to log.
+func (s *modelSet) drop(id string) {
+	s.dropped++
+	if s.sample == "" {
+		s.sample = Sample(id)
+	}
+}
+
+// finish puts the models and what was dropped into srv.
+func (s *modelSet) finish(srv *Server) {
+	srv.Models = s.models()
+	srv.Dropped += s.dropped
+	if srv.DroppedSample == "" {
+		srv.DroppedSample = s.sample
+	}
 }
 
 // get returns the model with id, or nil.

@@ -289,7 +289,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("%d models kept, limit %d", len(got.Models), MaxModels)
 	}
 	for _, m := range got.Models {
-		if !validID(m.ID) {
+		if !ValidID(m.ID) {
 			t.Errorf("invalid id kept: %q", m.ID)
 		}
 	}

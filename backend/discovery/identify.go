@@ -47,16 +47,18 @@ func (p *prober) identify(ctx context.Context) *Server {
 type openAIModel struct {
 	ID          string `json:"id"`
 	OwnedBy     string `json:"owned_by"`
-	MaxModelLen int    `json:"max_model_len"`
+	MaxModelLen tokens `json:"max_model_len"`
 	Meta        *struct {
-		NCtx      int     `json:"n_ctx"`
-		NCtxTrain int     `json:"n_ctx_train"`
+		NCtx      tokens  `json:"n_ctx"`
+		NCtxTrain tokens  `json:"n_ctx_train"`
 		NParams   float64 `json:"n_params"`
 	} `json:"meta"`
 }
 
 type openAIList struct {
 	Data []openAIModel `json:"data"`
+	// over counts the entries past MaxModels, which were not read.
+	over int
 }
 
 // v1Models fetches GET /v1/models. It returns the list, the status of a
@@ -85,6 +87,7 @@ func (p *prober) v1Models(ctx context.Context) (list *openAIList, refused *reply
 	out := &openAIList{}
 	for i, raw := range *l.Data {
 		if i == MaxModels {
+			out.over = len(*l.Data) - MaxModels
 			break
 		}
 		var m openAIModel
@@ -161,10 +164,11 @@ func (p *prober) openAIList(ctx context.Context) *Server {
 			continue
 		}
 		if mm := set.add(m.ID); mm != nil && m.MaxModelLen > 0 {
-			mm.Context = m.MaxModelLen
+			mm.Context = int(m.MaxModelLen)
 		}
 	}
-	s.Models = set.models()
+	set.dropped += list.over
+	set.finish(s)
 	return s
 }
 
@@ -178,7 +182,7 @@ type ollamaModel struct {
 	Name          string        `json:"name"`
 	Model         string        `json:"model"`
 	Details       ollamaDetails `json:"details"`
-	ContextLength int           `json:"context_length"`
+	ContextLength tokens        `json:"context_length"`
 }
 
 func (m ollamaModel) id() string {
@@ -220,7 +224,7 @@ func (p *prober) ollama(ctx context.Context) *Server {
 	for _, m := range ps.Models {
 		if mm := set.add(m.id()); mm != nil {
 			mm.Loaded = true
-			mm.Context = m.ContextLength
+			mm.Context = int(m.ContextLength)
 			if mm.ParamsB == 0 {
 				mm.ParamsB = parseParams(m.Details.ParameterSize)
 			}
@@ -241,7 +245,7 @@ func (p *prober) ollama(ctx context.Context) *Server {
 		})
 	}
 	wg.Wait()
-	s.Models = set.models()
+	set.finish(s)
 	return s
 }
 
@@ -259,10 +263,7 @@ func (p *prober) ollamaShow(ctx context.Context, m *Model) {
 	}
 	if arch != "" {
 		if raw, ok := sh.ModelInfo[arch+".context_length"]; ok {
-			var n int
-			if json.Unmarshal(raw, &n) == nil && n > 0 {
-				m.TrainedContext = n
-			}
+			m.TrainedContext = rawTokens(raw)
 		}
 	}
 	if m.Context == 0 {
@@ -298,8 +299,8 @@ func numCtx(params string) int {
 	for line := range strings.Lines(params) {
 		f := strings.Fields(line)
 		if len(f) == 2 && f[0] == "num_ctx" {
-			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
-				return n
+			if n, err := strconv.ParseFloat(f[1], 64); err == nil {
+				return contextOf(n)
 			}
 		}
 	}
@@ -327,10 +328,10 @@ func parseParams(s string) float64 {
 		return 0
 	}
 	f, err := strconv.ParseFloat(s[:len(s)-1], 64)
-	if err != nil || f <= 0 {
+	if err != nil {
 		return 0
 	}
-	return f * scale
+	return paramsOf(f * scale)
 }
 
 func appendOnce(list []string, v string) []string {
@@ -357,7 +358,7 @@ func (p *prober) koboldcpp(ctx context.Context) *Server {
 		s.Version = v.Version
 	}
 	var n struct {
-		Value int `json:"value"`
+		Value tokens `json:"value"`
 	}
 	p.getJSON(ctx, "/api/extra/true_max_context_length", &n)
 	var set modelSet
@@ -365,6 +366,7 @@ func (p *prober) koboldcpp(ctx context.Context) *Server {
 		for _, m := range list.Data {
 			set.add(m.ID)
 		}
+		set.dropped += list.over
 	}
 	if len(set.list) == 0 {
 		var one struct {
@@ -376,9 +378,9 @@ func (p *prober) koboldcpp(ctx context.Context) *Server {
 	}
 	for i := range set.list {
 		set.list[i].Loaded = true
-		set.list[i].Context = max(n.Value, 0)
+		set.list[i].Context = int(n.Value)
 	}
-	s.Models = set.models()
+	set.finish(s)
 	return s
 }
 
@@ -414,8 +416,9 @@ func (p *prober) localai(ctx context.Context) *Server {
 		for _, m := range list.Data {
 			set.add(m.ID)
 		}
+		set.dropped += list.over
 	}
-	s.Models = set.models()
+	set.finish(s)
 	return s
 }
 
@@ -425,8 +428,8 @@ type lmsV0Model struct {
 	ID                  string `json:"id"`
 	Type                string `json:"type"`
 	State               string `json:"state"`
-	MaxContextLength    int    `json:"max_context_length"`
-	LoadedContextLength int    `json:"loaded_context_length"`
+	MaxContextLength    tokens `json:"max_context_length"`
+	LoadedContextLength tokens `json:"loaded_context_length"`
 }
 
 type lmsV1Model struct {
@@ -435,10 +438,10 @@ type lmsV1Model struct {
 	ParamsString    string `json:"params_string"`
 	LoadedInstances []struct {
 		Config struct {
-			ContextLength int `json:"context_length"`
+			ContextLength tokens `json:"context_length"`
 		} `json:"config"`
 	} `json:"loaded_instances"`
-	MaxContextLength int `json:"max_context_length"`
+	MaxContextLength tokens `json:"max_context_length"`
 	Capabilities     *struct {
 		Vision            bool `json:"vision"`
 		TrainedForToolUse bool `json:"trained_for_tool_use"`
@@ -472,10 +475,10 @@ func (p *prober) lmstudio(ctx context.Context) *Server {
 		if mm == nil {
 			continue
 		}
-		mm.TrainedContext = max(m.MaxContextLength, 0)
+		mm.TrainedContext = int(m.MaxContextLength)
 		mm.Loaded = m.State == "loaded"
 		if mm.Loaded {
-			mm.Context = max(m.LoadedContextLength, 0)
+			mm.Context = int(m.LoadedContextLength)
 		}
 		switch m.Type {
 		case "embeddings", "embedding":
@@ -494,7 +497,7 @@ func (p *prober) lmstudio(ctx context.Context) *Server {
 				continue
 			}
 			if m.MaxContextLength > 0 {
-				mm.TrainedContext = m.MaxContextLength
+				mm.TrainedContext = int(m.MaxContextLength)
 			}
 			if mm.ParamsB == 0 {
 				mm.ParamsB = parseParams(m.ParamsString)
@@ -505,7 +508,7 @@ func (p *prober) lmstudio(ctx context.Context) *Server {
 				// them, so the smallest window is the one it can count on.
 				n := 0
 				for _, in := range m.LoadedInstances {
-					if c := in.Config.ContextLength; c > 0 && (n == 0 || c < n) {
+					if c := int(in.Config.ContextLength); c > 0 && (n == 0 || c < n) {
 						n = c
 					}
 				}
@@ -528,7 +531,7 @@ func (p *prober) lmstudio(ctx context.Context) *Server {
 			}
 		}
 	}
-	s.Models = set.models()
+	set.finish(s)
 	return s
 }
 
@@ -536,7 +539,7 @@ func (p *prober) lmstudio(ctx context.Context) *Server {
 
 type llamaProps struct {
 	DefaultGenerationSettings *struct {
-		NCtx int `json:"n_ctx"`
+		NCtx tokens `json:"n_ctx"`
 	} `json:"default_generation_settings"`
 	BuildInfo string `json:"build_info"`
 }
@@ -550,7 +553,7 @@ func (p *prober) llamacppProps(ctx context.Context) *Server {
 		return nil
 	}
 	list, _ := p.v1Models(ctx)
-	return p.llamacpp(ctx, pr.DefaultGenerationSettings.NCtx, pr.BuildInfo, list)
+	return p.llamacpp(ctx, int(pr.DefaultGenerationSettings.NCtx), pr.BuildInfo, list)
 }
 
 // llamacpp builds a llama-server's entry from its model list, with nCtx
@@ -559,7 +562,7 @@ func (p *prober) llamacpp(ctx context.Context, nCtx int, build string, list *ope
 	if nCtx == 0 {
 		var pr llamaProps
 		if p.getJSON(ctx, "/props", &pr) && pr.DefaultGenerationSettings != nil {
-			nCtx = max(pr.DefaultGenerationSettings.NCtx, 0)
+			nCtx = int(pr.DefaultGenerationSettings.NCtx)
 			build = pr.BuildInfo
 		}
 	}
@@ -578,16 +581,15 @@ func (p *prober) llamacpp(ctx context.Context, nCtx int, build string, list *ope
 			mm.Context = nCtx
 			if m.Meta != nil {
 				if mm.Context == 0 {
-					mm.Context = max(m.Meta.NCtx, 0)
+					mm.Context = int(m.Meta.NCtx)
 				}
-				mm.TrainedContext = max(m.Meta.NCtxTrain, 0)
-				if m.Meta.NParams > 0 {
-					mm.ParamsB = m.Meta.NParams / 1e9
-				}
+				mm.TrainedContext = int(m.Meta.NCtxTrain)
+				mm.ParamsB = paramsOf(m.Meta.NParams / 1e9)
 			}
 		}
+		set.dropped += list.over
 	}
-	s.Models = set.models()
+	set.finish(s)
 	return s
 }
 
@@ -607,13 +609,14 @@ func (p *prober) vllm(ctx context.Context, list *openAIList) *Server {
 	for _, m := range list.Data {
 		if mm := set.add(m.ID); mm != nil {
 			mm.Loaded = true
-			mm.Context = max(m.MaxModelLen, 0)
+			mm.Context = int(m.MaxModelLen)
 		}
 	}
-	s.Models = set.models()
+	set.dropped += list.over
+	set.finish(s)
 	return s
 }
 
 // validVersion reports whether a version string a server sent is short,
 // printable text worth showing.
-func validVersion(v string) bool { return len(v) <= 64 && (v == "" || validID(v)) }
+func validVersion(v string) bool { return len(v) <= 64 && (v == "" || ValidID(v)) }

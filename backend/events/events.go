@@ -37,6 +37,7 @@ const (
 	ModelsJoined Kind = "models_joined" // a provider's model list named new models, which now serve
 	LocalFound   Kind = "local_found"   // a model server on this machine started answering
 	LocalGone    Kind = "local_gone"    // a model server on this machine stopped answering
+	LocalForeign Kind = "local_foreign" // a model server of another user of this machine was found; it is not used unless allowed
 )
 
 // Level is how much a person should care.

@@ -76,6 +76,10 @@ type Options struct {
 	// wins over server.token in Config. Either is required to listen off
 	// loopback.
 	Token string
+	// SocketOwner tells which account runs the far end of a loopback
+	// connection, so that local servers of other accounts are not used;
+	// nil means the platform's own lookup (socketOwner).
+	SocketOwner func(c net.Conn) (uid uint32, err error)
 }
 
 // Gateway is a running FreeLane.
@@ -120,6 +124,14 @@ type Gateway struct {
 	// lastScan when the ports were last looked at.
 	local    map[int]*localServer
 	lastScan time.Time
+	// localMu orders the scans applied; found is the last one, applied
+	// again when the allowances change. allowed are the local servers of
+	// other accounts the user allowed, and self the account FreeLane
+	// runs as.
+	localMu sync.Mutex
+	found   []discovery.Server
+	allowed *allowances
+	self    uint32
 	// catSource is where the catalog in use was read from.
 	catSource string
 	// envNames are key variables a client is told it may set while
@@ -154,7 +166,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	o.Clock = clock.OrReal(o.Clock)
 	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: redact.New(), local: map[int]*localServer{},
-		listRetired: map[string]bool{}, listClient: &http.Client{Timeout: 30 * time.Second}}
+		listRetired: map[string]bool{}, listClient: &http.Client{Timeout: 30 * time.Second},
+		allowed: loadAllowances(o.DataDir, o.Logger), self: selfUID()}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
@@ -266,7 +279,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 	for _, p := range cfg.Providers {
 		ps := router.ProviderSpec{
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
-			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p),
+			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p), Discovered: g.discovered(p.Name),
 		}
 		wire := wires[p.Kind]
 		ps.Dialect, ps.Endpoints = wire.Dialect(), wire.Endpoints()
@@ -284,6 +297,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
+				Transport: g.localTransport(p.Name, p),
 			})
 			clients[p.Name] = c
 			ps.Up = c
@@ -474,7 +488,7 @@ func (g *Gateway) Start() error {
 	g.bgStop = bgStop
 	if !cfg.Discovery.Disabled {
 		g.watcher = discovery.NewWatcher(discovery.WatchOptions{
-			Options: discovery.Options{Ports: discoveryPorts(cfg, ln.Addr().String()), Logger: g.log},
+			Options: discovery.Options{Ports: discoveryPorts(cfg, ln.Addr().String()), Logger: g.log, Owner: g.ownerLookup()},
 			Clock:   g.clock, OnChange: g.localChanged,
 		})
 	}

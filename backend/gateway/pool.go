@@ -94,9 +94,12 @@ func loadCatalog(dataDir string, log *slog.Logger) (*catalog.Catalog, string) {
 type localServer struct {
 	server discovery.Server
 	// provider is the name its models are served under; "" when a
-	// configured provider already calls its address.
+	// configured provider already calls its address, or when it is shut.
 	provider string
 	up       bool
+	// foreign is set when another person's account runs it, and allowed
+	// when the user allowed it to serve all the same.
+	foreign, allowed bool
 }
 
 // compose adds the local servers discovery found to the configuration
@@ -112,7 +115,7 @@ func (g *Gateway) compose(base *config.Config) *config.Config {
 	cfg.Providers = slices.Clone(base.Providers)
 	for _, port := range slices.Sorted(maps.Keys(g.local)) {
 		ls := g.local[port]
-		if ls.provider == "" || !ls.up {
+		if ls.provider == "" || !ls.up || ls.shut() {
 			continue
 		}
 		p := config.Provider{Name: ls.provider, Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: ls.server.BaseURL, Keyless: true,
@@ -152,11 +155,23 @@ var defaultPort = map[string]int{
 
 // localChanged takes a discovery scan: servers found join as local
 // providers, servers gone have their backends retired, servers back are
-// restored. It rebuilds routing when anything changed.
+// restored, and servers of other accounts are kept out unless allowed.
+// It rebuilds routing when anything changed.
 func (g *Gateway) localChanged(found []discovery.Server) {
+	g.localMu.Lock()
+	defer g.localMu.Unlock()
+	g.found = found
+	g.updateLocal(found, true)
+}
+
+// updateLocal applies found; scanned says it is a new scan rather than
+// the last one applied again. Called with g.localMu held.
+func (g *Gateway) updateLocal(found []discovery.Server, scanned bool) {
 	g.mu.Lock()
 	now := g.clock.Now()
-	g.lastScan = now
+	if scanned {
+		g.lastScan = now
+	}
 	type change struct {
 		kind           events.Kind
 		provider, why  string
@@ -173,9 +188,24 @@ func (g *Gateway) localChanged(found []discovery.Server) {
 			g.local[s.Port] = ls
 		}
 		wasUp := known && ls.up
+		wasServing := wasUp && !ls.shut()
+		before := ls.server
 		ls.server, ls.up = s, true
+		if scanned && s.Dropped > 0 && (!wasUp || before.Dropped != s.Dropped) {
+			g.log.Warn("a local server listed model names that are not valid; they are left out",
+				"server", s.Name, "port", s.Port, "dropped", s.Dropped, "first", s.DroppedSample)
+		}
+		ls.foreign = !s.Owner.TrustedBy(g.self)
+		ls.allowed = ls.foreign && g.allowed.has(s.Port, s.Kind, s.Owner.UID)
+		if ls.shut() {
+			ls.provider = ""
+			if !wasUp || wasServing || before.Owner != s.Owner || before.Kind != s.Kind {
+				changes = append(changes, change{kind: events.LocalForeign, why: foreignWhy(s)})
+			}
+			continue
+		}
 		ls.provider = g.localName(s)
-		if !wasUp {
+		if !wasServing {
 			why := fmt.Sprintf("%s answers on port %d", s.Name, s.Port)
 			c := change{kind: events.LocalFound, provider: ls.provider, why: why, revive: known}
 			for _, m := range s.Models {
@@ -206,6 +236,11 @@ func (g *Gateway) localChanged(found []discovery.Server) {
 		g.log.Error("adding the local servers to routing", "err", err)
 	}
 	for _, c := range changes {
+		if c.kind == events.LocalForeign {
+			g.log.Warn("a local server of another user is not used", "reason", c.why)
+			g.bus.Publish(events.Event{Time: now, Kind: c.kind, Level: events.Warn, Reason: c.why})
+			continue
+		}
 		if c.provider == "" {
 			continue
 		}
@@ -265,8 +300,15 @@ func (g *Gateway) localServers() []api.LocalServer {
 	for _, port := range slices.Sorted(maps.Keys(g.local)) {
 		ls := g.local[port]
 		v := api.LocalServer{Kind: ls.server.Kind, Name: ls.server.Name, Port: port, BaseURL: ls.server.BaseURL,
-			Provider: ls.provider, Up: ls.up, NeedsKey: ls.server.NeedsKey, Models: []api.LocalModel{}}
-		if ls.provider == "" && !ls.server.NeedsKey && g.base != nil {
+			Provider: ls.provider, Up: ls.up, NeedsKey: ls.server.NeedsKey, Models: []api.LocalModel{},
+			Foreign: ls.foreign, Allowed: ls.allowed, OwnerUID: -1, Dropped: ls.server.Dropped}
+		if o := ls.server.Owner; o.Known {
+			v.OwnerUID = int64(o.UID)
+			if ls.foreign {
+				v.OwnerName = accountName(o.UID)
+			}
+		}
+		if ls.provider == "" && !ls.shut() && !ls.server.NeedsKey && g.base != nil {
 			for _, p := range g.base.Providers {
 				if sameURL(p.BaseURL, ls.server.BaseURL) {
 					v.Provider = p.Name
@@ -314,8 +356,11 @@ func (g *Gateway) emptyHint(cfg *config.Config) string {
 		addr, strings.Join(g.envNames, ", "))
 	var gone []string
 	for _, port := range slices.Sorted(maps.Keys(g.local)) {
-		if ls := g.local[port]; !ls.up && ls.provider != "" {
+		switch ls := g.local[port]; {
+		case !ls.up && ls.provider != "":
 			gone = append(gone, fmt.Sprintf("%s stopped answering on port %d", ls.server.Name, port))
+		case ls.up && ls.shut():
+			gone = append(gone, fmt.Sprintf("%s on port %d is run by another user and is not used unless you allow it on the Setup screen", ls.server.Name, port))
 		}
 	}
 	if len(gone) > 0 {

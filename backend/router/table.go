@@ -60,6 +60,11 @@ type ProviderSpec struct {
 	// kinds of request its API serves (nil: all).
 	Dialect   llm.Dialect
 	Endpoints []llm.Endpoint
+	// Discovered marks a local server FreeLane found rather than one the
+	// user configured. Its model ids with a '/' are reached only through
+	// its own name ("ollama-11500/library/llama3.2:3b"), never as bare
+	// ids: any program can make such a server list "paid/gpt-x".
+	Discovered bool
 }
 
 // ChainSpec is a user-arranged chain of "provider/model" references.
@@ -153,6 +158,14 @@ type Table struct {
 	backends   map[string]*Backend
 	order      []*Backend // every routable backend, default-chain order first
 	byModel    map[string][]*Backend
+	// providers holds every provider's name, disabled and keyless ones
+	// too, with whether it is disabled: a name starting with one of them
+	// and a '/' is a pin of that provider and reaches nothing else.
+	providers map[string]bool
+	// pinOnly are the backends of discovered servers whose model id has a
+	// '/', by that id: left out of byModel, named in the answer to a
+	// request that gave the id alone.
+	pinOnly map[string][]*Backend
 	// keyless maps a backend or provider left out for lack of a key to the
 	// hint telling the user how to add it.
 	keyless map[string]string
@@ -178,10 +191,12 @@ func (t *Table) DefaultOf() string { return t.defaultOf }
 // dropped (config validation reports them to the user first).
 func Build(spec Spec) *Table {
 	t := &Table{
-		chains:   map[string][]*Backend{},
-		backends: map[string]*Backend{},
-		byModel:  map[string][]*Backend{},
-		keyless:  map[string]string{},
+		chains:    map[string][]*Backend{},
+		backends:  map[string]*Backend{},
+		byModel:   map[string][]*Backend{},
+		keyless:   map[string]string{},
+		providers: map[string]bool{},
+		pinOnly:   map[string][]*Backend{},
 
 		keylessModels: map[string]string{},
 		aliases:       slices.Clone(spec.Aliases),
@@ -190,7 +205,10 @@ func Build(spec Spec) *Table {
 	var own, free, local, credit []*Backend
 	var ownDefault []*Backend
 	creditUntil := map[*Backend]time.Time{}
+	discovered := map[string]bool{}
 	for _, p := range spec.Providers {
+		t.providers[p.Name] = p.Disabled
+		discovered[p.Name] = p.Discovered
 		if p.Disabled {
 			continue
 		}
@@ -236,6 +254,10 @@ func Build(spec Spec) *Table {
 	sort.SliceStable(credit, func(i, j int) bool { return creditUntil[credit[i]].Before(creditUntil[credit[j]]) })
 	t.order = slices.Concat(ownDefault, own, credit, free, local)
 	for _, b := range t.order {
+		if discovered[b.Provider] && strings.Contains(b.Model, "/") {
+			t.pinOnly[b.Model] = append(t.pinOnly[b.Model], b)
+			continue
+		}
 		t.byModel[b.Model] = append(t.byModel[b.Model], b)
 	}
 
@@ -308,6 +330,14 @@ func (e *ResolveError) Error() string { return e.Message }
 // Resolve maps a requested model name to a route, in this order:
 // a chain name, then provider/model, then an upstream model id, then the
 // first alias whose pattern matches, else 404.
+//
+// A name whose part before the first '/' is a provider's name is a pin
+// of that provider: it reaches that backend or fails, and never a model
+// of another provider whose id happens to be the whole name (OpenRouter's
+// "openai/gpt-4o" is not a pin of the provider "openai"). A model id with
+// a '/' of a server discovery found is reached only through that server's
+// name; a configured provider's such id also answers alone, as the user
+// chose that provider.
 func (t *Table) Resolve(model string) (Route, error) {
 	if bs, ok := t.chains[model]; ok {
 		if len(bs) == 0 {
@@ -321,6 +351,11 @@ func (t *Table) Resolve(model string) (Route, error) {
 	if hint, ok := t.keyless[model]; ok && strings.Contains(model, "/") {
 		return Route{}, &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
 			Message: fmt.Sprintf("%s has no API key: %s", model, hint)}
+	}
+	if provider, id, ok := strings.Cut(model, "/"); ok {
+		if disabled, known := t.providers[provider]; known {
+			return Route{}, t.noSuchPin(model, provider, id, disabled)
+		}
 	}
 	if bs, ok := t.byModel[model]; ok {
 		return Route{Backends: bs}, nil
@@ -354,8 +389,43 @@ func (t *Table) Resolve(model string) (Route, error) {
 		}
 		return Route{Chain: a.Chain, Alias: a.Pattern, Backends: bs}, nil
 	}
+	if bs := t.pinOnly[model]; len(bs) > 0 {
+		return Route{}, &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",
+			Message: fmt.Sprintf("model %q does not exist: no provider is called %q; a local server FreeLane found lists a model of that name, "+
+				"which a name with a \"/\" reaches only through the server's own name: %s", model, strings.SplitN(model, "/", 2)[0], backendNames(bs))}
+	}
 	return Route{}, &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",
 		Message: fmt.Sprintf("model %q does not exist; use one of: %s", model, t.namesForError())}
+}
+
+// noSuchPin is the answer to a pin of a provider that does not serve
+// the model: it names the backends that serve the whole name as an id,
+// since a client sending OpenRouter's "openai/gpt-4o" meant one of them.
+func (t *Table) noSuchPin(model, provider, id string, disabled bool) error {
+	why := fmt.Sprintf("provider %q has no model %q", provider, id)
+	if disabled {
+		why = fmt.Sprintf("provider %q is disabled", provider)
+	}
+	if bs := slices.Concat(t.byModel[model], t.pinOnly[model]); len(bs) > 0 {
+		return &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",
+			Message: fmt.Sprintf("model %q does not exist: %s, and a provider/model name reaches only that provider; the model id %q is served as %s",
+				model, why, model, backendNames(bs))}
+	}
+	return &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",
+		Message: fmt.Sprintf("model %q does not exist: %s; use one of: %s", model, why, t.namesForError())}
+}
+
+// backendNames lists a few backends' names for a message.
+func backendNames(bs []*Backend) string {
+	const most = 3
+	var names []string
+	for _, b := range bs[:min(len(bs), most)] {
+		names = append(names, b.Name)
+	}
+	if len(bs) > most {
+		names = append(names, fmt.Sprintf("and %d more", len(bs)-most))
+	}
+	return strings.Join(names, ", ")
 }
 
 func (t *Table) emptyChain(name string) error {

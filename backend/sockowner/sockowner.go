@@ -27,7 +27,7 @@ import (
 // ErrUnsupported is returned where this platform cannot tell who owns a
 // socket (any system but Linux, or a Linux whose socket diagnostics and
 // /proc/net are both unavailable).
-var ErrUnsupported = errors.New("sockowner: this system does not tell who owns a socket")
+var ErrUnsupported = fmt.Errorf("sockowner: this system does not tell who owns a socket: %w", errors.ErrUnsupported)
 
 // ErrNotFound is returned when no open socket on this machine has the
 // connection's addresses: the other end is not on this machine, or it has

@@ -260,6 +260,13 @@ export const api = {
   setup: () => request<Answer<"GET /api/setup">>("GET", "/api/setup"),
   /** Looks for local model servers again now. */
   scanLocal: () => request<Answer<"POST /api/setup/scan">>("POST", "/api/setup/scan"),
+  /** Lets a local server run by another user serve (allow), or withdraws that permission. */
+  allowLocal: (server: Body<"POST /api/setup/local/allow">, allow: boolean) =>
+    request<Answer<"POST /api/setup/local/allow">>(
+      "POST",
+      allow ? "/api/setup/local/allow" : "/api/setup/local/withdraw",
+      server,
+    ),
   /** Sends one short request through the router ("auto" unless a model is given) and reports its route. */
   testRoute: (model?: string) =>
     request<Answer<"POST /api/setup/test">>(

@@ -20,6 +20,7 @@ const KIND_WORDS: Record<EventKind, string> = {
   models_joined: "new models",
   local_found: "local server found",
   local_gone: "local server stopped",
+  local_foreign: "local server of another user",
 };
 
 /** One line describing an event: "groq/llama — breaker closed → open (2 failures in a row)". */

@@ -605,6 +605,16 @@ export interface Endpoints {
     request: void;
     response: SetupView;
   };
+  /** Lets a local server run by another user of this machine serve: the one found on port, of kind, run by uid. */
+  "POST /api/setup/local/allow": {
+    request: LocalAllowInput;
+    response: SetupView;
+  };
+  /** Withdraws the permission AllowLocal gave; the server is no longer used. */
+  "POST /api/setup/local/withdraw": {
+    request: LocalAllowInput;
+    response: SetupView;
+  };
   /** Sends one short request through the router (model auto unless given) and reports its route. The body may be left out. */
   "POST /api/setup/test": {
     request: RouteTestInput;
@@ -686,7 +696,7 @@ export interface Event {
 }
 
 /** EventKind says what happened. */
-export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone";
+export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone" | "local_foreign";
 
 /** EventLevel is how much a person should care. */
 export type EventLevel = "info" | "warn" | "alert";
@@ -775,6 +785,22 @@ export interface LimitsJSON {
 }
 
 /**
+ * LocalAllowInput names a local server of another user, as the setup
+ * lists it, to allow or withdraw.
+ *
+ * Go: api.LocalAllowInput.
+ */
+export interface LocalAllowInput {
+  port: number;
+  kind: string;
+  /**
+   * UID is the owner's user id; required, so that a permission given
+   * for one account never covers another on the same port.
+   */
+  uid: number | null;
+}
+
+/**
  * LocalModel is one model of a local server.
  *
  * Go: api.LocalModel.
@@ -819,6 +845,32 @@ export interface LocalServer {
    * key.
    */
   needs_key: boolean;
+  /**
+   * Foreign is set for a server run by another user of this machine (not
+   * this account, root or a system account): it gets no request unless
+   * Allowed, since it would see every prompt.
+   */
+  foreign: boolean;
+  /**
+   * Allowed is set when the user allowed this foreign server (this port,
+   * kind and owner) to serve.
+   */
+  allowed: boolean;
+  /**
+   * OwnerUID is the user id of the account that runs the server; -1 when
+   * the platform does not tell.
+   */
+  owner_uid: number;
+  /**
+   * OwnerName is that account's name, for a foreign server, when it is
+   * known; "" otherwise.
+   */
+  owner_name: string;
+  /**
+   * Dropped counts the model names the server listed that are not valid
+   * and were left out.
+   */
+  dropped: number;
   models: LocalModel[] | null;
 }
 

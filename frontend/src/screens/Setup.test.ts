@@ -7,6 +7,9 @@ import Setup from "./Setup.svelte";
 
 type Handler = Parameters<typeof fakeFetch>[0];
 
+/** The owner fields of a server run by this account. */
+const trusted = { foreign: false, allowed: false, owner_uid: 1000, owner_name: "", dropped: 0 };
+
 let setup: SetupView;
 let catalog: CatalogView;
 
@@ -74,12 +77,17 @@ describe("Setup", () => {
           provider: "ollama",
           up: true,
           needs_key: false,
+          foreign: false,
+          allowed: false,
+          owner_uid: 1000,
+          owner_name: "",
+          dropped: 0,
           models: [
             { id: "qwen2.5-coder:7b", context: 8192, params_b: 7.6, embedding: false },
             { id: "nomic-embed-text", context: 2048, params_b: 0, embedding: true },
           ],
         },
-        { kind: "vllm", name: "vLLM", port: 8000, base_url: "http://127.0.0.1:8000/v1", provider: "", up: false, needs_key: true, models: [] },
+        { kind: "vllm", name: "vLLM", port: 8000, base_url: "http://127.0.0.1:8000/v1", provider: "", up: false, needs_key: true, ...trusted, models: [] },
       ],
     });
     catalog = catalogView({
@@ -114,7 +122,7 @@ describe("Setup", () => {
         return {
           body: setupView({
             discovery: { enabled: false, ports: [] },
-            local: [{ kind: "lmstudio", name: "LM Studio", port: 1234, base_url: "http://127.0.0.1:1234/v1", provider: "lmstudio", up: true, needs_key: false, models: [] }],
+            local: [{ kind: "lmstudio", name: "LM Studio", port: 1234, base_url: "http://127.0.0.1:1234/v1", provider: "lmstudio", up: true, needs_key: false, ...trusted, models: [] }],
           }),
         };
       }
@@ -224,6 +232,70 @@ describe("Setup", () => {
     expect(screen.queryByTestId("route-backend")).toBeNull();
   });
 
+  it("shows a local server of another user as found but not used, allows it with its owner, and withdraws it", async () => {
+    const foreign = {
+      kind: "ollama",
+      name: "Ollama",
+      port: 11500,
+      base_url: "http://127.0.0.1:11500/v1",
+      provider: "",
+      up: true,
+      needs_key: false,
+      foreign: true,
+      allowed: false,
+      owner_uid: 1001,
+      owner_name: "bob",
+      dropped: 2,
+      models: [{ id: "qwen2.5:7b", context: 8192, params_b: 7.6, embedding: false }],
+    };
+    setup = setupView({ local: [foreign] });
+    const f = setupFetch((method, url) => {
+      if (method === "POST" && url === "/api/setup/local/allow") {
+        return { body: setupView({ needed: false, serving: 1, local: [{ ...foreign, allowed: true, provider: "ollama-11500" }] }) };
+      }
+      if (method === "POST" && url === "/api/setup/local/withdraw") return { body: setupView({ local: [foreign] }) };
+      return { status: 404, body: { error: { message: "not in this test" } } };
+    });
+    render(Setup);
+    const row = await screen.findByTestId("local-11500");
+    expect(within(row).getByTestId("local-11500-foreign").textContent).toBe("found, owned by another user");
+    expect(row.textContent).toContain("Run by bob (user id 1001), not by you");
+    expect(row.textContent).not.toContain("served as");
+    expect(within(row).getByTestId("local-11500-dropped").textContent).toContain("2 model names were not valid");
+
+    await fireEvent.click(within(row).getByTestId("local-11500-allow"));
+    await waitFor(() => expect(screen.getByTestId("local-11500").textContent).toContain("you allowed it to serve"));
+    const allow = f.calls.find((c) => c.url === "/api/setup/local/allow");
+    expect(allow?.body).toEqual({ port: 11500, kind: "ollama", uid: 1001 });
+    const allowed = screen.getByTestId("local-11500");
+    expect(allowed.textContent).toContain("served as ollama-11500");
+    expect(within(allowed).queryByTestId("local-11500-foreign")).toBeNull();
+    expect(within(allowed).queryByTestId("local-11500-allow")).toBeNull();
+
+    const withdraw = within(allowed).getByTestId("local-11500-withdraw") as HTMLButtonElement;
+    await waitFor(() => expect(withdraw.disabled).toBe(false));
+    await fireEvent.click(withdraw);
+    await waitFor(() => expect(screen.getByTestId("local-11500-allow")).toBeTruthy());
+    expect(f.calls.find((c) => c.url === "/api/setup/local/withdraw")?.body).toEqual({ port: 11500, kind: "ollama", uid: 1001 });
+  });
+
+  it("says why allowing failed", async () => {
+    setup = setupView({
+      local: [{ kind: "ollama", name: "Ollama", port: 11500, base_url: "http://127.0.0.1:11500/v1", provider: "", up: true, needs_key: false,
+        foreign: true, allowed: false, owner_uid: 1001, owner_name: "", dropped: 0, models: [] }],
+    });
+    setupFetch((method, url) =>
+      method === "POST" && url === "/api/setup/local/allow"
+        ? { status: 404, body: { error: { message: "no local server of another user answers on port 11500 as \"ollama\" run by user id 1001; press Look again and allow it from the list" } } }
+        : { status: 404 },
+    );
+    render(Setup);
+    const row = await screen.findByTestId("local-11500");
+    expect(row.textContent).toContain("Run by user id 1001, not by you");
+    await fireEvent.click(within(row).getByTestId("local-11500-allow"));
+    expect((await screen.findByTestId("allow-error")).textContent).toContain("press Look again");
+  });
+
   it("names the variables FreeLane reads while none is set, and reads the setup again when a local server is found", async () => {
     const f = setupFetch();
     render(Setup);
@@ -231,7 +303,7 @@ describe("Setup", () => {
     expect(f.calls.filter((c) => c.url === "/api/setup").length).toBe(1);
 
     setup = setupView({
-      local: [{ kind: "ollama", name: "Ollama", port: 11434, base_url: "http://127.0.0.1:11434/v1", provider: "ollama", up: true, needs_key: false, models: [] }],
+      local: [{ kind: "ollama", name: "Ollama", port: 11434, base_url: "http://127.0.0.1:11434/v1", provider: "ollama", up: true, needs_key: false, ...trusted, models: [] }],
     });
     const s = snapshot({ backends: [], providers: [] });
     live.applySnapshot({ ...s, events: [...s.events, { time: "2025-03-01T12:00:09Z", kind: "local_found", level: "info", reason: "Ollama on port 11434" }] });
