@@ -264,8 +264,8 @@ type keeper struct {
 	s     *Server
 	id    string
 	owner string
-	// history is the stored conversation the request continued, already
-	// redacted when it was stored.
+	// history is the stored conversation the request continued, redacted
+	// with the secrets configured when it was stored.
 	history []byte
 	input   []byte
 }
@@ -289,11 +289,15 @@ func (k *keeper) answer(resp []byte) {
 		}
 		return true
 	})
-	items := joinArrays(k.history, k.input, output)
+	input := k.input
 	resp = bytes.Clone(resp)
 	if red := k.s.o.Redactor; red != nil {
-		resp, items = red.Bytes(resp), red.Bytes(items)
+		// The history was redacted when it was stored, so only this
+		// turn's parts are: redacting the whole conversation again would
+		// cost every turn as much as all the turns before it.
+		resp, input, output = red.Bytes(resp), red.Bytes(input), red.Bytes(output)
 	}
+	items := joinArrays(k.history, input, output)
 	err := k.s.o.Responses.Put(store.StoredResponse{ID: k.id, Owner: k.owner, Created: k.s.o.Clock.Now(), Response: resp, Items: items})
 	if err != nil {
 		// The answer reached the client; only continuing it by id is lost.
