@@ -55,6 +55,9 @@ type Options struct {
 	// Responses stores Responses API answers; nil stores none, and a
 	// previous_response_id is then never found.
 	Responses ResponseStore
+	// Redactor removes the configured secrets from every answer before it
+	// is stored; nil stores answers as they came.
+	Redactor Redactor
 }
 
 // Server serves the API.

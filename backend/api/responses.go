@@ -19,11 +19,27 @@ import (
 
 // ResponseStore keeps the Responses API answers clients ask to store, for
 // previous_response_id and GET /v1/responses/{id}. Put must not block on
-// disk: it runs on the request path.
+// disk: it runs on the request path. Get finds a response only for the
+// owner it was stored for (the caller's identity, callerIdentity).
 type ResponseStore interface {
 	Put(r store.StoredResponse) error
-	Get(ctx context.Context, id string) (store.StoredResponse, bool, error)
+	Get(ctx context.Context, id, owner string) (store.StoredResponse, bool, error)
 }
+
+// Redactor removes the configured secrets from text FreeLane keeps: an
+// upstream may echo a key into its answer, and a client may paste one into
+// its input. Bytes returns b itself when it holds none.
+type Redactor interface {
+	Bytes(b []byte) []byte
+}
+
+// Response ids are FreeLane's: each request gets one minted here
+// (responses.NewResponseID), which replaces whatever id the answer came
+// with, in the whole body and in every stream event that carries it, on
+// every path (translated from another dialect, or relayed from an upstream
+// of this one). What is stored is filed under it. No upstream id is kept
+// or sent anywhere: FreeLane keeps the conversation itself, and a request
+// naming a previous_response_id is sent upstream as the whole conversation.
 
 // responsesCreate serves POST /v1/responses: the request, continued from
 // the stored conversation it names, goes through the router like any other
@@ -40,22 +56,25 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	src, _ := responses.SourceOf(req)
+	owner := s.callerIdentity(r)
 	var history []byte
-	if id := src.PreviousResponseID(); id != "" {
-		if req, history, ok = s.continued(w, r, req, id); !ok {
+	if prev := src.PreviousResponseID(); prev != "" {
+		if req, history, ok = s.continued(w, r, req, prev, owner); !ok {
 			return
 		}
 	}
+	id := responses.NewResponseID()
 	var keep *keeper
 	if src.Store() && s.o.Responses != nil {
-		keep = &keeper{s: s, history: history, input: src.InputItems()}
+		keep = &keeper{s: s, id: id, owner: owner, history: history, input: src.InputItems()}
 	}
 	if src.CompactionTriggered() {
-		s.compactionTurn(w, r, req, keep)
+		s.compactionTurn(w, r, req, id, keep)
 		return
 	}
 	if req.Stream {
-		sink := &responsesSink{sseSink: sseSink{w: w, rc: http.NewResponseController(w), codec: responses.Codec}, keep: keep}
+		sink := &responsesSink{sseSink: sseSink{w: w, rc: http.NewResponseController(w), codec: responses.Codec},
+			id: id, keep: keep, st: responses.FailState{ID: id}}
 		if f := s.o.Router.Stream(r.Context(), req, sink); f != nil {
 			s.fail(w, responses.Codec, f)
 		}
@@ -66,10 +85,11 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, responses.Codec, f)
 		return
 	}
+	body := responses.SetID(res.Response.Body, id)
 	// Stored first: a client may send its next turn, naming this
 	// response, the moment it has read the answer.
-	keep.answer(res.Response.Body)
-	writeAnswer(w, res, res.Response.Body)
+	keep.answer(body)
+	writeAnswer(w, res, body)
 }
 
 // writeAnswer writes a routed answer with FreeLane's headers.
@@ -86,13 +106,14 @@ func writeAnswer(w http.ResponseWriter, res *router.Result, body []byte) {
 
 // continued finds the stored conversation a request continues and puts it
 // before the request's input, or answers 404 as OpenAI does for an id it
-// does not know.
-func (s *Server) continued(w http.ResponseWriter, r *http.Request, req *llm.Request, id string) (*llm.Request, []byte, bool) {
+// does not know. A response stored by another caller (owner) is answered
+// the same, so its existence is not told.
+func (s *Server) continued(w http.ResponseWriter, r *http.Request, req *llm.Request, id, owner string) (*llm.Request, []byte, bool) {
 	var st store.StoredResponse
 	found := false
 	if s.o.Responses != nil {
 		var err error
-		st, found, err = s.o.Responses.Get(r.Context(), id)
+		st, found, err = s.o.Responses.Get(r.Context(), id, owner)
 		if err != nil {
 			s.o.Logger.Error("reading a stored response failed", "err", err)
 			writeError(w, responses.Codec, protocol.ErrorInfo{Status: http.StatusInternalServerError, Type: "server_error",
@@ -128,7 +149,8 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 }
 
 // responsesGet serves GET /v1/responses/{id}: a stored response as the
-// client got it.
+// client got it (with the configured secrets redacted), to the caller that
+// created it; to anyone else it is an unknown id.
 func (s *Server) responsesGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if len(id) > responses.MaxIDLength {
@@ -140,7 +162,7 @@ func (s *Server) responsesGet(w http.ResponseWriter, r *http.Request) {
 	found := false
 	if s.o.Responses != nil {
 		var err error
-		if st, found, err = s.o.Responses.Get(r.Context(), id); err != nil {
+		if st, found, err = s.o.Responses.Get(r.Context(), id, s.callerIdentity(r)); err != nil {
 			s.o.Logger.Error("reading a stored response failed", "err", err)
 			writeError(w, responses.Codec, protocol.ErrorInfo{Status: http.StatusInternalServerError, Type: "server_error",
 				Code: "store_failed", Message: "the stored response could not be read"})
@@ -175,8 +197,8 @@ func (s *Server) responsesCompact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	src, _ := responses.SourceOf(req)
-	if id := src.PreviousResponseID(); id != "" {
-		if req, _, ok = s.continued(w, r, req, id); !ok {
+	if prev := src.PreviousResponseID(); prev != "" {
+		if req, _, ok = s.continued(w, r, req, prev, s.callerIdentity(r)); !ok {
 			return
 		}
 	}
@@ -203,7 +225,7 @@ func (s *Server) responsesCompact(w http.ResponseWriter, r *http.Request) {
 // item, Codex's newer way to compact: the summary is asked of the chain as
 // for /v1/responses/compact, and the answer, streamed or whole, has the one
 // compaction item Codex expects.
-func (s *Server) compactionTurn(w http.ResponseWriter, r *http.Request, req *llm.Request, keep *keeper) {
+func (s *Server) compactionTurn(w http.ResponseWriter, r *http.Request, req *llm.Request, id string, keep *keeper) {
 	sum, err := responses.CompactRequest(req)
 	if err != nil {
 		writeBadRequest(w, responses.Codec, err)
@@ -214,7 +236,7 @@ func (s *Server) compactionTurn(w http.ResponseWriter, r *http.Request, req *llm
 		s.fail(w, responses.Codec, f)
 		return
 	}
-	body, events, err := responses.CompactionTurn(res.Response.Body, protocol.ResponseOptions{Model: req.Model, Created: s.o.Clock.Now().Unix()})
+	body, events, err := responses.CompactionTurn(res.Response.Body, protocol.ResponseOptions{ID: id, Model: req.Model, Created: s.o.Clock.Now().Unix()})
 	if err != nil {
 		writeError(w, responses.Codec, protocol.ErrorInfo{Status: http.StatusBadGateway, Type: "upstream_error",
 			Code: "compaction_failed", Message: err.Error()})
@@ -236,32 +258,50 @@ func (s *Server) compactionTurn(w http.ResponseWriter, r *http.Request, req *llm
 	}
 }
 
-// keeper stores a response once it is complete. A nil keeper stores
-// nothing.
+// keeper stores a response once it is complete, under the id FreeLane
+// minted for it and for the caller that asked. A nil keeper stores nothing.
 type keeper struct {
-	s       *Server
+	s     *Server
+	id    string
+	owner string
+	// history is the stored conversation the request continued, redacted
+	// with the secrets configured when it was stored.
 	history []byte
 	input   []byte
 }
 
-// answer stores a complete Response object.
+// answer stores a complete Response object, which already carries k.id
+// (SetID, SetEventID). The object and the conversation pass through the
+// Redactor first: an upstream may have echoed a key into its answer, and
+// nothing holding one is kept.
 func (k *keeper) answer(resp []byte) {
 	if k == nil {
 		return
 	}
-	var head struct {
-		ID     string          `json:"id"`
-		Status string          `json:"status"`
-		Output json.RawMessage `json:"output"`
-	}
-	if json.Unmarshal(resp, &head) != nil || head.ID == "" {
+	i := jsonscan.SkipSpace(resp, 0)
+	if i >= len(resp) || resp[i] != '{' || !json.Valid(resp) {
 		return
 	}
-	items := joinArrays(k.history, k.input, head.Output)
-	err := k.s.o.Responses.Put(store.StoredResponse{ID: head.ID, Created: k.s.o.Clock.Now(), Response: bytes.Clone(resp), Items: items})
+	var output []byte
+	jsonscan.EachMember(resp, i, func(key []byte, vs, ve int) bool {
+		if string(key) == "output" {
+			output = resp[vs:ve]
+		}
+		return true
+	})
+	input := k.input
+	resp = bytes.Clone(resp)
+	if red := k.s.o.Redactor; red != nil {
+		// The history was redacted when it was stored, so only this
+		// turn's parts are: redacting the whole conversation again would
+		// cost every turn as much as all the turns before it.
+		resp, input, output = red.Bytes(resp), red.Bytes(input), red.Bytes(output)
+	}
+	items := joinArrays(k.history, input, output)
+	err := k.s.o.Responses.Put(store.StoredResponse{ID: k.id, Owner: k.owner, Created: k.s.o.Clock.Now(), Response: resp, Items: items})
 	if err != nil {
 		// The answer reached the client; only continuing it by id is lost.
-		k.s.o.Logger.Warn("response not stored", "id", head.ID, "err", err)
+		k.s.o.Logger.Warn("response not stored", "id", k.id, "err", err)
 	}
 }
 
@@ -290,42 +330,46 @@ func joinArrays(arrays ...[]byte) []byte {
 	return append(out, ']')
 }
 
-// responsesSink is the stream writer of a Responses client. It follows the
-// stream's response id, model and sequence numbers, so a stream broken
-// after it started ends with response.failed and an error event that
-// continue it, and it stores the response from response.completed.
+// responsesSink is the stream writer of a Responses client. It gives every
+// event that carries the response FreeLane's id for it, follows the
+// stream's model and sequence numbers, so a stream broken after it started
+// ends with response.failed and an error event that continue it, and it
+// stores the response from response.completed.
 type responsesSink struct {
 	sseSink
+	id      string
 	keep    *keeper
 	st      responses.FailState
 	started bool
 }
 
 func (s *responsesSink) Send(data []byte, flush bool) error {
+	name := responses.Codec.EventName(data)
+	// Only the id's bytes change, and only in the few events that carry
+	// the response; the deltas go out as they came.
+	data = responses.SetEventID(name, data, s.id)
 	if !s.started || s.keep != nil {
-		s.watch(data)
+		s.watch(name, data)
 	}
 	s.st.Seq++
-	return s.sseSink.Send(data, flush)
+	return s.sseSink.sendNamed(name, data, flush)
 }
 
-// watch reads the response's id from its first event and stores the
-// response from its last.
-func (s *responsesSink) watch(data []byte) {
-	name := responses.Codec.EventName(data)
+// watch reads the response's model and creation time from its first
+// event and stores the response from its last.
+func (s *responsesSink) watch(name string, data []byte) {
 	switch name {
 	case "response.created":
 		var ev struct {
 			SequenceNumber int `json:"sequence_number"`
 			Response       struct {
-				ID        string `json:"id"`
 				Model     string `json:"model"`
 				CreatedAt int64  `json:"created_at"`
 			} `json:"response"`
 		}
 		if json.Unmarshal(data, &ev) == nil {
 			s.started = true
-			s.st = responses.FailState{ID: ev.Response.ID, Model: ev.Response.Model, Created: ev.Response.CreatedAt, Seq: ev.SequenceNumber}
+			s.st = responses.FailState{ID: s.id, Model: ev.Response.Model, Created: ev.Response.CreatedAt, Seq: ev.SequenceNumber}
 		}
 	case "response.completed", "response.incomplete":
 		if s.keep == nil {

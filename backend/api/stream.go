@@ -37,9 +37,14 @@ func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 }
 
 func (s *sseSink) Send(data []byte, flush bool) error {
+	return s.sendNamed(s.codec.EventName(data), data, flush)
+}
+
+// sendNamed is Send for an event whose name the caller has read already.
+func (s *sseSink) sendNamed(name string, data []byte, flush bool) error {
 	// A few writes into the response's own buffer, then one flush: no
 	// copy of the event is made.
-	if name := s.codec.EventName(data); name != "" {
+	if name != "" {
 		if _, err := s.w.Write(eventPrefix); err != nil {
 			return err
 		}

@@ -56,6 +56,12 @@ const (
 	// MaxResponseRetentionDays bounds response_retention_days: stored
 	// answers hold whole conversations, which should not pile up.
 	MaxResponseRetentionDays = 90
+	// DefaultResponseStoreMB bounds, in MiB, the bytes of all stored
+	// Responses API answers when response_store_mb is unset; past it the
+	// oldest are deleted.
+	DefaultResponseStoreMB = 512
+	// MaxResponseStoreMB is the largest accepted response_store_mb.
+	MaxResponseStoreMB = 65536
 
 	// DefaultConnectTimeout bounds establishing the upstream connection.
 	DefaultConnectTimeout = 10 * time.Second
@@ -207,6 +213,10 @@ type Requests struct {
 	// ResponseRetentionDays is how long answers of the Responses API that
 	// clients asked to store are kept for previous_response_id, in days.
 	ResponseRetentionDays int `yaml:"response_retention_days"`
+	// ResponseStoreMB bounds, in MiB, the bytes of all stored Responses API
+	// answers (their objects and conversations); past it the oldest are
+	// deleted first.
+	ResponseStoreMB int `yaml:"response_store_mb"`
 }
 
 // Provider is one upstream server and the models it serves.
@@ -426,7 +436,7 @@ func Default() *Config {
 		// Both body limits are set so a Config built from Default, as
 		// tests and the GUI do, has them as the loader would.
 		Requests: Requests{BodyReadTimeout: DefaultBodyReadTimeout, MaxInflightBodyMB: DefaultMaxInflightBodyMB,
-			ResponseRetentionDays: DefaultResponseRetentionDays},
+			ResponseRetentionDays: DefaultResponseRetentionDays, ResponseStoreMB: DefaultResponseStoreMB},
 		Breaker: Breaker{
 			Failures:          DefaultBreakerFailures,
 			Open:              DefaultBreakerOpen,
@@ -477,6 +487,9 @@ func applyDefaults(c *Config) {
 	}
 	if c.Requests.ResponseRetentionDays == 0 {
 		c.Requests.ResponseRetentionDays = DefaultResponseRetentionDays
+	}
+	if c.Requests.ResponseStoreMB == 0 {
+		c.Requests.ResponseStoreMB = DefaultResponseStoreMB
 	}
 	if c.Breaker.Failures == 0 {
 		c.Breaker.Failures = DefaultBreakerFailures

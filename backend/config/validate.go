@@ -141,6 +141,9 @@ func (v *validator) validate(c *Config) {
 	if d := c.Requests.ResponseRetentionDays; d < 0 || d > MaxResponseRetentionDays {
 		v.errorf("requests.response_retention_days", "must be from 1 to %d (days); 0 or leaving it out means %d, got %d", MaxResponseRetentionDays, DefaultResponseRetentionDays, d)
 	}
+	if mb := c.Requests.ResponseStoreMB; mb < 0 || mb > MaxResponseStoreMB {
+		v.errorf("requests.response_store_mb", "must be from 1 to %d (MiB); 0 or leaving it out means %d, got %d", MaxResponseStoreMB, DefaultResponseStoreMB, mb)
+	}
 	if c.Ledger.RetentionDays < 0 {
 		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", DefaultRetentionDays, c.Ledger.RetentionDays)
 	}

@@ -215,7 +215,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
-		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Responses: g.responses})
+		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Responses: g.responses, Redactor: g.redact})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := loadCatalog(o.DataDir, o.Logger)
@@ -329,6 +329,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 	g.api.SetAllowedOrigins(cfg.AllowedOrigins)
 	g.api.SetBodyLimits(cfg.Requests.BodyReadTimeout, int64(cfg.Requests.MaxInflightBodyMB)<<20)
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
+	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
 	g.router.Swap(router.Build(spec))
 	old := g.clients
 	g.cfg, g.clients, g.targets = cfg, clients, targets

@@ -35,7 +35,7 @@ func roundTripConfig(upstream string) *config.Config {
 		AllowedOrigins: []string{"http://localhost:3000"},
 		Server:         config.Server{Token: "rt-inbound-token-0123456789"},
 		MaxBodyMB:      32,
-		Requests:       config.Requests{BodyReadTimeout: 90 * time.Second, MaxInflightBodyMB: 512, ResponseRetentionDays: 7},
+		Requests:       config.Requests{BodyReadTimeout: 90 * time.Second, MaxInflightBodyMB: 512, ResponseRetentionDays: 7, ResponseStoreMB: 64},
 		Providers: []config.Provider{
 			{
 				Name: "paid", Kind: config.KindOpenAI, Tier: config.TierOwn, Default: true, BaseURL: upstream,

@@ -18,11 +18,11 @@ func TestResponseStoreKeepsAndExpires(t *testing.T) {
 	clk := clocktest.New(baseTime)
 	s := NewResponseStore(db, ResponseOptions{Retention: time.Hour, Clock: clk, Logger: quietLogger, MaxBytes: 1 << 10, Buffer: 2})
 	ctx := context.Background()
-	r := StoredResponse{ID: "resp_1", Response: []byte(`{"id":"resp_1"}`), Items: []byte(`[{"type":"message"}]`)}
+	r := StoredResponse{ID: "resp_1", Owner: "token", Response: []byte(`{"id":"resp_1"}`), Items: []byte(`[{"type":"message"}]`)}
 	if err := s.Put(r); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := s.Get(ctx, "resp_1")
+	got, ok, err := s.Get(ctx, "resp_1", "token")
 	if err != nil || !ok || string(got.Items) != string(r.Items) {
 		t.Fatalf("pending: %v %v %+v", ok, err, got)
 	}
@@ -42,12 +42,12 @@ func TestResponseStoreKeepsAndExpires(t *testing.T) {
 	if err := s.Put(r); !errors.Is(err, ErrResponsesClosed) {
 		t.Fatalf("put after close: %v", err)
 	}
-	got, ok, err = s.Get(ctx, "resp_1")
+	got, ok, err = s.Get(ctx, "resp_1", "token")
 	if err != nil || !ok || string(got.Response) != `{"id":"resp_1"}` || !got.Created.Equal(baseTime) {
 		t.Fatalf("written: %v %v %+v", ok, err, got)
 	}
 	clk.Advance(time.Hour)
-	if _, ok, err = s.Get(ctx, "resp_1"); ok || err != nil {
+	if _, ok, err = s.Get(ctx, "resp_1", "token"); ok || err != nil {
 		t.Fatalf("expired response found: %v %v", ok, err)
 	}
 	if n, err := s.PruneResponses(ctx, clk.Now()); err != nil || n != 2 {

@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 
 	"freelane/backend/jsonscan"
 	"freelane/backend/llm"
@@ -112,13 +111,9 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// ResponseID is the id of an answer written for o: o.ID when it is already
-// a response id (the caller chose it), otherwise a new one. Upstream ids are
-// not used, since stored responses are found by their id and upstreams do
-// not all make theirs unique.
-func ResponseID(o protocol.ResponseOptions) string {
-	if strings.HasPrefix(o.ID, "resp_") && len(o.ID) <= MaxIDLength {
-		return o.ID
-	}
-	return newID("resp_")
-}
+// ResponseID is the id of an answer written for o: always a new one.
+// o.ID comes from the upstream's answer when one is translated, and an
+// upstream's id is never used: stored responses are found by their id, and
+// an upstream may give every answer the same one. The API layer replaces
+// it in turn with the id it minted for the request (SetID, SetEventID).
+func ResponseID(protocol.ResponseOptions) string { return NewResponseID() }

@@ -182,7 +182,12 @@ func CompactionTurn(answer []byte, o protocol.ResponseOptions) (body []byte, eve
 		return nil, nil, err
 	}
 	item := compactionItem{ID: newID("cmp_"), Type: "compaction", EncryptedContent: SealSummary(summary)}
-	id := ResponseID(o)
+	// o.ID is the id FreeLane minted for the request; the answer is
+	// FreeLane's own, so it is used as it is.
+	id := o.ID
+	if id == "" {
+		id = NewResponseID()
+	}
 	r := newResponse(id, o.Model, o.Created)
 	inProgress := r
 	r.Status, r.Output, r.Usage = "completed", []any{item}, u
