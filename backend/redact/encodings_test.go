@@ -51,6 +51,8 @@ func TestEncodings(t *testing.T) {
 		`\u002d`:                 strings.ReplaceAll(key, "-", `\u002d`),
 		`every byte \uXXXX`:      every(key, `\u%04X`),
 		`every byte \uxxxx`:      every(key, `\u%04x`),
+		"JSON escapes escaped":   every(key, `\\u%04x`),
+		"URL escapes escaped":    every(key, "%%25%02x"),
 		"escapes of both kinds":  `sk%2D` + `\u004c` + `EAKME\u002d0123%345678` + `\u0039abcdefgh`,
 		"upper case and escaped": every(strings.ToUpper(key), `\u%04x`),
 		"first 26 of 28":         key[:26],

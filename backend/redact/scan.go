@@ -87,19 +87,36 @@ func gramN(s string) uint64 {
 	return g
 }
 
-// unescape decodes the unit of s at i: a URL escape (%XX), a JSON escape
-// (\uXXXX, with a surrogate pair read as one character, or \" \\ \/ \b \f
-// \n \r \t), or else the byte itself. It returns the decoded bytes in buf
+// unescape decodes the unit of s at i: a URL escape (%XX, or %25XX
+// escaped twice), a JSON escape (\uXXXX, with a surrogate pair read as one
+// character, \\uXXXX of an ASCII character escaped twice, or \" \\ \/ \b
+// \f \n \r \t), or else the byte itself. It returns the decoded bytes in buf
 // and how many bytes of s the unit takes.
 func unescape(s string, i int, buf *[4]byte) (dn, sn int) {
 	c := s[i]
 	switch {
 	case c == '%' && i+2 < len(s):
 		h, l := unhex(s[i+1]), unhex(s[i+2])
+		if h == 2 && l == 5 && i+4 < len(s) {
+			// %25XX is a URL escape escaped once more.
+			if h, l := unhex(s[i+3]), unhex(s[i+4]); h >= 0 && l >= 0 {
+				buf[0] = byte(h<<4 | l)
+				return 1, 5
+			}
+		}
 		if h >= 0 && l >= 0 {
 			buf[0] = byte(h<<4 | l)
 			return 1, 3
 		}
+	case c == '\\' && i+2 < len(s) && s[i+1] == '\\' && s[i+2] == 'u':
+		// \\uXXXX is a JSON escape inside a JSON string inside JSON, as
+		// an error body quoted in a JSON log line or message holds it.
+		if r, ok := hex4(s, i+3); ok && r < utf8.RuneSelf {
+			buf[0] = byte(r)
+			return 1, 7
+		}
+		buf[0] = '\\'
+		return 1, 2
 	case c == '\\' && i+1 < len(s):
 		switch e := s[i+1]; e {
 		case '"', '\\', '/':
