@@ -96,6 +96,25 @@ func (r *Redactor) Set(secrets []Secret) {
 	r.p.Store(compile(use))
 }
 
+// Covers reports whether r knows every secret o knows, so that redacting
+// with o after r would change nothing.
+func (r *Redactor) Covers(o *Redactor) bool {
+	q := o.patterns()
+	if q == nil {
+		return true
+	}
+	p := r.patterns()
+	if p == nil {
+		return false
+	}
+	for _, s := range q.secrets {
+		if _, ok := p.index[s.Value]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *Redactor) patterns() *patterns {
 	if r == nil {
 		return nil
@@ -183,6 +202,7 @@ const maxRefs = 16
 // so requests share it without locks.
 type patterns struct {
 	secrets []Secret
+	index   map[string]int // secrets by value
 	pats    []pattern
 	grams   map[uint64][]ref
 	// bits is a bit set of the grams' hashes, checked before the map: it
@@ -197,9 +217,10 @@ type patterns struct {
 }
 
 func compile(secrets []Secret) *patterns {
-	p := &patterns{secrets: secrets, grams: map[uint64][]ref{}}
+	p := &patterns{secrets: secrets, index: map[string]int{}, grams: map[uint64][]ref{}}
 	for i, s := range secrets {
 		v := s.Value
+		p.index[v] = i
 		p.pats = append(p.pats, pattern{s: lowerString(v), kind: plain, secret: i, minRun: min(RunLen, len(v))})
 		buf := make([]byte, 2+len(v))
 		for a := range 3 {

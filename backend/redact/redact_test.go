@@ -68,3 +68,13 @@ func TestNilAndEmpty(t *testing.T) {
 		t.Error("Set(nil) kept an old secret")
 	}
 }
+
+func TestCovers(t *testing.T) {
+	shared := redact.New(redact.Key(planted), redact.Header("hdr-secret-value"))
+	if !shared.Covers(redact.New(redact.Key(planted))) || !shared.Covers(redact.New()) || !shared.Covers(nil) {
+		t.Error("a subset is not covered")
+	}
+	if shared.Covers(redact.New(redact.Key("another-key-0123456789"))) || redact.New().Covers(shared) {
+		t.Error("a secret it does not know is covered")
+	}
+}

@@ -128,11 +128,34 @@ func ownSecrets(o Options) *redact.Redactor {
 	return redact.New(s...)
 }
 
-// both redacts with the shared Redactor, then with the client's own.
-type both struct{ shared, own Redactor }
+// both redacts with the shared Redactor, then with the client's own,
+// unless the shared one knows the client's secrets too, which it does
+// until a change removes them: then each text is read once.
+type both struct {
+	shared Redactor
+	own    *redact.Redactor
+}
 
-func (b both) String(s string) string { return b.own.String(b.shared.String(s)) }
-func (b both) Bytes(p []byte) []byte  { return b.own.Bytes(b.shared.Bytes(p)) }
+func (b both) String(s string) string {
+	s = b.shared.String(s)
+	if b.covered() {
+		return s
+	}
+	return b.own.String(s)
+}
+
+func (b both) Bytes(p []byte) []byte {
+	p = b.shared.Bytes(p)
+	if b.covered() {
+		return p
+	}
+	return b.own.Bytes(p)
+}
+
+func (b both) covered() bool {
+	c, ok := b.shared.(interface{ Covers(*redact.Redactor) bool })
+	return ok && c.Covers(b.own)
+}
 
 // New returns a Client for the provider. Zero timeouts get FreeLane's
 // defaults: connect 10 s, headers 30 s, first token 20 s, idle 30 s.

@@ -44,7 +44,7 @@ func benchRelay(b *testing.B, red upstream.Redactor) {
 		b.Fatal(err)
 	}
 	c := upstream.New(upstream.Options{Name: "p", BaseURL: "http://upstream.invalid/v1", Wire: openai.Codec, Transport: sseCanned{sseBody}, StreamUsage: true,
-		APIKey: "sk-own-key-0123456789", Redactor: red})
+		APIKey: ownKey, Redactor: red})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
