@@ -107,11 +107,17 @@ func (r *Redactor) Covers(o *Redactor) bool {
 	if p == nil {
 		return false
 	}
+	// The answer holds until either set changes, and a client asks it for
+	// every text it redacts, so the last set found covered is kept.
+	if p.covers.Load() == q {
+		return true
+	}
 	for _, s := range q.secrets {
 		if _, ok := p.index[s.Value]; !ok {
 			return false
 		}
 	}
+	p.covers.Store(q)
 	return true
 }
 
@@ -203,8 +209,10 @@ const maxRefs = 16
 type patterns struct {
 	secrets []Secret
 	index   map[string]int // secrets by value
-	pats    []pattern
-	grams   map[uint64][]ref
+	// covers is the last set Covers found this one to hold.
+	covers atomic.Pointer[patterns]
+	pats   []pattern
+	grams  map[uint64][]ref
 	// bits is a bit set of the grams' hashes, checked before the map: it
 	// answers "no" to nearly every position of ordinary text at the cost
 	// of one load.
