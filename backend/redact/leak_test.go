@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"freelane/backend/redact"
@@ -19,22 +20,51 @@ func leak(out string, secrets ...string) string {
 	dec := naiveUnescape(out)
 	low := strings.ToLower(dec)
 	spaced := strings.ReplaceAll(low, "+", " ")
-	std := strings.NewReplacer("-", "+", "_", "/").Replace(dec)
+	std := urlToStd.Replace(dec)
 	for _, s := range secrets {
-		for _, run := range runs(s) {
-			r := strings.ToLower(run)
-			if strings.Contains(low, r) || strings.Contains(spaced, r) {
-				return fmt.Sprintf("%q holds the run %q of a secret", out, run)
+		for _, n := range needlesOf(s) {
+			if strings.Contains(low, n.lower) || strings.Contains(spaced, n.lower) {
+				return fmt.Sprintf("%q holds the run %q of a secret", out, n.run)
 			}
-			for a := range 3 {
-				core := b64Core(run, a)
-				if len(core) >= 4 && strings.Contains(std, core) {
-					return fmt.Sprintf("%q holds the base64 %q of the run %q of a secret", out, core, run)
+			for _, core := range n.cores {
+				if strings.Contains(std, core) {
+					return fmt.Sprintf("%q holds the base64 %q of the run %q of a secret", out, core, n.run)
 				}
 			}
 		}
 	}
 	return ""
+}
+
+var urlToStd = strings.NewReplacer("-", "+", "_", "/")
+
+// needle is one run of a secret and what to look for: the run in lower
+// case and its base64 at the three alignments.
+type needle struct {
+	run, lower string
+	cores      []string
+}
+
+// needles caches each secret's needles: the fuzz target asks for them on
+// every input.
+var needles sync.Map
+
+func needlesOf(s string) []needle {
+	if v, ok := needles.Load(s); ok {
+		return v.([]needle)
+	}
+	var out []needle
+	for _, run := range runs(s) {
+		n := needle{run: run, lower: strings.ToLower(run)}
+		for a := range 3 {
+			if core := b64Core(run, a); len(core) >= 4 {
+				n.cores = append(n.cores, core)
+			}
+		}
+		out = append(out, n)
+	}
+	needles.Store(s, out)
+	return out
 }
 
 // runs lists the runs of s that count as copies of it.
