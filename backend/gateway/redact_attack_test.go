@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/events"
 	"freelane/backend/internal/fakeupstream"
 	"freelane/backend/llm"
 )
@@ -306,5 +307,29 @@ func TestTracesAreRedactedWhereverTheyGo(t *testing.T) {
 	}
 	if l := leakedCopy(tableDump(t, e.dir), plantedKey); l != "" {
 		t.Errorf("the database file holds %s", l)
+	}
+}
+
+// TestEventsAreRedactedWhereverTheyGo publishes events whose reasons hold
+// encoded copies of the key, as a probe or a breaker could write them:
+// neither GET /api/state, nor the websocket, nor the log may show one.
+func TestEventsAreRedactedWhereverTheyGo(t *testing.T) {
+	e, logs := attackEnv(t, nil)
+	for name, c := range encodedCopies(plantedKey) {
+		e.g.Events().Publish(events.Event{Time: e.clock.Now(), Kind: events.KeyDisabled, Level: events.Warn,
+			Provider: "paid", Reason: name + ": HTTP 401: " + c})
+	}
+	state := string(e.do("GET", "/api/state", "", nil).body)
+	if l := leakedCopy(state, plantedKey); l != "" {
+		t.Errorf("GET /api/state holds %s", l)
+	}
+	if !strings.Contains(state, "[redacted key]") {
+		t.Errorf("GET /api/state shows no redacted event: %.2000s", state)
+	}
+	if l := leakedCopy(string(wsMessages(t, e, time.Second)), plantedKey); l != "" {
+		t.Errorf("the websocket holds %s", l)
+	}
+	if l := leakedCopy(logs.String(), plantedKey); l != "" {
+		t.Errorf("the log holds %s", l)
 	}
 }
