@@ -7,7 +7,8 @@
 //
 // A copy is found however it is spelled: in any letter case, with any of
 // its bytes written as a URL escape (%2D, %2d) or a JSON escape (\u002d,
-// \/), with '+' for a space, and in base64 (standard or URL alphabet,
+// \/), either of them escaped once more (%252D, \\u002d), with '+' for a
+// space, and in base64 (standard or URL alphabet,
 // padded or not, at any of the three byte alignments, so a key inside the
 // base64 of "user:KEY" is found too). For a secret of 16 characters or
 // more, any run of 16 of its consecutive characters counts as a copy;
