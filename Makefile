@@ -132,7 +132,8 @@ test-agents: deps-test
 FUZZ     := backend/control:FuzzProviderInput backend/control:FuzzBudgets backend/control:FuzzLimits backend/config:FuzzParse \
 	backend/protocol/openai:FuzzConversation backend/protocol/openai:FuzzStreamDecode \
 	backend/protocol/anthropic:FuzzParseRequest backend/protocol/anthropic:FuzzStreamDecoder \
-	backend/protocol/gemini:FuzzParseRequest backend/protocol/gemini:FuzzStreamDecoder backend/protocol/responses:FuzzParseRequest backend/protocol/responses:FuzzStreamEncoder
+	backend/protocol/gemini:FuzzParseRequest backend/protocol/gemini:FuzzStreamDecoder backend/protocol/responses:FuzzParseRequest backend/protocol/responses:FuzzStreamEncoder \
+	backend/redact:FuzzRedact
 #
 # Go before 1.27 can fail a target with a bare "context deadline exceeded"
 # when -fuzztime runs out while a worker is mid-input, a race in its fuzzing

@@ -110,7 +110,16 @@ func (a adminView) RecentRequests(ctx context.Context, q store.RequestQuery) ([]
 	return a.g.db.RecentRequests(ctx, q)
 }
 
-func (a adminView) State() any { return a.g.snapshot() }
+// State is the snapshot redacted whole, as the websocket sends it: it
+// copies text from every part (failure reasons, probe results, events).
+func (a adminView) State() any {
+	snap := a.g.snapshot()
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return snap
+	}
+	return json.RawMessage(a.g.redact.Bytes(b))
+}
 
 func (a adminView) Chains() []api.ChainView { return a.g.chains() }
 

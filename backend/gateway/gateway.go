@@ -165,10 +165,13 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		o.Logger = slog.Default()
 	}
 	o.Clock = clock.OrReal(o.Clock)
-	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: redact.New(), local: map[int]*localServer{},
+	// Every part logs through the redactor: log lines carry upstream text.
+	red := redact.New()
+	o.Logger = slog.New(redact.Handler(o.Logger.Handler(), red))
+	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, local: map[int]*localServer{},
 		listRetired: map[string]bool{}, listClient: &http.Client{Timeout: 30 * time.Second},
 		allowed: loadAllowances(o.DataDir, o.Logger), self: selfUID()}
-	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock))
+	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock), store.WithRedactor(red))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
 	}
@@ -183,7 +186,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.bus = events.NewBus(o.Logger)
 	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)
 	g.metrics = metrics.New(o.Clock)
-	g.feed = newFeed(g.reqLog, g.metrics, o.Clock)
+	g.metrics.RedactLabels(red)
+	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	if !o.NoLedger {
@@ -236,6 +240,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		Update:   g.update,
 		Logger:   o.Logger,
 		Clock:    o.Clock,
+		Redact:   red.Bytes,
 		// The admin routes check Origin before the hub sees the request.
 		CheckOrigin: func(*http.Request) bool { return true },
 	})

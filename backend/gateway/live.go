@@ -6,6 +6,7 @@ import (
 
 	"freelane/backend/llm"
 	"freelane/backend/metrics"
+	"freelane/backend/redact"
 )
 
 // recentKeep is how many finished requests the dashboard's snapshot holds.
@@ -22,6 +23,7 @@ type feed struct {
 	log     interface{ Record(llm.Trace) }
 	metrics *metrics.Registry
 	clock   interface{ Now() time.Time }
+	red     *redact.Redactor
 
 	mu      sync.Mutex
 	recent  []llm.Trace // ring, newest at (next-1)
@@ -31,15 +33,16 @@ type feed struct {
 	today   int
 }
 
-func newFeed(log interface{ Record(llm.Trace) }, m *metrics.Registry, clock interface{ Now() time.Time }) *feed {
-	return &feed{log: log, metrics: m, clock: clock, recent: make([]llm.Trace, 0, recentKeep)}
+func newFeed(log interface{ Record(llm.Trace) }, m *metrics.Registry, clock interface{ Now() time.Time }, red *redact.Redactor) *feed {
+	return &feed{log: log, metrics: m, clock: clock, red: red, recent: make([]llm.Trace, 0, recentKeep)}
 }
 
 // Record implements router.Recorder.
 func (f *feed) Record(t llm.Trace) {
-	// One cap for every place the trace goes: the request log, the live
-	// tail, the snapshots and the websocket.
-	t = t.Capped()
+	// One redaction and one cap for every place the trace goes: the
+	// request log, the live tail, the snapshots and the websocket. The
+	// secrets go first, so that a cut never leaves part of one.
+	t = redactTrace(f.red, t).Capped()
 	f.log.Record(t)
 	for i, a := range t.Attempts {
 		if a.Skipped {
@@ -106,4 +109,31 @@ func (f *feed) Today() int {
 func dayKey(t time.Time) int {
 	t = t.Local()
 	return t.Year()*1000 + t.YearDay()
+}
+
+// redactTrace returns t with the secrets removed from its free text: the
+// model the client named, the error and the notes, and each attempt's
+// reason. The caller's attempts and notes are copied before one is
+// changed, never changed in place.
+func redactTrace(r *redact.Redactor, t llm.Trace) llm.Trace {
+	t.Model, t.Alias, t.Error = r.String(t.Model), r.String(t.Alias), r.String(t.Error)
+	copied := false
+	for i, n := range t.Notes {
+		if m := r.String(n); m != n {
+			if !copied {
+				t.Notes, copied = append([]string(nil), t.Notes...), true
+			}
+			t.Notes[i] = m
+		}
+	}
+	copied = false
+	for i, a := range t.Attempts {
+		if m := r.String(a.Reason); m != a.Reason {
+			if !copied {
+				t.Attempts, copied = append([]llm.Attempt(nil), t.Attempts...), true
+			}
+			t.Attempts[i].Reason = m
+		}
+	}
+	return t
 }

@@ -33,7 +33,7 @@ func roundTripConfig(upstream string) *config.Config {
 		AllowedHosts: []string{"freelane.lan"},
 		// A web UI the user runs against FreeLane.
 		AllowedOrigins: []string{"http://localhost:3000"},
-		Server:         config.Server{Token: "rt-inbound-token-0123456789"},
+		Server:         config.Server{Token: "rt-inbound-token-0123456789", LocalUsers: config.LocalUsersAny},
 		MaxBodyMB:      32,
 		Requests:       config.Requests{BodyReadTimeout: 90 * time.Second, MaxInflightBodyMB: 512, ResponseRetentionDays: 7, ResponseStoreMB: 64},
 		Providers: []config.Provider{
@@ -89,7 +89,7 @@ func roundTripConfig(upstream string) *config.Config {
 				Timeouts: config.Timeouts{Connect: 5 * time.Second, Header: 51 * time.Second, FirstToken: 22 * time.Second, Idle: 32 * time.Second},
 			},
 		},
-		Catalog:   config.CatalogSettings{EnvKeys: ptrTo(false)},
+		Catalog:   config.CatalogSettings{EnvKeys: ptrTo(false), AllowHTTPLoopback: true},
 		Discovery: config.Discovery{Disabled: true, Ports: []int{11434, 1234}},
 		Chains: []config.Chain{
 			{Name: "coding", Backends: []string{"paid/meta/llama-3.3-70b", "box/qwen2.5-coder:7b"}},

@@ -76,6 +76,10 @@ type Options struct {
 	// upgrade. The default accepts a missing Origin and an Origin whose
 	// host equals the request's Host.
 	CheckOrigin func(r *http.Request) bool
+	// Redact, when set, is applied to every message before it is sent,
+	// so that no secret an upstream wrote into the state reaches a
+	// client, whatever part of the state it was copied into.
+	Redact func([]byte) []byte
 	// Logger receives drops and failures (default slog.Default()).
 	Logger *slog.Logger
 	// Clock dates Update's since argument (default: the wall clock). The
@@ -137,6 +141,7 @@ type Hub struct {
 	sendBuffer  int
 	maxClients  int
 	checkOrigin func(r *http.Request) bool
+	redact      func([]byte) []byte
 	log         *slog.Logger
 	clock       clock.Clock
 	upgrader    websocket.Upgrader
@@ -183,6 +188,7 @@ func New(opts Options) *Hub {
 		sendBuffer:   opts.SendBuffer,
 		maxClients:   opts.MaxClients,
 		checkOrigin:  opts.CheckOrigin,
+		redact:       opts.Redact,
 		log:          opts.Logger,
 		clock:        opts.Clock,
 		pingInterval: pingInterval,
@@ -503,7 +509,7 @@ func (h *Hub) tick() {
 		if v == nil {
 			return
 		}
-		pm, err = encode(v)
+		pm, err = h.encode(v)
 	}
 	if err != nil {
 		h.log.Error("hub: could not encode a message", "err", err)
@@ -574,7 +580,7 @@ func (h *Hub) Dropped() uint64 { return h.dropped.Load() }
 
 // snapshotMessage builds {"type":"snapshot","data":Snapshot()}.
 func (h *Hub) snapshotMessage() (*websocket.PreparedMessage, error) {
-	pm, err := encode(struct {
+	pm, err := h.encode(struct {
 		Type string `json:"type"`
 		Data any    `json:"data"`
 	}{"snapshot", h.snapshot()})
@@ -586,13 +592,16 @@ func (h *Hub) snapshotMessage() (*websocket.PreparedMessage, error) {
 
 // encode marshals v once into a message every client can share. A typed
 // nil (for example a nil *Update) encodes as null and yields no message.
-func encode(v any) (*websocket.PreparedMessage, error) {
+func (h *Hub) encode(v any) (*websocket.PreparedMessage, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("hub: encode %T: %w", v, err)
 	}
 	if bytes.Equal(b, []byte("null")) {
 		return nil, nil
+	}
+	if h.redact != nil {
+		b = h.redact(b)
 	}
 	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, b)
 	if err != nil {

@@ -342,7 +342,7 @@ func TestSlowClientDroppedWithoutBlockingOthers(t *testing.T) {
 		}
 	}()
 
-	pm, err := encode(big)
+	pm, err := h.encode(big)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -276,6 +276,21 @@ type Registry struct {
 	// backend takes mu to publish a new map.
 	backends atomic.Pointer[map[string]*backend]
 	mu       sync.Mutex
+	// labels, when set, redacts label values in the exposition.
+	labels interface{ String(string) string }
+}
+
+// RedactLabels has WritePrometheus pass every label value through red.
+// Backend names hold model ids, which a provider's model list supplies,
+// and /metrics is readable by every program on the machine. Call it
+// before the Registry is used.
+func (r *Registry) RedactLabels(red interface{ String(string) string }) { r.labels = red }
+
+func (r *Registry) label(v string) string {
+	if r.labels == nil {
+		return v
+	}
+	return r.labels.String(v)
 }
 
 // New returns an empty Registry reading time from clk (nil: the wall

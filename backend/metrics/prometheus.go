@@ -47,7 +47,7 @@ func (r *Registry) WritePrometheus(w io.Writer) error {
 		g.readSum(&s)
 		t := b.totals
 		b.mu.Unlock()
-		sn := snap{name: name, totals: t}
+		sn := snap{name: r.label(name), totals: t}
 		for i, pq := range promQuantiles {
 			sn.lat[i], sn.ttf[i] = promSeconds(&s.lat, pq.q), promSeconds(&s.ttft, pq.q)
 		}

@@ -4,15 +4,31 @@
 // careless upstream can echo the key it was sent; everything FreeLane
 // derives from an upstream's answer therefore passes through one Redactor
 // that knows every secret currently configured.
+//
+// A copy is found however it is spelled: in any letter case, with any of
+// its bytes written as a URL escape (%2D, %2d) or a JSON escape (\u002d,
+// \/), either of them escaped once more (%252D, \\u002d), with '+' for a
+// space, and in base64 (standard or URL alphabet,
+// padded or not, at any of the three byte alignments, so a key inside the
+// base64 of "user:KEY" is found too). For a secret of 16 characters or
+// more, any run of 16 of its consecutive characters counts as a copy;
+// shorter secrets count only whole.
+//
+// How: the text is decoded (escapes undone) and folded (lower case, the
+// two base64 alphabets made one) as it is read, and every few bytes the
+// last 8 folded bytes are looked up in a bit set of the 8-byte grams of
+// the secrets and of their base64 forms. Text with no candidate costs that
+// one pass and allocates nothing. A candidate is confirmed by comparison
+// and grown to the longest matching run, and each run's original bytes,
+// escapes included, are replaced by the marker.
 package redact
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
+	"encoding/base64"
 	"slices"
-	"strings"
 	"sync/atomic"
+	"unsafe"
 )
 
 // MinLen is the shortest secret used as a pattern. Shorter ones are too
@@ -20,6 +36,12 @@ import (
 // every "k" of a message into a marker, which mangles the message without
 // protecting anything worth protecting.
 const MinLen = 8
+
+// RunLen is the shortest run of a longer secret's characters that counts
+// as a copy of it. Sixteen characters of a random key are more than any
+// ordinary text shares with it by chance, and fewer than an upstream
+// would leave when it shows a key cut short.
+const RunLen = 16
 
 // Replacement texts, by kind of secret.
 const (
@@ -46,15 +68,6 @@ type Redactor struct {
 	p atomic.Pointer[patterns]
 }
 
-type patterns struct {
-	r *strings.Replacer
-	// values are the secrets, longest first. Text that holds none of them,
-	// which is nearly all text, is found so with one strings.Index per
-	// secret, which allocates nothing and is faster than the replacer.
-	values []string
-	raw    [][]byte
-}
-
 // New returns a Redactor that knows secrets.
 func New(secrets ...Secret) *Redactor {
 	r := &Redactor{}
@@ -62,8 +75,8 @@ func New(secrets ...Secret) *Redactor {
 	return r
 }
 
-// Set replaces the known secrets. Values shorter than MinLen are ignored,
-// and when one secret contains another the longer one is replaced whole.
+// Set replaces the known secrets. Values shorter than MinLen are ignored;
+// when one secret contains another, the longer one is replaced whole.
 func (r *Redactor) Set(secrets []Secret) {
 	seen := map[string]bool{}
 	var use []Secret
@@ -78,20 +91,35 @@ func (r *Redactor) Set(secrets []Secret) {
 		r.p.Store(nil)
 		return
 	}
-	// strings.Replacer tries the pairs in argument order at each position,
-	// so the longest secret must come first.
-	slices.SortFunc(use, func(a, b Secret) int {
-		return cmp.Or(cmp.Compare(len(b.Value), len(a.Value)), strings.Compare(a.Value, b.Value))
-	})
-	p := &patterns{}
-	pairs := make([]string, 0, 2*len(use))
-	for _, s := range use {
-		pairs = append(pairs, s.Value, s.Marker)
-		p.values = append(p.values, s.Value)
-		p.raw = append(p.raw, []byte(s.Value))
+	// A stable order makes the patterns, and so the work done on a given
+	// text, the same whatever order the configuration listed them in.
+	slices.SortFunc(use, func(a, b Secret) int { return cmp.Compare(a.Value, b.Value) })
+	r.p.Store(compile(use))
+}
+
+// Covers reports whether r knows every secret o knows, so that redacting
+// with o after r would change nothing.
+func (r *Redactor) Covers(o *Redactor) bool {
+	q := o.patterns()
+	if q == nil {
+		return true
 	}
-	p.r = strings.NewReplacer(pairs...)
-	r.p.Store(p)
+	p := r.patterns()
+	if p == nil {
+		return false
+	}
+	// The answer holds until either set changes, and a client asks it for
+	// every text it redacts, so the last set found covered is kept.
+	if p.covers.Load() == q {
+		return true
+	}
+	for _, s := range q.secrets {
+		if _, ok := p.index[s.Value]; !ok {
+			return false
+		}
+	}
+	p.covers.Store(q)
+	return true
 }
 
 func (r *Redactor) patterns() *patterns {
@@ -101,101 +129,202 @@ func (r *Redactor) patterns() *patterns {
 	return r.p.Load()
 }
 
-// maybe reports whether s contains a secret.
-func (p *patterns) maybe(s string) bool {
-	for _, v := range p.values {
-		if strings.Contains(s, v) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *patterns) maybeBytes(b []byte) bool {
-	for _, v := range p.raw {
-		if bytes.Contains(b, v) {
-			return true
-		}
-	}
-	return false
-}
-
-// String returns s with every known secret replaced by its marker.
+// String returns s with every copy of a known secret replaced by its
+// marker. It returns s itself when there is none.
 func (r *Redactor) String(s string) string {
 	p := r.patterns()
-	if p == nil || !p.maybe(s) {
+	if p == nil || !candidate(p, s) {
 		return s
 	}
-	return p.r.Replace(s)
+	spans := p.find(s)
+	if spans == nil {
+		return s
+	}
+	return string(p.replace(s, spans))
 }
 
-// Bytes returns b with every known secret replaced, also inside JSON
-// strings that spell it with escapes ("\u0073k-..."), which a client's JSON
-// parser would turn back into the secret. It returns b itself when nothing
-// was replaced.
+// Bytes returns b with every copy of a known secret replaced by its
+// marker: inside JSON strings too, where the replaced span covers whole
+// escapes, so the document stays valid JSON. It returns b itself when
+// there is no copy, and a new slice otherwise; b is never changed.
 func (r *Redactor) Bytes(b []byte) []byte {
 	p := r.patterns()
-	if p == nil || len(b) == 0 {
+	// The scan reads b as a string in place: it neither keeps nor changes
+	// it, and a copy would cost the allocation the scan avoids.
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	if p == nil || !candidate(p, s) {
 		return b
 	}
-	out := b
-	if p.maybeBytes(b) {
-		out = []byte(p.r.Replace(string(b)))
+	spans := p.find(s)
+	if spans == nil {
+		return b
 	}
-	if bytes.IndexByte(out, '\\') >= 0 {
-		if j, ok := redactJSON(p, out); ok {
-			out = j
-		}
-	}
-	return out
+	return p.replace(s, spans)
 }
 
-// redactJSON decodes a JSON document, redacts its strings (keys included)
-// and encodes it again, reporting whether anything changed. Only escaped
-// text can still hold a secret here, which is rare, so the cost of a
-// decode and encode is only paid on error bodies that have escapes.
-func redactJSON(p *patterns, b []byte) ([]byte, bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil || dec.More() {
-		return nil, false
-	}
-	changed := false
-	v = walk(p, v, &changed)
-	if !changed {
-		return nil, false
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return nil, false
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), true
+// kind says how a pattern's text compares with decoded text.
+type kind uint8
+
+const (
+	// plain patterns are a secret as it is, compared without letter case,
+	// with '+' standing for a space.
+	plain kind = iota
+	// b64 patterns are the characters of a secret's base64 encoding that
+	// depend on the secret's bytes only, compared exactly, with the URL
+	// alphabet's '-' and '_' standing for '+' and '/'.
+	b64
+)
+
+// pattern is one form of one secret.
+type pattern struct {
+	// s is the form: lower case for plain patterns, the standard alphabet
+	// for b64 ones.
+	s      string
+	kind   kind
+	secret int
+	// minRun is how much of s must match: RunLen, or all of s for a short
+	// secret.
+	minRun int
+	// lead and trail are set when a base64 character that mixes the
+	// secret's first (last) bits with the neighbouring byte's comes before
+	// (after) s; it is replaced with the run when the run reaches that
+	// end, since it holds a few bits of the secret.
+	lead, trail bool
 }
 
-func walk(p *patterns, v any, changed *bool) any {
-	switch x := v.(type) {
-	case string:
-		if t := p.r.Replace(x); t != x {
-			*changed = true
-			return t
-		}
-	case []any:
-		for i := range x {
-			x[i] = walk(p, x[i], changed)
-		}
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if t := p.r.Replace(k); t != k {
-				*changed = true
-				k = t
+// ref is where a gram occurs: in pattern pat at offset off.
+type ref struct{ pat, off int32 }
+
+// gramLen is the length of the grams looked up: eight folded bytes make
+// one uint64, which is the map key itself, so a lookup never needs a
+// second comparison.
+const gramLen = 8
+
+// maxRefs bounds the places kept for one gram. A random key holds each of
+// its grams once; only a degenerate value ("aaaaaaaaaaaaaaaaaaaa") repeats
+// one, and bounding it bounds the work a text made of that gram can cause.
+const maxRefs = 16
+
+// patterns is a compiled set of secrets; it is never changed once built,
+// so requests share it without locks.
+type patterns struct {
+	secrets []Secret
+	index   map[string]int // secrets by value
+	// covers is the last set Covers found this one to hold.
+	covers atomic.Pointer[patterns]
+	pats   []pattern
+	grams  map[uint64][]ref
+	// bits is a bit set of the grams' hashes, checked before the map: it
+	// answers "no" to nearly every position of ordinary text at the cost
+	// of one load.
+	bits  []uint64
+	shift uint
+	// stride is how many decoded bytes lie between two looked-up grams.
+	// Every run that must be found holds at least minRun bytes, so looking
+	// up every (minRun-gramLen+1)th gram finds at least one inside it.
+	stride int
+}
+
+func compile(secrets []Secret) *patterns {
+	p := &patterns{secrets: secrets, index: map[string]int{}, grams: map[uint64][]ref{}}
+	for i, s := range secrets {
+		v := s.Value
+		p.index[v] = i
+		p.pats = append(p.pats, pattern{s: lowerString(v), kind: plain, secret: i, minRun: min(RunLen, len(v))})
+		buf := make([]byte, 2+len(v))
+		for a := range 3 {
+			// The secret at byte a of a three-byte group: characters
+			// [lo, hi) of the encoding hold only its bits.
+			copy(buf[a:], v)
+			enc := base64.StdEncoding.EncodeToString(buf[:a+len(v)])
+			lo, hi := (8*a+5)/6, 8*(a+len(v))/6
+			core := enc[lo:hi]
+			run := RunLen
+			if len(v) < RunLen {
+				run = len(core)
 			}
-			out[k] = walk(p, e, changed)
+			p.pats = append(p.pats, pattern{s: core, kind: b64, secret: i, minRun: run,
+				lead: a > 0, trail: 8*(a+len(v))%6 != 0})
 		}
-		return out
 	}
-	return v
+	p.stride = RunLen
+	for i, pt := range p.pats {
+		p.stride = min(p.stride, pt.minRun-gramLen+1)
+		for o := 0; o+gramLen <= len(pt.s); o++ {
+			g := gramOf(pt.s[o : o+gramLen])
+			if rs := p.grams[g]; len(rs) < maxRefs {
+				p.grams[g] = append(rs, ref{pat: int32(i), off: int32(o)})
+			}
+		}
+	}
+	// About 32 bits per gram: one position in thirty of ordinary text
+	// passes the bit set and costs a map lookup.
+	n := 1 << 12
+	for n < 32*len(p.grams) {
+		n <<= 1
+	}
+	p.bits = make([]uint64, n/64)
+	p.shift = uint(64 - log2(n))
+	for g := range p.grams {
+		h := p.hash(g)
+		p.bits[h>>6] |= 1 << (h & 63)
+	}
+	return p
+}
+
+func log2(n int) int {
+	l := 0
+	for n > 1 {
+		n >>= 1
+		l++
+	}
+	return l
+}
+
+// hash spreads a gram over the bit set (Fibonacci hashing).
+func (p *patterns) hash(g uint64) uint64 { return (g * 0x9E3779B97F4A7C15) >> p.shift }
+
+// has reports whether g is a gram of some pattern.
+func (p *patterns) has(g uint64) bool {
+	h := p.hash(g)
+	if p.bits[h>>6]&(1<<(h&63)) == 0 {
+		return false
+	}
+	_, ok := p.grams[g]
+	return ok
+}
+
+func gramOf(s string) uint64 {
+	var g uint64
+	for i := range len(s) {
+		g = g<<8 | uint64(fold[s[i]])
+	}
+	return g
+}
+
+func lowerString(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		b[i] = lower[c]
+	}
+	return string(b)
+}
+
+// fold maps a decoded byte to its class for gram lookups: letters to lower
+// case, the URL alphabet's '-' and '_' to base64's '+' and '/', and a
+// space to '+', which stands for it in a URL's query. Folding only widens
+// the candidates; the comparison that confirms one tells them apart.
+var fold, lower, b64norm [256]byte
+
+func init() {
+	for i := range 256 {
+		c := byte(i)
+		lower[i], b64norm[i] = c, c
+		if 'A' <= c && c <= 'Z' {
+			lower[i] = c + 'a' - 'A'
+		}
+		fold[i] = lower[i]
+	}
+	fold['-'], fold[' '], fold['_'] = '+', '+', '/'
+	b64norm['-'], b64norm['_'] = '+', '/'
 }

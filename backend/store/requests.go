@@ -168,11 +168,11 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 			return 0, fmt.Errorf("store: write request %s: attempts: %w", id, err)
 		}
 		res, err := stmt.ExecContext(ctx,
-			id, start.UnixMilli(), t.Endpoint, string(t.Dialect), t.Model, t.Alias, t.Chain, t.Backend,
-			t.Stream, t.Status, string(t.Class), t.Error,
+			id, start.UnixMilli(), t.Endpoint, string(t.Dialect), d.redact(t.Model), d.redact(t.Alias), t.Chain, t.Backend,
+			t.Stream, t.Status, string(t.Class), d.redact(t.Error),
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
-			t.Committed, attempts, encodeNotes(t.Notes))
+			t.Committed, d.redact(attempts), d.redact(encodeNotes(t.Notes)))
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}

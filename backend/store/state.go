@@ -12,7 +12,7 @@ func (d *DB) PutState(ctx context.Context, name string, value []byte) error {
 	_, err := d.sql.ExecContext(ctx,
 		`INSERT INTO state (name, value, updated_at) VALUES (?, ?, ?)
 		 ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		name, string(value), d.clock.Now().UnixMilli())
+		name, d.redact(string(value)), d.clock.Now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("store: save state %s: %w", name, err)
 	}

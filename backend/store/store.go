@@ -55,6 +55,24 @@ type DB struct {
 	sql   *sql.DB
 	path  string
 	clock clock.Clock
+	red   Redactor
+}
+
+// Redactor removes secrets from text (see package redact).
+type Redactor interface{ String(s string) string }
+
+// WithRedactor passes the free text of every request row (the model, the
+// error, the attempts and notes) and every state document through r
+// before it is written: the database file outlives the answers it
+// records, and is read by whoever can read the data directory.
+func WithRedactor(r Redactor) Option { return func(d *DB) { d.red = r } }
+
+// redact returns s without the secrets the DB was told of.
+func (d *DB) redact(s string) string {
+	if d.red == nil {
+		return s
+	}
+	return d.red.String(s)
 }
 
 // Option changes how Open sets up a DB.

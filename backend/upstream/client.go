@@ -128,11 +128,34 @@ func ownSecrets(o Options) *redact.Redactor {
 	return redact.New(s...)
 }
 
-// both redacts with the shared Redactor, then with the client's own.
-type both struct{ shared, own Redactor }
+// both redacts with the shared Redactor, then with the client's own,
+// unless the shared one knows the client's secrets too, which it does
+// until a change removes them: then each text is read once.
+type both struct {
+	shared Redactor
+	own    *redact.Redactor
+}
 
-func (b both) String(s string) string { return b.own.String(b.shared.String(s)) }
-func (b both) Bytes(p []byte) []byte  { return b.own.Bytes(b.shared.Bytes(p)) }
+func (b both) String(s string) string {
+	s = b.shared.String(s)
+	if b.covered() {
+		return s
+	}
+	return b.own.String(s)
+}
+
+func (b both) Bytes(p []byte) []byte {
+	p = b.shared.Bytes(p)
+	if b.covered() {
+		return p
+	}
+	return b.own.Bytes(p)
+}
+
+func (b both) covered() bool {
+	c, ok := b.shared.(interface{ Covers(*redact.Redactor) bool })
+	return ok && c.Covers(b.own)
+}
 
 // New returns a Client for the provider. Zero timeouts get FreeLane's
 // defaults: connect 10 s, headers 30 s, first token 20 s, idle 30 s.
@@ -377,6 +400,9 @@ func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (
 	if c.translated(req) {
 		return c.translate(req, model, resp, body)
 	}
+	// The client gets these bytes as they are, so the secrets go first;
+	// an answer that holds none is returned without a copy.
+	body = c.o.Redactor.Bytes(body)
 	usage, err := c.o.Wire.CheckAnswer(req.Endpoint, body)
 	if err != nil {
 		return nil, c.scrub(err)
@@ -410,6 +436,9 @@ func (c *Client) translate(req *llm.Request, model string, resp *http.Response, 
 	if err != nil {
 		return nil, llm.SoftError(llm.SubMalformed, "answer cannot be written in the %s dialect: %s", req.Dialect, llm.Truncate(err.Error(), 80))
 	}
+	// Redacting what the client gets, rather than what the upstream sent,
+	// also covers text the translation decoded (escapes, base64 parts).
+	out = c.o.Redactor.Bytes(out)
 	var usage llm.Usage
 	if a.Usage != nil {
 		usage = *a.Usage
@@ -560,6 +589,15 @@ func newID() string {
 // stream reads one upstream SSE response. With enc nil the upstream speaks
 // the client's dialect and events are relayed as they came; otherwise each
 // is decoded into neutral deltas and encoded in the client's dialect.
+//
+// Each event's data is redacted whole before it is relayed, which finds
+// every copy of a secret within one event at the cost of one pass over
+// bytes the relay reads anyway. A secret split over two events is not
+// found: an upstream echoing what it was sent writes it in one piece (an
+// error, an echoed header), and one set on leaking it can as well split it
+// into pieces shorter than any match within a single event, which no
+// redactor can tell from text. Holding events back to join them would
+// delay every token of every stream for that.
 type stream struct {
 	ctx        context.Context
 	cancel     context.CancelCauseFunc
@@ -654,9 +692,9 @@ func (s *stream) Next() (llm.Event, error) {
 		case llm.Content:
 			s.content()
 		}
-		// The data goes out as the upstream sent it; the SSE reader has
-		// already taken the line apart.
-		return llm.Event{Kind: kind, Data: ev.Data, Usage: usage, More: s.sse.EventBuffered()}, nil
+		// The data goes out as the upstream sent it, but for the secrets;
+		// the SSE reader has already taken the line apart. See redactEvent.
+		return llm.Event{Kind: kind, Data: s.red.Bytes(ev.Data), Usage: usage, More: s.sse.EventBuffered()}, nil
 	}
 }
 
@@ -695,6 +733,7 @@ func (s *stream) nextTranslated() (llm.Event, error) {
 	}
 	ev := s.queue[0]
 	s.queue = s.queue[1:]
+	ev.Data = s.red.Bytes(ev.Data)
 	if ev.Kind == llm.Content {
 		s.content()
 	}

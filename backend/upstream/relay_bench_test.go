@@ -33,12 +33,18 @@ var sseBody = func() []byte {
 	return []byte(b.String())
 }()
 
-func BenchmarkStreamRelay(b *testing.B) {
+func BenchmarkStreamRelay(b *testing.B) { benchRelay(b, nil) }
+
+// Every event is scanned for the twenty secrets before it is relayed.
+func BenchmarkStreamRelayTwentySecrets(b *testing.B) { benchRelay(b, secrets()) }
+
+func benchRelay(b *testing.B, red upstream.Redactor) {
 	req, err := openai.ParseRequest(llm.Chat, []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := upstream.New(upstream.Options{Name: "p", BaseURL: "http://upstream.invalid/v1", Wire: openai.Codec, Transport: sseCanned{sseBody}, StreamUsage: true})
+	c := upstream.New(upstream.Options{Name: "p", BaseURL: "http://upstream.invalid/v1", Wire: openai.Codec, Transport: sseCanned{sseBody}, StreamUsage: true,
+		APIKey: ownKey, Redactor: red})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
