@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,7 +108,7 @@ func asAccount(t *testing.T, uid uint32, reqs ...peerRequest) []peerResult {
 	cmd := exec.Command(peerBinary(t), "-test.run=^TestHelperPeerClient$")
 	cmd.Env = append(os.Environ(), peerClientEnv+"="+string(spec))
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	cmd.SysProcAttr = accountAttr(uid)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
