@@ -97,9 +97,10 @@ func TestSingleInstanceStaleSocket(t *testing.T) {
 	in.Close()
 }
 
-func TestSingleInstanceRace(t *testing.T) {
-	dir := shortDir(t)
-	const n = 8
+// launchAtOnce starts n launches on dir at the same moment and checks
+// that exactly one of them runs while the others find it running.
+func launchAtOnce(t *testing.T, dir string, n int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	var owners atomic.Int32
 	var mu sync.Mutex
@@ -129,6 +130,12 @@ func TestSingleInstanceRace(t *testing.T) {
 	if owners.Load() != 1 {
 		t.Errorf("%d launches own the data directory, want exactly 1", owners.Load())
 	}
+}
+
+func TestSingleInstanceRace(t *testing.T) {
+	dir := shortDir(t)
+	const n = 8
+	launchAtOnce(t, dir, n)
 }
 
 // TestSingleInstanceDeepDataDir: a data directory too deep for a socket
@@ -439,35 +446,7 @@ func TestInstanceSocketDirSquattedRace(t *testing.T) {
 	squatSocketDir(t)
 	deep := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-name/", 8))
 	const n = 6
-	var wg sync.WaitGroup
-	var owners atomic.Int32
-	var mu sync.Mutex
-	var insts []*instance
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in, err := acquireInstance(deep, quiet)
-			var running *RunningError
-			switch {
-			case err == nil:
-				owners.Add(1)
-				mu.Lock()
-				insts = append(insts, in)
-				mu.Unlock()
-			case errors.As(err, &running):
-			default:
-				t.Errorf("launch failed: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, in := range insts {
-		in.Close()
-	}
-	if owners.Load() != 1 {
-		t.Errorf("%d launches own the data directory, want exactly 1", owners.Load())
-	}
+	launchAtOnce(t, deep, n)
 	entries, _ := os.ReadDir(os.TempDir())
 	var made int
 	for _, e := range entries {

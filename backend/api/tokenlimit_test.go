@@ -1,34 +1,18 @@
 package api
 
 import (
-	"bytes"
 	"log/slog"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"freelane/backend/internal/clocktest"
+	"freelane/backend/internal/logtest"
 )
 
 // logBuffer is a log destination tests can read while handlers write.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ logtest.Buffer }
 
 // waitFor waits for the log to hold want: the flush runs in a timer's own
 // goroutine once the clock has been moved.

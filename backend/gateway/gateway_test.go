@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/internal/logtest"
 	"freelane/backend/llm"
 	"freelane/backend/store"
 )
@@ -872,22 +872,7 @@ func TestShutdownLetsStreamsFinish(t *testing.T) {
 }
 
 // syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = logtest.Buffer
 
 func TestLogsHoldNoKeysOrPrompts(t *testing.T) {
 	up := fakeupstream.Start()

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -170,7 +169,7 @@ func peerBinary(t *testing.T) string {
 
 // newPeerEnv is newEnv with the gateway's log kept, to read what it says
 // about strangers.
-func newPeerEnv(t *testing.T, mutate func(*config.Config)) (*env, *peerLog) {
+func newPeerEnv(t *testing.T, mutate func(*config.Config)) (*env, *syncBuffer) {
 	t.Helper()
 	up := fakeupstream.Start()
 	t.Cleanup(up.Close)
@@ -179,7 +178,7 @@ func newPeerEnv(t *testing.T, mutate func(*config.Config)) (*env, *peerLog) {
 		mutate(cfg)
 	}
 	e := &env{t: t, up: up, clock: clocktest.Following(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)), dir: t.TempDir()}
-	log := &peerLog{}
+	log := &syncBuffer{}
 	g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: e.dir, Logger: slog.New(slog.NewTextHandler(log, nil)),
 		Clock: e.clock, ManualProbes: true, LookupEnv: withoutCatalogKeys})
 	if err != nil {
@@ -192,24 +191,6 @@ func newPeerEnv(t *testing.T, mutate func(*config.Config)) (*env, *peerLog) {
 	e.token = cfg.Server.Token
 	t.Cleanup(func() { _ = g.Shutdown(context.Background()) })
 	return e, log
-}
-
-// peerLog is a log destination safe for the gateway's goroutines.
-type peerLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *peerLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *peerLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 const strangerWords = "FreeLane answers only programs of the account running it"

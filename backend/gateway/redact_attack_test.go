@@ -123,32 +123,12 @@ func tableDump(t *testing.T, dir string) string {
 		tables = append(tables, n)
 	}
 	rows.Close()
-	var out strings.Builder
+	var out []byte
 	for _, tb := range tables {
-		rows, err := db.Query(`SELECT * FROM "` + tb + `"`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]sql.RawBytes, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&out, "%s:", tb)
-			for _, v := range vals {
-				out.Write(v)
-				out.WriteByte('|')
-			}
-			out.WriteByte('\n')
-		}
-		rows.Close()
+		rows, _ := tableRows(t, db, tb, tb+":")
+		out = append(out, rows...)
 	}
-	return out.String()
+	return string(out)
 }
 
 // TestAttackEncodedCopiesReachNoOne has a hostile upstream write its key

@@ -108,7 +108,18 @@ func requestRows(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.SQL().Query(`SELECT * FROM requests`)
+	out, n := tableRows(t, db.SQL(), "requests", "")
+	if n == 0 {
+		t.Fatal("the request table is empty")
+	}
+	return out
+}
+
+// tableRows dumps every column of every row of table, each row on a line
+// of its own that starts with prefix, and counts the rows.
+func tableRows(t *testing.T, db *sql.DB, table, prefix string) ([]byte, int) {
+	t.Helper()
+	rows, err := db.Query(`SELECT * FROM "` + table + `"`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +139,7 @@ func requestRows(t *testing.T, dir string) []byte {
 		if err := rows.Scan(ptrs...); err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, prefix...)
 		for _, v := range vals {
 			out = append(append(out, v...), '|')
 		}
@@ -137,10 +149,7 @@ func requestRows(t *testing.T, dir string) []byte {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n == 0 {
-		t.Fatal("the request table is empty")
-	}
-	return out
+	return out, n
 }
 
 // TestAttackEchoedSecretsAreRedactedEverywhere has a hostile upstream echo

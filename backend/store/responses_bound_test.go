@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"freelane/backend/internal/clocktest"
+	"freelane/backend/internal/logtest"
 )
 
 // A response is found only by the owner it was stored for, while it waits
@@ -47,24 +47,6 @@ func TestResponseStoreFindsOnlyTheOwners(t *testing.T) {
 	}
 }
 
-// logLines is a slog handler's output that tests can count lines in.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) count(sub string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), sub)
-}
-
 func storedIDs(t *testing.T, db *DB) []string {
 	t.Helper()
 	rows, err := db.SQL().Query(`SELECT id FROM responses ORDER BY created_at`)
@@ -88,7 +70,7 @@ func storedIDs(t *testing.T, db *DB) []string {
 func TestResponseStoreSizeBoundPrunesTheOldest(t *testing.T) {
 	db := openTestDB(t)
 	clk := clocktest.New(baseTime)
-	var logs logLines
+	var logs logtest.Buffer
 	s := NewResponseStore(db, ResponseOptions{Clock: clk, MaxTotal: 10_000, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := context.Background()
 	for i := range 12 {
@@ -113,11 +95,11 @@ func TestResponseStoreSizeBoundPrunesTheOldest(t *testing.T) {
 	if err := db.SQL().QueryRow(`SELECT SUM(size) FROM responses`).Scan(&total); err != nil || total != 10_000 {
 		t.Fatalf("total %d: %v", total, err)
 	}
-	if n := logs.count("the oldest were deleted"); n != 1 {
-		t.Fatalf("%d log lines for one pruning:\n%s", n, logs.buf.String())
+	if n := logs.Count("the oldest were deleted"); n != 1 {
+		t.Fatalf("%d log lines for one pruning:\n%s", n, logs.String())
 	}
-	if !strings.Contains(logs.buf.String(), "deleted=2") || !strings.Contains(logs.buf.String(), "requests.response_store_mb") {
-		t.Errorf("log: %s", logs.buf.String())
+	if !strings.Contains(logs.String(), "deleted=2") || !strings.Contains(logs.String(), "requests.response_store_mb") {
+		t.Errorf("log: %s", logs.String())
 	}
 	// A response that could never fit is refused rather than emptying
 	// the store.
@@ -131,7 +113,7 @@ func TestResponseStoreSizeBoundPrunesTheOldest(t *testing.T) {
 func TestResponseStoreLowerBoundAppliesAtThePrune(t *testing.T) {
 	db := openTestDB(t)
 	clk := clocktest.New(baseTime)
-	var logs logLines
+	var logs logtest.Buffer
 	s := NewResponseStore(db, ResponseOptions{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
