@@ -23,6 +23,7 @@ var wallClock = map[string]string{
 	"backend/cmd/loadbench/main.go":                       "a load generator measures real throughput and latency",
 	"backend/internal/fakeupstream/fakeupstream.go:Start": "the fake upstream stands for a remote server, whose time no test can move",
 	"backend/internal/clocktest/clocktest.go":             "the fake clock's following mode moves with real time",
+	"backend/internal/fakelocal/process.go:StartProcess":  "waits for a real child process to say it listens, in real time",
 }
 
 // banned are the time package's functions that read the wall clock or arm
