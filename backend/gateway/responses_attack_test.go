@@ -415,7 +415,9 @@ func TestResponsesStoreSizeBoundPrunesTheOldest(t *testing.T) {
 	// Five of about 300 KiB pass 1 MiB: the oldest go, down to 0.9 MiB.
 	// The writer stores them one by one, so three rows alone may be the
 	// first three before any pruning: wait for the two oldest to be gone.
-	gone := func(id string) bool { return e.raw(http.MethodGet, "/v1/responses/"+id, "", nil).status == http.StatusNotFound }
+	gone := func(id string) bool {
+		return e.raw(http.MethodGet, "/v1/responses/"+id, "", nil).status == http.StatusNotFound
+	}
 	waitForStore(t, "the oldest are pruned", func() bool { return storedResponses(t, e.dir) == 3 && gone(ids[0]) && gone(ids[1]) })
 	for i, id := range ids {
 		r := e.raw(http.MethodGet, "/v1/responses/"+id, "", nil)
