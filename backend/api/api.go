@@ -248,6 +248,7 @@ func (s *Server) routed(codec protocol.Codec, ep llm.Endpoint) http.HandlerFunc 
 // serve routes a parsed request and writes the answer, or the failure, in
 // the codec's dialect.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, codec protocol.Codec, req *llm.Request) {
+	req.Path = callPath(r)
 	if req.Stream {
 		s.stream(w, r, codec, req)
 		return

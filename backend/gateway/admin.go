@@ -35,7 +35,10 @@ type BackendView struct {
 	Reason   string                    `json:"reason"`
 	Until    *time.Time                `json:"until"`
 	Windows  map[string]metrics.Window `json:"windows"`
-	Probe    ProbeView                 `json:"probe"`
+	// Today is the backend's calls today (local time), the figure the
+	// usage ledger gives for the day.
+	Today metrics.DayCount `json:"today"`
+	Probe ProbeView        `json:"probe"`
 }
 
 // ProbeView is a backend's last probe.
@@ -47,7 +50,9 @@ type ProbeView struct {
 
 // Totals are the headline numbers.
 type Totals struct {
-	RequestsToday int     `json:"requests_today"`
+	// RequestsToday counts the requests started today (local time), the
+	// figure the request log gives for the day.
+	RequestsToday int64   `json:"requests_today"`
 	RPS1m         float64 `json:"rps_1m"`
 }
 
@@ -227,7 +232,8 @@ func (g *Gateway) backendViews() []BackendView {
 			return
 		}
 		seen[name] = true
-		v := BackendView{Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name), Health: 1, State: breaker.Closed}
+		v := BackendView{Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name),
+			Today: g.feed.today.Backend(now, name), Health: 1, State: breaker.Closed}
 		switch {
 		case p.Disabled:
 			v.Status, v.Reason = "disabled", "the provider is disabled"
@@ -285,7 +291,7 @@ func (g *Gateway) totals() Totals {
 	for _, name := range g.metrics.Backends() {
 		rps += g.metrics.Window(name, time.Minute).RPS
 	}
-	return Totals{RequestsToday: g.feed.Today(), RPS1m: rps}
+	return Totals{RequestsToday: g.feed.today.Requests(g.clock.Now()), RPS1m: rps}
 }
 
 func (g *Gateway) snapshot() Snapshot {

@@ -233,6 +233,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.restoreState(ctx)
 	g.restoreQuotas(ctx)
+	g.restoreCounters(ctx)
 
 	g.dashEvents = g.bus.Subscribe(1024)
 	g.hub = hub.New(hub.Options{

@@ -194,7 +194,7 @@ type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
 // run is the failover loop shared by streams and plain requests.
 func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*llm.Trace, *Failure) {
 	start := r.clock.Now()
-	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Dialect: req.Dialect,
+	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Path: req.Path, Dialect: req.Dialect,
 		Model: req.Model, Stream: req.Stream, Notes: req.Notes}
 	route, err := r.Table().Resolve(req.Model)
 	if err != nil {

@@ -196,7 +196,7 @@ var freelane = contract{
 			Values: values(quota.KindRPM, quota.KindRPD, quota.KindTPM, quota.KindTPD, quota.KindConcurrency)},
 		{Name: "UsageGrouping", Doc: "UsageGrouping is what /api/usage adds up by.",
 			Fields: []fieldKey{field[usageReport]("GroupBy")}, Dir: "backend/store", Prefix: "By",
-			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend)},
+			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath)},
 		{Name: "BackendStatus", Doc: "BackendStatus is what a backend is doing now, as the gateway reports it.",
 			Fields: []fieldKey{field[gateway.BackendView]("Status")}, Dir: "backend/gateway", Scan: true},
 		{Name: "ChainStrategy", Doc: "ChainStrategy is how a chain picks its backends.",
