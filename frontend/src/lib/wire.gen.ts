@@ -97,6 +97,11 @@ export interface BackendView {
   reason: string;
   until: string | null;
   windows: Record<string, Window>;
+  /**
+   * Today is the backend's calls today (local time), the figure the
+   * usage ledger gives for the day.
+   */
+  today: DayCount;
   probe: ProbeView;
 }
 
@@ -405,6 +410,21 @@ export interface ConfigFile {
    * same settings into an existing one.
    */
   content: string;
+}
+
+/**
+ * DayCount is what one backend was asked on one local calendar day.
+ *
+ * Go: metrics.DayCount.
+ */
+export interface DayCount {
+  /**
+   * Calls counts the attempts that called the backend (skipped ones do
+   * not), as the usage ledger does.
+   */
+  calls: number;
+  /** Failures counts the calls that did not succeed. */
+  failures: number;
 }
 
 /**
@@ -1369,6 +1389,10 @@ export interface ToolSetup {
  * Go: gateway.Totals.
  */
 export interface Totals {
+  /**
+   * RequestsToday counts the requests started today (local time), the
+   * figure the request log gives for the day.
+   */
   requests_today: number;
   rps_1m: number;
 }
@@ -1384,6 +1408,12 @@ export interface Trace {
   start: string;
   /** chat, completions, embeddings */
   endpoint: RequestEndpoint;
+  /**
+   * Path is the API path the client called, as Request.Path names it:
+   * "/v1/messages", "/v1beta/models/{model}:generateContent". Empty for
+   * requests logged before it was recorded.
+   */
+  path?: string;
   /** Dialect is the wire format the client spoke. */
   dialect?: Dialect;
   /** as the client asked */
@@ -1446,7 +1476,7 @@ export interface Usage {
 }
 
 /** UsageGrouping is what /api/usage adds up by. */
-export type UsageGrouping = "day" | "backend" | "chain" | "day,backend";
+export type UsageGrouping = "day" | "backend" | "chain" | "day,backend" | "path";
 
 /**
  * UsageReport is the answer of GET /api/usage: ledger totals from From
