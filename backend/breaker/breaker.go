@@ -198,11 +198,25 @@ func nextKeyCheck(now time.Time, checks int) time.Time {
 	return now.Add(keyBackoff[min(checks, len(keyBackoff)-1)])
 }
 
+type rearm struct {
+	at     time.Time
+	checks int
+}
+
+// relapseWindow is how long after a check re-armed a key a new refusal
+// counts as the same one.
+const relapseWindow = time.Hour
+
 // disableKey marks k refused. Called with b.mu held.
 func (b *Set) disableKey(k llm.KeyID, st *backend, now time.Time, why, reason string) {
 	ks := b.keys[k]
 	if ks == nil || !now.Before(ks.until) {
-		ks = &keyState{next: nextKeyCheck(now, 0)}
+		ks = &keyState{}
+		if r, ok := b.rearmed[k]; ok && now.Sub(r.at) < relapseWindow {
+			ks.checks = r.checks + 1
+		}
+		delete(b.rearmed, k)
+		ks.next = nextKeyCheck(now, ks.checks)
 		b.keys[k] = ks
 	}
 	ks.until, ks.why = now.Add(b.s.CredentialCooldown), why
@@ -220,6 +234,7 @@ func (b *Set) KeyReplaced(k llm.KeyID, why string) {
 	defer b.mu.Unlock()
 	_, wasOff := b.keys[k]
 	delete(b.keys, k)
+	delete(b.rearmed, k)
 	for id, st := range b.backends {
 		if id.KeyID() != k {
 			continue
@@ -237,13 +252,26 @@ func (b *Set) KeyReplaced(k llm.KeyID, why string) {
 // KeyPassed re-arms a refused key that a check outside traffic found
 // working, such as the user's test request.
 func (b *Set) KeyPassed(k llm.KeyID, why string) {
+	b.pass(k, why, false)
+}
+
+// pass re-arms k; checked says a model-list check did it, which is
+// remembered in case traffic refuses the key again.
+func (b *Set) pass(k llm.KeyID, why string, checked bool) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, off := b.keys[k]; !off {
+	ks, off := b.keys[k]
+	if !checked {
+		delete(b.rearmed, k)
+	}
+	if !off {
 		return
 	}
 	delete(b.keys, k)
+	if checked {
+		b.rearmed[k] = rearm{at: now, checks: ks.checks}
+	}
 	b.publish(events.Event{Time: now, Kind: events.KeyRestored, Level: events.Info, Provider: k.Provider, Reason: why})
 }
 
@@ -271,7 +299,7 @@ func (b *Set) KeysDue() []llm.KeyID {
 // is tried again on the same schedule.
 func (b *Set) KeyChecked(k llm.KeyID, e *llm.Error) {
 	if e == nil {
-		b.KeyPassed(k, "a check with the provider passed: the key works again")
+		b.pass(k, "a check with the provider passed: the key works again", true)
 		return
 	}
 	now := b.clock.Now()
@@ -319,12 +347,17 @@ type Set struct {
 	mu       sync.Mutex
 	backends map[llm.BackendID]*backend
 	keys     map[llm.KeyID]*keyState
-	tickets  uint64
+	// rearmed are keys a check re-armed lately, with the checks it took:
+	// a provider whose model list any key may read can pass a check the
+	// key then fails in traffic, and such a key resumes its widening
+	// schedule instead of starting it again.
+	rearmed map[llm.KeyID]rearm
+	tickets uint64
 }
 
 // New returns an empty Set. pub may be nil.
 func New(s Settings, clk clock.Clock, pub Publisher) *Set {
-	return &Set{s: s.withDefaults(), clock: clock.OrReal(clk), pub: pub, backends: map[llm.BackendID]*backend{}, keys: map[llm.KeyID]*keyState{}}
+	return &Set{s: s.withDefaults(), clock: clock.OrReal(clk), pub: pub, backends: map[llm.BackendID]*backend{}, keys: map[llm.KeyID]*keyState{}, rearmed: map[llm.KeyID]rearm{}}
 }
 
 // Configure replaces the settings; state already recorded is kept.

@@ -1589,3 +1589,36 @@ func TestRefusedKeyRestoredIsCheckedSoon(t *testing.T) {
 		t.Fatalf("after a restart: %+v", ks)
 	}
 }
+
+// A key a check re-armed but traffic refuses again resumes its widening
+// schedule: a provider whose model list needs no valid key cannot make a
+// dead key flap every minute.
+func TestRearmedKeyRefusedAgainKeepsItsSchedule(t *testing.T) {
+	e := newEnv(t, breaker.Settings{})
+	a := bid("groq", "groq/a")
+	k := a.KeyID()
+	e.s.Unchecked(a)(credential(), 0)
+	for _, d := range []time.Duration{time.Minute, 2 * time.Minute} {
+		e.clock.Advance(d)
+		for _, k := range e.s.KeysDue() {
+			e.s.KeyChecked(k, credential())
+		}
+	}
+	e.clock.Advance(5 * time.Minute)
+	for _, k := range e.s.KeysDue() {
+		e.s.KeyChecked(k, nil)
+	}
+	if sk := e.s.Available(a); sk != nil {
+		t.Fatalf("not re-armed: %+v", sk)
+	}
+	e.s.Unchecked(a)(credential(), 0)
+	if ks := e.s.Key(k); ks.NextCheck != e.now().Add(15*time.Minute) {
+		t.Fatalf("refused again right after the check: next check %v after now, want 15m", ks.NextCheck.Sub(e.now()))
+	}
+	// A key the user's own test request re-armed starts afresh.
+	e.s.KeyPassed(k, "a test request succeeded")
+	e.s.Unchecked(a)(credential(), 0)
+	if ks := e.s.Key(k); ks.NextCheck != e.now().Add(time.Minute) {
+		t.Fatalf("after a passing test: next check in %v, want 1m", ks.NextCheck.Sub(e.now()))
+	}
+}

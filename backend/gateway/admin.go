@@ -146,7 +146,7 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 	if model == "" && len(p.Models) > 0 {
 		model = p.Models[0].ID
 	}
-	res.Backend = provider + "/" + model
+	res.Backend = llm.BackendID{Provider: provider, Model: model}.String()
 	switch {
 	case p.Disabled:
 		res.Error = "the provider is disabled; enable it first"
@@ -163,6 +163,9 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 		return res
 	}
 	res.OK, res.Answer = true, answerText(resp.Body)
+	// The provider took the key just now: a refusal it gave earlier is
+	// over, and the next request may use it.
+	g.gate.KeyPassed(llm.KeyID{Provider: provider}, "a test request succeeded")
 	return res
 }
 
@@ -245,15 +248,20 @@ func (g *Gateway) backendViews() []BackendView {
 				v.Probe = ProbeView{Last: &last, OK: st.LastProbeOK, Message: st.LastProbeMsg}
 			}
 			until := func(t time.Time) *time.Time { return &t }
+			quotaWhy, quotaUntil, exhausted := g.quota.Exhausted(id)
 			switch {
 			case !st.KeyOffUntil.IsZero():
-				v.Status, v.Reason, v.Until = "key_disabled", st.KeyOffWhy, until(st.KeyOffUntil)
+				// Until is the next check: the key is used again as soon as
+				// one passes, not at the end of a fixed wait.
+				v.Status, v.Reason, v.Until = "key_disabled", keyOffWords(st), until(cmp.Or(st.KeyNextCheck, st.KeyOffUntil))
 			case st.Retired:
 				v.Status, v.Reason = "retired", st.RetiredWhy
 			case st.State == breaker.Open:
 				v.Status, v.Reason, v.Until = "open", st.OpenWhy, until(st.OpenUntil)
 			case st.State == breaker.HalfOpen:
 				v.Status, v.Reason = "half_open", "waiting for a trial request"
+			case exhausted && !quotaUntil.IsZero():
+				v.Status, v.Reason, v.Until = "exhausted", quotaWhy, until(quotaUntil)
 			case st.CoolUntil.After(now):
 				v.Status, v.Reason, v.Until = "cooling", st.CoolWhy, until(st.CoolUntil)
 			case st.Health < threshold:

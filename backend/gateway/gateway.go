@@ -194,6 +194,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		g.router.SetAdmission(admission{g.quota})
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
+	g.prober.CheckKeys(g.gate, g.checkKey)
 
 	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain, Clock: o.Clock})
 	if err != nil {
@@ -337,6 +338,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
 	g.router.Swap(router.Build(spec))
 	old := g.clients
+	g.rearmReplacedKeys(g.cfg, cfg)
 	g.cfg, g.clients, g.targets = cfg, clients, targets
 	for _, c := range old {
 		c.CloseIdle()

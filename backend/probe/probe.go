@@ -46,6 +46,19 @@ type Breakers interface {
 	RetireByProbe(id llm.BackendID, e *llm.Error)
 }
 
+// Keys is the state of refused keys that the prober checks again; the
+// breaker provides it.
+type Keys interface {
+	// KeysDue returns the refused keys whose next check is due.
+	KeysDue() []llm.KeyID
+	// KeyChecked records a check's outcome: nil for a key taken.
+	KeyChecked(k llm.KeyID, e *llm.Error)
+}
+
+// KeyCheck asks a provider whether key k is taken now, as cheaply as the
+// provider allows; a Credential error means it is still refused.
+type KeyCheck func(ctx context.Context, k llm.KeyID) *llm.Error
+
 // Settings are the schedules. Zero values mean the defaults in brackets.
 type Settings struct {
 	Interval     time.Duration // healthy backends [5m]
@@ -88,6 +101,9 @@ type Prober struct {
 	log     *slog.Logger
 	req     *llm.Request
 
+	keys     Keys
+	keyCheck KeyCheck
+
 	mu         sync.Mutex
 	last       map[llm.BackendID]time.Time // last probe per backend
 	lastDaily  time.Time
@@ -109,6 +125,12 @@ func New(s Settings, targets func() []Target, br Breakers, clk clock.Clock, pub 
 	}
 	return &Prober{s: s.withDefaults(), targets: targets, br: br, clock: clk, pub: pub, log: log, req: req,
 		last: map[llm.BackendID]time.Time{}, lastDaily: clk.Now()}
+}
+
+// CheckKeys makes every pass also check the refused keys that are due,
+// with check. It is called once, before Run.
+func (p *Prober) CheckKeys(keys Keys, check KeyCheck) {
+	p.keys, p.keyCheck = keys, check
 }
 
 // Run probes on schedule until ctx ends. The owner starts it in a goroutine
@@ -167,6 +189,7 @@ type result struct {
 
 // Tick runs every probe that is due now and waits for them.
 func (p *Prober) Tick(ctx context.Context) {
+	p.checkKeys(ctx)
 	now := p.clock.Now()
 	jobs := p.due(now)
 	if len(jobs) == 0 {
@@ -177,6 +200,30 @@ func (p *Prober) Tick(ctx context.Context) {
 		return // shutting down: results cut short say nothing
 	}
 	p.apply(now, results)
+}
+
+// checkKeys checks the refused keys that are due, one at a time: there
+// are few, and each check is one small request. While the machine is
+// offline a check could only fail to connect, which proves nothing.
+func (p *Prober) checkKeys(ctx context.Context) {
+	if p.keys == nil || p.Offline() {
+		return
+	}
+	p.mu.Lock()
+	timeout := p.s.Timeout
+	p.mu.Unlock()
+	for _, k := range p.keys.KeysDue() {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		e := p.keyCheck(cctx, k)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if e != nil {
+			p.log.Info("a refused key is still refused or could not be checked", "provider", k.Provider, "class", e.Class, "reason", e.Message)
+		}
+		p.keys.KeyChecked(k, e)
+	}
 }
 
 // due picks the probes to send now and marks them as sent.

@@ -89,6 +89,20 @@ func (m *Manager) Quotas(order []llm.BackendID) []QuotaView {
 	return out
 }
 
+// Exhausted tells whether a limit of the backend or of its key is used up
+// now, why, and when it starts over (zero when unknown, as for a
+// concurrency limit).
+func (m *Manager) Exhausted(id llm.BackendID) (reason string, until time.Time, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	sk := m.limitsLocked(Target{ID: id}, now)
+	if sk == nil {
+		return "", time.Time{}, false
+	}
+	return sk.Reason, sk.Until, true
+}
+
 // Budgets returns every budget with its spend.
 func (m *Manager) Budgets() []BudgetView {
 	m.mu.Lock()

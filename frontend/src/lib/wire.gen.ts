@@ -79,7 +79,7 @@ export interface Attempt {
 }
 
 /** BackendStatus is what a backend is doing now, as the gateway reports it. */
-export type BackendStatus = "cooling" | "degraded" | "disabled" | "half_open" | "key_disabled" | "no_key" | "open" | "retired" | "serving";
+export type BackendStatus = "cooling" | "degraded" | "disabled" | "exhausted" | "half_open" | "key_disabled" | "no_key" | "open" | "retired" | "serving";
 
 /**
  * BackendView is one backend as the dashboard shows it.
