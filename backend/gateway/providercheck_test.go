@@ -342,3 +342,45 @@ func TestHandAddedProviderEdit(t *testing.T) {
 	e.g, e.base, e.session = g, "http://"+g.Addr(), ""
 	check("after a restart")
 }
+
+// A server without a model list has its key tried with one tiny request
+// to the first model instead.
+func TestHandAddedProviderWithoutAListIsTriedWithOneRequest(t *testing.T) {
+	const key = "sk-nolist-key-0123456789ab"
+	var mu sync.Mutex
+	var chats []string
+	vendor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path != "/v1/chat/completions" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":{"message":"no such path"}}`)
+			return
+		}
+		mu.Lock()
+		chats = append(chats, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":{"message":"bad key","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","model":"solo","choices":[{"index":0,"message":{"role":"assistant","content":"OK"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+	}))
+	t.Cleanup(vendor.Close)
+	e := newEnv(t, nil)
+	body := func(k string) string {
+		return `{"name":"solo","tier":"own","base_url":"` + vendor.URL + `/v1","models":[{"id":"solo"}],"api_key":"` + k + `"}`
+	}
+	r := e.do("POST", "/api/providers", body("sk-nolist-wrong-0123456789"), nil)
+	if r.status != http.StatusBadRequest || r.errorCode() != api.CodeKeyRefused || !strings.Contains(r.errorMessage(), "bad key") {
+		t.Fatalf("wrong key: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/api/providers", body(key), nil); r.status != http.StatusCreated {
+		t.Fatalf("right key: %d %s", r.status, r.body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(chats) != 2 || chats[1] != "Bearer "+key {
+		t.Fatalf("the tiny requests: %q", chats)
+	}
+}
