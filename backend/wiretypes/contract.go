@@ -212,6 +212,8 @@ var freelane = contract{
 		{Fields: []fieldKey{field[snapshotMessage]("Type")}, Values: []string{"snapshot"}},
 	},
 	NeverNull: []fieldKey{
+		// The gateway's ProviderModels makes its list.
+		field[api.ModelList]("Models"),
 		// control.Providers, feed.Recent, quota.Quotas and quota.Budgets
 		// make their lists.
 		field[gateway.Snapshot]("Providers"),

@@ -964,7 +964,7 @@ export interface ModelList {
    * 404 or 405): the models are then typed by hand.
    */
   listed: boolean;
-  models: ListedModel[] | null;
+  models: ListedModel[];
   /** Message says what the list showed, in words. */
   message: string;
 }
