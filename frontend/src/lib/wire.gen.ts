@@ -466,10 +466,17 @@ export interface Endpoints {
     request: void;
     response: ProviderView[];
   };
+  /** Tries the key against the provider's model list first: a refused key answers 400 key_refused, a server that cannot be reached 502 provider_unreachable unless unreachable_ok is sent. */
   "POST /api/providers": {
     request: ProviderInput;
     response: ProviderView;
   };
+  /** The models a provider's server lists, to pick from before it is added or while it is edited; the errors are those of POST /api/providers. */
+  "POST /api/providers/models": {
+    request: ModelListInput;
+    response: ModelList;
+  };
+  /** An edit of the kind, base URL, headers or key tries the key as POST /api/providers does. */
   "PUT /api/providers/{name}": {
     request: ProviderInput;
     response: ProviderView;
@@ -785,6 +792,31 @@ export interface LimitsJSON {
 }
 
 /**
+ * ListedModel is one model of a provider's list.
+ *
+ * Go: api.ListedModel.
+ */
+export interface ListedModel {
+  id: string;
+  /** Name is the display name, when the list gives one. */
+  name: string;
+  /** Context and MaxOutput are in tokens, 0 when the list does not say. */
+  context: number;
+  max_output: number;
+  /**
+   * Chat is false for models that do not answer chat requests, such as
+   * embedding or speech models.
+   */
+  chat: boolean;
+  /**
+   * Priced is set when the list gives prices; Free then says whether
+   * the model costs nothing.
+   */
+  priced: boolean;
+  free: boolean;
+}
+
+/**
  * LocalAllowInput names a local server of another user, as the setup
  * lists it, to allow or withdraw.
  *
@@ -919,6 +951,46 @@ export interface ModelLimitsInput {
   limits: LimitsJSON | null;
   price: PriceJSON | null;
   credit_expires: string | null;
+}
+
+/**
+ * ModelList is what a provider's server lists.
+ *
+ * Go: api.ModelList.
+ */
+export interface ModelList {
+  /**
+   * Listed is false when the server has no model list (it answered
+   * 404 or 405): the models are then typed by hand.
+   */
+  listed: boolean;
+  models: ListedModel[];
+  /** Message says what the list showed, in words. */
+  message: string;
+}
+
+/**
+ * ModelListInput asks for the models a provider's server lists, before
+ * the provider is added or while it is edited.
+ *
+ * Go: api.ModelListInput.
+ */
+export interface ModelListInput {
+  /** Kind is the provider's protocol: openai, anthropic or gemini. */
+  kind: string;
+  base_url: string;
+  /**
+   * APIKey is the key to list with; "" lists without one, or with the
+   * stored key of Provider.
+   */
+  api_key: string;
+  /**
+   * Provider names a stored provider being edited: when api_key is ""
+   * and kind and base_url are the provider's own, its stored key and
+   * headers are used. A key is never sent to another address than the
+   * one it was given for.
+   */
+  provider: string;
 }
 
 /**
@@ -1058,6 +1130,13 @@ export interface ProviderInput {
    * provider keeps the catalog entry it was made from.
    */
   catalog?: string;
+  /**
+   * UnreachableOK is not stored: it answers the question an add or an
+   * edit asks when the key cannot be tried because the provider's server
+   * cannot be reached. True stores the provider all the same; a key the
+   * provider refuses is refused whatever it says.
+   */
+  unreachable_ok?: boolean;
 }
 
 /** ProviderKind is a provider's wire protocol. */
