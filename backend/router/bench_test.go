@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/breaker"
 	"freelane/backend/llm"
 	"freelane/backend/protocol/openai"
+	"freelane/backend/quota"
 	"freelane/backend/router"
 )
 
@@ -125,5 +127,42 @@ func BenchmarkRouterStream(b *testing.B) {
 	}
 	if sink.n == 0 {
 		b.Fatal("nothing sent")
+	}
+}
+
+// A pinned "provider/model" name resolved to its backend and that backend's
+// breaker state and quota scope looked up, as every pinned request does: the
+// backend is a comparable BackendID, so none of the lookups builds a string
+// or allocates.
+func BenchmarkBackendIDLookups(b *testing.B) {
+	tab := router.Build(catalogSpec())
+	set := breaker.New(breaker.Settings{}, nil, nil)
+	m := quota.New(nil, nil, time.UTC)
+	name := tab.Backends()[len(tab.Backends())-1].Name()
+	route, err := tab.Resolve(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	set.Unchecked(route.Backends[0].ID)(nil, time.Millisecond)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := tab.Resolve(name)
+		if err != nil || len(r.Backends) != 1 {
+			b.Fatal(err)
+		}
+		id := r.Backends[0].ID
+		if sk := set.Available(id); sk != nil {
+			b.Fatal(sk)
+		}
+		if sk := m.Available("", quota.Target{ID: id}); sk != nil {
+			b.Fatal(sk)
+		}
+	}
+	if testing.AllocsPerRun(100, func() {
+		r, _ := tab.Resolve(name)
+		set.Available(r.Backends[0].ID)
+		m.Available("", quota.Target{ID: r.Backends[0].ID})
+	}) != 0 {
+		b.Fatal("a BackendID lookup allocated")
 	}
 }

@@ -113,6 +113,9 @@ type Backend struct {
 	Endpoints []llm.Endpoint
 	Caps      llm.Caps
 	CapsKnown bool
+	// alone is the route of a request pinned to this backend, made once
+	// so that resolving a pin allocates nothing.
+	alone []*Backend
 	// limited is set when Endpoints or Caps restrict what the backend
 	// serves, so a backend that serves everything is checked at once.
 	limited bool
@@ -233,6 +236,7 @@ func Build(spec Spec) *Table {
 				b.Endpoints = m.Endpoints
 			}
 			b.limited = b.Endpoints != nil || b.CapsKnown
+			b.alone = []*Backend{b}
 			t.backends[id] = b
 			switch {
 			case p.Tier == TierOwn && p.Default:
@@ -352,7 +356,7 @@ func (t *Table) Resolve(model string) (Route, error) {
 	}
 	if id, ok := llm.CutBackendID(model); ok {
 		if b, ok := t.backends[id]; ok {
-			return Route{Backends: []*Backend{b}, Pinned: true}, nil
+			return Route{Backends: b.alone, Pinned: true}, nil
 		}
 	}
 	if hint, ok := t.keyless[model]; ok && strings.Contains(model, "/") {
