@@ -308,27 +308,28 @@ func TestPasteAKeyJoinsThePool(t *testing.T) {
 }
 
 type backendState struct {
-	Backend string `json:"name"`
-	Status  string `json:"status"`
+	Backend string     `json:"name"`
+	Status  string     `json:"status"`
+	Reason  string     `json:"reason"`
+	Until   *time.Time `json:"until"`
 	Retired bool
 }
 
-// backendState reads one backend's standing from the dashboard's state.
+// backendState reads one backend's standing from the dashboard's state;
+// the zero value when the state does not list it.
 func (e *env) backendState(name string) backendState {
 	e.t.Helper()
 	r := e.do(http.MethodGet, "/api/state", "", nil)
 	var s struct {
-		Backends []struct {
-			Name   string `json:"name"`
-			Status string `json:"status"`
-		} `json:"backends"`
+		Backends []backendState `json:"backends"`
 	}
 	if err := json.Unmarshal(r.body, &s); err != nil {
 		e.t.Fatal(err)
 	}
 	for _, b := range s.Backends {
-		if b.Name == name {
-			return backendState{Backend: b.Name, Status: b.Status, Retired: b.Status == "retired"}
+		if b.Backend == name {
+			b.Retired = b.Status == "retired"
+			return b
 		}
 	}
 	return backendState{}

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,32 +32,17 @@ func (e *env) setKey(provider, key string) {
 	}
 }
 
-// backendStatus reads one backend's status, reason and until from the
-// dashboard's state.
+// backendStatus is backendState's status, reason and until (zero for none).
 func (e *env) backendStatus(name string) (status, reason string, until time.Time) {
 	e.t.Helper()
-	r := e.do(http.MethodGet, "/api/state", "", nil)
-	var s struct {
-		Backends []struct {
-			Name   string     `json:"name"`
-			Status string     `json:"status"`
-			Reason string     `json:"reason"`
-			Until  *time.Time `json:"until"`
-		} `json:"backends"`
+	st := e.backendState(name)
+	if st.Backend == "" {
+		e.t.Fatalf("no backend %s in the state", name)
 	}
-	if err := json.Unmarshal(r.body, &s); err != nil {
-		e.t.Fatal(err)
+	if st.Until != nil {
+		until = *st.Until
 	}
-	for _, b := range s.Backends {
-		if b.Name == name {
-			if b.Until != nil {
-				until = *b.Until
-			}
-			return b.Status, b.Reason, until
-		}
-	}
-	e.t.Fatalf("no backend %s in the state", name)
-	return
+	return st.Status, st.Reason, until
 }
 
 // A key the provider refused and the user then replaced serves the very
