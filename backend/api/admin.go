@@ -34,6 +34,11 @@ type ChainView struct {
 	// its backends share one provider or one platform, and so one
 	// account's limits and outages.
 	Warning string `json:"warning"`
+	// Gone are the backends the chain names that the pool knows but that
+	// cannot serve now (server stopped, hidden, model no longer listed).
+	// They stay in the chain and serve again when their server does;
+	// left out when there are none.
+	Gone []string `json:"gone,omitempty"`
 }
 
 // TestResult is the answer of "test this provider now".
@@ -267,7 +272,13 @@ func (h *adminHandlers) updateProvider(w http.ResponseWriter, r *http.Request) {
 	if !h.decode(w, r, &in) {
 		return
 	}
-	v, err := h.a.Control().UpdateProvider(r.Context(), r.PathValue("name"), in)
+	name := r.PathValue("name")
+	// A local server found by discovery is renamed, hidden or given
+	// limits; every other provider is edited as stored.
+	v, handled, err := h.a.Control().UpdateLocal(r.Context(), name, in)
+	if !handled {
+		v, err = h.a.Control().UpdateProvider(r.Context(), name, in)
+	}
 	if err != nil {
 		fail(w, err)
 		return

@@ -226,7 +226,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.catSource, g.envNames = src, envNames(heldCatalog(o.DataDir, cat))
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
-		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: catalogAddresses(o.DataDir),
+		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: catalogAddresses(o.DataDir), Pool: localPool{g},
 	})
 	if err != nil {
 		return nil, err
@@ -264,6 +264,7 @@ func (g *Gateway) apply(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.base = cfg
+	g.renameLocal()
 	return g.applyLocked(cfg)
 }
 

@@ -106,7 +106,8 @@ type localServer struct {
 // the control plane gives: each becomes a keyless local provider, unless
 // a configured provider already calls its address. A server that stopped
 // answering is left out (its backends are retired meanwhile), so that
-// nobody's request is tried on a server known to be gone.
+// nobody's request is tried on a server known to be gone; so is one the
+// user hid.
 func (g *Gateway) compose(base *config.Config) *config.Config {
 	if len(g.local) == 0 {
 		return base
@@ -118,22 +119,36 @@ func (g *Gateway) compose(base *config.Config) *config.Config {
 		if ls.provider == "" || !ls.up || ls.shut() {
 			continue
 		}
-		p := config.Provider{Name: ls.provider, Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: ls.server.BaseURL, Keyless: true,
-			Timeouts: config.Timeouts{Connect: config.DefaultConnectTimeout, Header: config.DefaultHeaderTimeout,
-				// Loading a model from disk can take a while.
-				FirstToken: 2 * time.Minute, Idle: config.DefaultIdleTimeout}}
-		for _, m := range ls.server.Models {
-			cm := config.Model{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context, Capabilities: m.Capabilities}
-			if m.Embedding {
-				cm.Endpoints = []string{"embeddings"}
-			}
-			p.Models = append(p.Models, cm)
+		if r, ok := base.LocalAt(ls.server.Kind, port); ok && r.Hidden {
+			continue
 		}
-		if len(p.Models) > 0 {
+		if p := localProvider(ls.provider, ls.server, base); len(p.Models) > 0 {
 			cfg.Providers = append(cfg.Providers, p)
 		}
 	}
 	return &cfg
+}
+
+// localProvider is the server s as the keyless local provider called
+// name, with the limits base records for it.
+func localProvider(name string, s discovery.Server, base *config.Config) config.Provider {
+	p := config.Provider{Name: name, Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: s.BaseURL, Keyless: true,
+		Timeouts: config.Timeouts{Connect: config.DefaultConnectTimeout, Header: config.DefaultHeaderTimeout,
+			// Loading a model from disk can take a while.
+			FirstToken: 2 * time.Minute, Idle: config.DefaultIdleTimeout}}
+	if base != nil {
+		if r, ok := base.LocalAt(s.Kind, s.Port); ok {
+			p.Limits = r.Limits
+		}
+	}
+	for _, m := range s.Models {
+		cm := config.Model{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context, Capabilities: m.Capabilities}
+		if m.Embedding {
+			cm.Endpoints = []string{"embeddings"}
+		}
+		p.Models = append(p.Models, cm)
+	}
+	return p
 }
 
 // sameURL reports whether two base URLs name one server: localhost and
@@ -263,9 +278,10 @@ func (g *Gateway) updateLocal(found []discovery.Server, scanned bool) {
 	}
 }
 
-// localName is the provider name of a local server: its kind, with the
-// port when it is not the kind's usual one; "" when a configured provider
-// already calls it.
+// localName is the provider name of a local server: the one the
+// configuration records for it, else its kind, with the port when it is
+// not the kind's usual one; "" when a configured provider already calls
+// it. Called with g.mu held.
 func (g *Gateway) localName(s discovery.Server) string {
 	if s.NeedsKey {
 		return ""
@@ -276,6 +292,9 @@ func (g *Gateway) localName(s discovery.Server) string {
 				return ""
 			}
 		}
+		if r, ok := g.base.LocalAt(s.Kind, s.Port); ok {
+			return r.Name
+		}
 	}
 	name := s.Kind
 	if name == discovery.KindOpenAI {
@@ -285,11 +304,68 @@ func (g *Gateway) localName(s discovery.Server) string {
 		name += "-" + strconv.Itoa(s.Port)
 	}
 	if g.base != nil {
-		if _, taken := g.base.Provider(name); taken {
+		_, configured := g.base.Provider(name)
+		_, recorded := g.base.LocalByName(name)
+		if configured || recorded {
 			name += "-local"
 		}
 	}
 	return name
+}
+
+// renameLocal names every server found after the configuration changed:
+// a record may have renamed it. Called with g.mu held.
+func (g *Gateway) renameLocal() {
+	for _, ls := range g.local {
+		if !ls.shut() {
+			ls.provider = g.localName(ls.server)
+		}
+	}
+}
+
+// localPool tells the control plane about the servers found; see
+// control.Pool.
+type localPool struct{ g *Gateway }
+
+// LocalServers lists the servers found that no configured provider calls
+// and that need no key, by port, with what they do now.
+func (l localPool) LocalServers() []control.LocalServer {
+	g := l.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []control.LocalServer
+	for _, port := range slices.Sorted(maps.Keys(g.local)) {
+		ls := g.local[port]
+		name := ls.provider
+		if ls.shut() {
+			// It serves under this name once the user allows it.
+			name = g.localName(ls.server)
+		}
+		if name == "" {
+			continue
+		}
+		v := control.LocalServer{Provider: localProvider(name, ls.server, g.base),
+			Local: control.ProviderLocal{Kind: ls.server.Kind, Port: port, BaseURL: ls.server.BaseURL,
+				Status: control.LocalServing, Found: fmt.Sprintf("found on port %d", port)}}
+		hidden := false
+		if g.base != nil {
+			r, ok := g.base.LocalAt(ls.server.Kind, port)
+			hidden = ok && r.Hidden
+		}
+		switch {
+		case ls.up && ls.shut():
+			v.Local.Status, v.Local.Owner = control.LocalForeign, ownerWords(ls.server.Owner)
+			v.Local.Found = fmt.Sprintf("found on port %d, run by another user of this machine (%s); it serves only once you allow it on the Setup screen",
+				port, ownerWords(ls.server.Owner))
+		case hidden:
+			v.Local.Status = control.LocalHidden
+		case !ls.up:
+			v.Local.Status = control.LocalGone
+			v.Local.Found = fmt.Sprintf("found on port %d; it stopped answering", port)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // localServers lists the local servers for the setup view, by port.
