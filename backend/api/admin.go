@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,6 +77,8 @@ type Admin interface {
 	TokenRequired() bool
 	// Setup serves the catalog and the first-run setup.
 	Setup
+	// Providers adds and edits providers, trying their keys.
+	Providers
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -95,6 +98,7 @@ func (s *Server) MountAdmin(a Admin) {
 		writeJSON(w, http.StatusOK, a.Control().Providers())
 	})
 	route("POST /api/providers", h.addProvider)
+	route("POST /api/providers/models", h.providerModels)
 	route("PUT /api/providers/{name}", h.updateProvider)
 	route("PATCH /api/providers/{name}", h.patchProvider)
 	route("DELETE /api/providers/{name}", h.deleteProvider)
@@ -241,7 +245,7 @@ func (h *adminHandlers) decode(w http.ResponseWriter, r *http.Request, v any) bo
 func fail(w http.ResponseWriter, err error) {
 	var ce *control.Error
 	if errors.As(err, &ce) {
-		WriteError(w, ce.Status, errorTypeFor(ce.Status), "invalid_value", ce.Message, ce.Param)
+		WriteError(w, ce.Status, errorTypeFor(ce.Status), cmp.Or(ce.Code, "invalid_value"), ce.Message, ce.Param)
 		return
 	}
 	WriteError(w, http.StatusInternalServerError, "server_error", "internal", "the change could not be saved: "+err.Error(), "")
@@ -252,38 +256,6 @@ func errorTypeFor(status int) string {
 		return "server_error"
 	}
 	return "invalid_request_error"
-}
-
-func (h *adminHandlers) addProvider(w http.ResponseWriter, r *http.Request) {
-	var in control.ProviderInput
-	if !h.decode(w, r, &in) {
-		return
-	}
-	v, err := h.a.Control().AddProvider(r.Context(), in)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, v)
-}
-
-func (h *adminHandlers) updateProvider(w http.ResponseWriter, r *http.Request) {
-	var in control.ProviderInput
-	if !h.decode(w, r, &in) {
-		return
-	}
-	name := r.PathValue("name")
-	// A local server found by discovery is renamed, hidden or given
-	// limits; every other provider is edited as stored.
-	v, handled, err := h.a.Control().UpdateLocal(r.Context(), name, in)
-	if !handled {
-		v, err = h.a.Control().UpdateProvider(r.Context(), name, in)
-	}
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
 }
 
 // patchProvider serves PATCH, which does what PUT does: both change only

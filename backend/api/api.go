@@ -248,6 +248,7 @@ func (s *Server) routed(codec protocol.Codec, ep llm.Endpoint) http.HandlerFunc 
 // serve routes a parsed request and writes the answer, or the failure, in
 // the codec's dialect.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, codec protocol.Codec, req *llm.Request) {
+	req.Path = callPath(r)
 	if req.Stream {
 		s.stream(w, r, codec, req)
 		return
@@ -261,7 +262,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, codec protocol.Co
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(res.Response.Body)))
 	h.Set("X-FreeLane-Request-Id", res.ID)
-	h.Set("X-FreeLane-Backend", res.Backend.Name)
+	h.Set("X-FreeLane-Backend", res.Backend.Name())
 	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(res.Response.Body)
@@ -335,7 +336,7 @@ func (s *Server) modelList() []modelEntry {
 		data = append(data, modelEntry{ID: c, Object: "model", OwnedBy: "freelane"})
 	}
 	for _, b := range t.Backends() {
-		data = append(data, modelEntry{ID: b.Name, Object: "model", OwnedBy: b.Provider})
+		data = append(data, modelEntry{ID: b.Name(), Object: "model", OwnedBy: b.ID.Provider})
 	}
 	return data
 }

@@ -41,6 +41,21 @@ func clientCodec(r *http.Request) protocol.Codec {
 	return openai.Codec
 }
 
+// callPath is the API path a routed request came in on, as its route
+// names it, with the client's own data left out: "/v1/messages",
+// "/v1beta/models/{model}:generateContent". It is built from the route
+// pattern the request matched, not from the URL, so it is always one of
+// a few known strings. The gemini handler calls the router only for the
+// methods it serves, so the method after the last colon is one of those.
+func callPath(r *http.Request) string {
+	_, p, _ := strings.Cut(r.Pattern, " ")
+	if pre, ok := strings.CutSuffix(p, "{call...}"); ok {
+		call := r.PathValue("call")
+		return pre + "{model}:" + call[strings.LastIndexByte(call, ':')+1:]
+	}
+	return p
+}
+
 // v1Error writes an error for a /v1 request in its client's dialect. typ
 // is OpenAI's error type, used for OpenAI's clients (of chat completions
 // and of the Responses API); the other dialects take theirs from the

@@ -63,6 +63,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	req.Path = callPath(r)
 	id := responses.NewResponseID()
 	var keep *keeper
 	if src.Store() && s.o.Responses != nil {
@@ -98,7 +99,7 @@ func writeAnswer(w http.ResponseWriter, res *router.Result, body []byte) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-FreeLane-Request-Id", res.ID)
-	h.Set("X-FreeLane-Backend", res.Backend.Name)
+	h.Set("X-FreeLane-Backend", res.Backend.Name())
 	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
@@ -207,6 +208,7 @@ func (s *Server) responsesCompact(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, responses.Codec, err)
 		return
 	}
+	sum.Path = callPath(r)
 	res, f := s.o.Router.Complete(r.Context(), sum)
 	if f != nil {
 		s.fail(w, responses.Codec, f)
@@ -231,6 +233,7 @@ func (s *Server) compactionTurn(w http.ResponseWriter, r *http.Request, req *llm
 		writeBadRequest(w, responses.Codec, err)
 		return
 	}
+	sum.Path = req.Path
 	res, f := s.o.Router.Complete(r.Context(), sum)
 	if f != nil {
 		s.fail(w, responses.Codec, f)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"freelane/backend/control"
+	"freelane/backend/llm"
 	"freelane/backend/store"
 )
 
@@ -74,10 +75,10 @@ func (h *adminHandlers) usage(w http.ResponseWriter, r *http.Request) {
 	switch group {
 	case "":
 		group = store.ByDay
-	case store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend:
+	case store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath:
 	default:
 		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
-			fmt.Sprintf("group_by must be day, backend, chain or day,backend, got %q", group), "group_by")
+			fmt.Sprintf("group_by must be day, backend, chain, day,backend or path, got %q", llm.Truncate(group, 40)), "group_by")
 		return
 	}
 	rows, err := h.a.Usage(r.Context(), store.UsageQuery{From: from, To: to, GroupBy: group})
@@ -100,8 +101,8 @@ func (h *adminHandlers) usageCSV(w http.ResponseWriter, r *http.Request) {
 		from.Local().Format(time.DateOnly), to.Local().Format(time.DateOnly)))
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"time", "request_id", "chain", "backend", "outcome", "status", "latency_ms", "ttft_ms",
-		"prompt_tokens", "completion_tokens", "estimated", "cost"})
-	rec := make([]string, 12)
+		"prompt_tokens", "completion_tokens", "estimated", "cost", "path"})
+	rec := make([]string, 13)
 	err := h.a.EachLedgerRow(r.Context(), from, to, func(row store.LedgerRow) error {
 		rec[0] = row.Time.UTC().Format(time.RFC3339Nano)
 		rec[1], rec[2], rec[3], rec[4] = row.RequestID, row.Chain, row.Backend, row.Outcome
@@ -115,6 +116,7 @@ func (h *adminHandlers) usageCSV(w http.ResponseWriter, r *http.Request) {
 		rec[9] = strconv.FormatInt(row.CompletionTokens, 10)
 		rec[10] = strconv.FormatBool(row.Estimated)
 		rec[11] = strconv.FormatFloat(row.Cost, 'f', -1, 64)
+		rec[12] = row.Path
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

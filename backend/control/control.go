@@ -482,6 +482,9 @@ type Error struct {
 	Status  int
 	Param   string
 	Message string
+	// Code is the error's code in the API's answer; "" for the usual
+	// invalid_value.
+	Code string
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -499,28 +502,11 @@ func (c *Control) update(ctx context.Context, scope string, fn func(doc *config.
 }
 
 func (c *Control) updateLocked(ctx context.Context, scope string, fn func(doc *config.Config) error) error {
-	next, err := c.clone(c.doc)
-	if err != nil {
-		return err
-	}
 	oldKeys := maps.Clone(c.keys)
-	if err := fn(next); err != nil {
+	checked, eff, err := c.prepareLocked(scope, fn)
+	if err != nil {
 		c.keys = oldKeys
 		return err
-	}
-	// A chain or budget naming a server discovery found records it, so
-	// that the configuration still loads while the server is stopped.
-	recordLocal(next, c.localServers())
-	c.unbind(c.doc, next)
-	checked, err := c.clone(next)
-	if err != nil {
-		c.keys = oldKeys
-		return validationError(err, scope)
-	}
-	eff, err := c.effective(checked)
-	if err != nil {
-		c.keys = oldKeys
-		return validationError(err, scope)
 	}
 	if err := c.persist(ctx, checked); err != nil {
 		c.keys = oldKeys
@@ -536,6 +522,31 @@ func (c *Control) updateLocked(ctx context.Context, scope string, fn func(doc *c
 		f()
 	}
 	return nil
+}
+
+// prepareLocked applies fn to a copy of the document and validates the
+// result: it returns the document to store and its effective form. The
+// keys fn sets or unbind forgets are changed in c.keys, which the caller
+// puts back when it does not store the result.
+func (c *Control) prepareLocked(scope string, fn func(doc *config.Config) error) (checked, eff *config.Config, err error) {
+	next, err := c.clone(c.doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := fn(next); err != nil {
+		return nil, nil, err
+	}
+	// A chain or budget naming a server discovery found records it, so
+	// that the configuration still loads while the server is stopped.
+	recordLocal(next, c.localServers())
+	c.unbind(c.doc, next)
+	if checked, err = c.clone(next); err != nil {
+		return nil, nil, validationError(err, scope)
+	}
+	if eff, err = c.effective(checked); err != nil {
+		return nil, nil, validationError(err, scope)
+	}
+	return checked, eff, nil
 }
 
 // unbind forgets the credentials of every provider whose destination

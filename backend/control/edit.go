@@ -159,6 +159,11 @@ type ProviderInput struct {
 	// be sent back, and ignored.
 	Source *ProviderSource `json:"source,omitempty"`
 	Local  *ProviderLocal  `json:"local,omitempty"`
+	// UnreachableOK is not stored: it answers the question an add or an
+	// edit asks when the key cannot be tried because the provider's server
+	// cannot be reached. True stores the provider all the same; a key the
+	// provider refuses is refused whatever it says.
+	UnreachableOK bool `json:"unreachable_ok,omitempty"`
 
 	// sent is nil for an input built in Go.
 	sent *sent
@@ -403,24 +408,33 @@ func mergeHeaders(old, in map[string]string, sent, moved bool) map[string]string
 
 // AddProvider adds a provider, with its key when one is given.
 func (c *Control) AddProvider(ctx context.Context, in ProviderInput) (ProviderView, error) {
-	p := config.Provider{Name: config.Escape(strings.TrimSpace(in.Name))}
-	if err := in.applyTo(&p, true); err != nil {
+	name, add, err := c.adding(in)
+	if err != nil {
 		return ProviderView{}, err
 	}
-	if p.Name == "" {
-		return ProviderView{}, userErr(http.StatusBadRequest, "name", "name is required")
+	if err := c.update(ctx, "", add); err != nil {
+		return ProviderView{}, scoped(err, "providers[")
 	}
-	err := c.update(ctx, "", func(doc *config.Config) error {
+	return c.Provider(name)
+}
+
+// adding is the change that adds the provider in describes, and the name
+// it is stored under.
+func (c *Control) adding(in ProviderInput) (string, func(doc *config.Config) error, error) {
+	p := config.Provider{Name: config.Escape(strings.TrimSpace(in.Name))}
+	if err := in.applyTo(&p, true); err != nil {
+		return "", nil, err
+	}
+	if p.Name == "" {
+		return "", nil, userErr(http.StatusBadRequest, "name", "name is required")
+	}
+	return p.Name, func(doc *config.Config) error {
 		if providerIndex(doc, p.Name) >= 0 {
 			return userErr(http.StatusConflict, "name", "a provider named %q already exists", p.Name)
 		}
 		doc.Providers = append(doc.Providers, p)
 		return c.setKeyLocked(p.Name, in.APIKey)
-	})
-	if err != nil {
-		return ProviderView{}, scoped(err, "providers[")
-	}
-	return c.Provider(p.Name)
+	}, nil
 }
 
 // scoped strips "providers[N]." from a validation param for a one-provider
@@ -437,25 +451,11 @@ func scoped(err error, prefix string) error {
 // UpdateProvider changes a stored provider by what in carries and leaves
 // everything else as stored (see ProviderInput). Its name stays.
 func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderInput) (ProviderView, error) {
-	if n := strings.TrimSpace(in.Name); in.has("name") && n != "" && n != name {
-		return ProviderView{}, userErr(http.StatusBadRequest, "name", "a provider cannot be renamed; add a new one and delete %q", name)
+	if err := renaming(name, in); err != nil {
+		return ProviderView{}, err
 	}
 	before, _ := c.Provider(name)
-	err := c.update(ctx, "", func(doc *config.Config) error {
-		i := providerIndex(doc, name)
-		if i < 0 {
-			return userErr(http.StatusNotFound, "name", "there is no provider %q", name)
-		}
-		// doc is the update's own copy, so the stored provider can be
-		// changed in place.
-		stored := doc.Providers[i]
-		shown := config.Fill(doc, c.cat).Providers[i]
-		if err := in.applyTo(&doc.Providers[i], false); err != nil {
-			return err
-		}
-		keepCatalogShape(stored, shown, &doc.Providers[i])
-		return c.setKeyLocked(name, in.APIKey)
-	})
+	err := c.update(ctx, "", c.changing(name, in))
 	if err != nil {
 		return ProviderView{}, scoped(err, "providers[")
 	}
@@ -470,6 +470,26 @@ func (c *Control) UpdateProvider(ctx context.Context, name string, in ProviderIn
 		}
 	}
 	return v, err
+}
+
+// changing is the change that edits the stored provider name by what in
+// carries.
+func (c *Control) changing(name string, in ProviderInput) func(doc *config.Config) error {
+	return func(doc *config.Config) error {
+		i := providerIndex(doc, name)
+		if i < 0 {
+			return userErr(http.StatusNotFound, "name", "there is no provider %q", name)
+		}
+		// doc is the update's own copy, so the stored provider can be
+		// changed in place.
+		stored := doc.Providers[i]
+		shown := config.Fill(doc, c.cat).Providers[i]
+		if err := in.applyTo(&doc.Providers[i], false); err != nil {
+			return err
+		}
+		keepCatalogShape(stored, shown, &doc.Providers[i])
+		return c.setKeyLocked(name, in.APIKey)
+	}
 }
 
 // keepCatalogShape keeps a provider from the catalog as it was stored

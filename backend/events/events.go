@@ -7,6 +7,7 @@ package events
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ const (
 	Retired     Kind = "retired"      // model withdrawn (404) or failed the daily probe
 	Restored    Kind = "restored"     // a retired or down backend is back
 	KeyDisabled Kind = "key_disabled" // a provider's key was rejected
+	KeyRestored Kind = "key_restored" // a rejected key was replaced, or a check found it works again
 	Health      Kind = "health"       // health score crossed the threshold
 	Probe       Kind = "probe"        // a probe result changed a backend's standing
 	Offline     Kind = "offline"      // every backend failed to connect: the machine is offline
@@ -117,10 +119,32 @@ func (b *Bus) Publish(e Event) {
 func (b *Bus) Recent() []Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.recentLocked()
+}
+
+func (b *Bus) recentLocked() []Event {
 	if !b.full {
 		return append([]Event(nil), b.recent[:b.next]...)
 	}
 	return append(append([]Event(nil), b.recent[b.next:]...), b.recent[:b.next]...)
+}
+
+// Restore puts events an earlier run kept back among the recent ones,
+// before any published since this Bus was made, so the dashboard's recent
+// events and alerts read the same after a restart. They are not delivered
+// to subscribers or logged again: they happened before. Only the newest
+// keep events are kept in all.
+func (b *Bus) Restore(old []Event) {
+	if b == nil || len(old) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	all := append(slices.Clone(old), b.recentLocked()...)
+	all = all[max(len(all)-keep, 0):]
+	clear(b.recent)
+	n := copy(b.recent, all)
+	b.next, b.full = n%keep, n == keep
 }
 
 // Subscription receives events until Close.

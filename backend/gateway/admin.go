@@ -25,6 +25,9 @@ import (
 
 // BackendView is one backend as the dashboard shows it.
 type BackendView struct {
+	// ID is the backend; Name, Provider and Model are its parts as the
+	// dashboard reads them.
+	ID       llm.BackendID             `json:"-"`
 	Name     string                    `json:"name"`
 	Provider string                    `json:"provider"`
 	Model    string                    `json:"model"`
@@ -35,7 +38,10 @@ type BackendView struct {
 	Reason   string                    `json:"reason"`
 	Until    *time.Time                `json:"until"`
 	Windows  map[string]metrics.Window `json:"windows"`
-	Probe    ProbeView                 `json:"probe"`
+	// Today is the backend's calls today (local time), the figure the
+	// usage ledger gives for the day.
+	Today metrics.DayCount `json:"today"`
+	Probe ProbeView        `json:"probe"`
 }
 
 // ProbeView is a backend's last probe.
@@ -47,6 +53,8 @@ type ProbeView struct {
 
 // Totals are the headline numbers.
 type Totals struct {
+	// RequestsToday counts the requests started today (local time), the
+	// figure the request log gives for the day.
 	RequestsToday int     `json:"requests_today"`
 	RPS1m         float64 `json:"rps_1m"`
 }
@@ -146,7 +154,7 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 	if model == "" && len(p.Models) > 0 {
 		model = p.Models[0].ID
 	}
-	res.Backend = provider + "/" + model
+	res.Backend = llm.BackendID{Provider: provider, Model: model}.String()
 	switch {
 	case p.Disabled:
 		res.Error = "the provider is disabled; enable it first"
@@ -163,6 +171,9 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 		return res
 	}
 	res.OK, res.Answer = true, answerText(resp.Body)
+	// The provider took the key just now: a refusal it gave earlier is
+	// over, and the next request may use it.
+	g.gate.KeyPassed(llm.KeyID{Provider: provider}, "a test request succeeded")
 	return res
 }
 
@@ -206,7 +217,7 @@ func (g *Gateway) chains() []api.ChainView {
 		} else {
 			v.Generated = true
 			for _, b := range t.Chain(name) {
-				v.Backends = append(v.Backends, b.Name)
+				v.Backends = append(v.Backends, b.Name())
 			}
 		}
 		v.Warning = chainWarning(cfg, v.Backends)
@@ -246,36 +257,43 @@ func (g *Gateway) backendViews() []BackendView {
 	now := g.clock.Now()
 	threshold := cfg.Breaker.HealthThreshold
 	var out []BackendView
-	seen := map[string]bool{}
+	seen := map[llm.BackendID]bool{}
 	add := func(p config.Provider, m config.Model) {
-		name := p.Name + "/" + m.ID
-		if seen[name] {
+		id := llm.BackendID{Provider: p.Name, Model: m.ID}
+		if seen[id] {
 			return
 		}
-		seen[name] = true
-		v := BackendView{Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name), Health: 1, State: breaker.Closed}
+		seen[id] = true
+		name := id.String()
+		v := BackendView{ID: id, Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name),
+			Today: g.feed.today.Backend(now, name), Health: 1, State: breaker.Closed}
 		switch {
 		case p.Disabled:
 			v.Status, v.Reason = "disabled", "the provider is disabled"
 		case !p.Keyless && p.APIKey == "":
 			v.Status, v.Reason = "no_key", keyHint(p)
 		default:
-			st := g.gate.Status(p.Name, name)
+			st := g.gate.Status(id)
 			v.State, v.Health = st.State, st.Health
 			if !st.LastProbe.IsZero() {
 				last := st.LastProbe
 				v.Probe = ProbeView{Last: &last, OK: st.LastProbeOK, Message: st.LastProbeMsg}
 			}
 			until := func(t time.Time) *time.Time { return &t }
+			quotaWhy, quotaUntil, exhausted := g.quota.Exhausted(id)
 			switch {
 			case !st.KeyOffUntil.IsZero():
-				v.Status, v.Reason, v.Until = "key_disabled", st.KeyOffWhy, until(st.KeyOffUntil)
+				// Until is the next check: the key is used again as soon as
+				// one passes, not at the end of a fixed wait.
+				v.Status, v.Reason, v.Until = "key_disabled", keyOffWords(st), until(cmp.Or(st.KeyNextCheck, st.KeyOffUntil))
 			case st.Retired:
 				v.Status, v.Reason = "retired", st.RetiredWhy
 			case st.State == breaker.Open:
 				v.Status, v.Reason, v.Until = "open", st.OpenWhy, until(st.OpenUntil)
 			case st.State == breaker.HalfOpen:
 				v.Status, v.Reason = "half_open", "waiting for a trial request"
+			case exhausted && !quotaUntil.IsZero():
+				v.Status, v.Reason, v.Until = "exhausted", quotaWhy, until(quotaUntil)
 			case st.CoolUntil.After(now):
 				v.Status, v.Reason, v.Until = "cooling", st.CoolWhy, until(st.CoolUntil)
 			case st.Health < threshold:
@@ -291,9 +309,9 @@ func (g *Gateway) backendViews() []BackendView {
 		byName[p.Name] = p
 	}
 	for _, b := range g.router.Table().Backends() {
-		p := byName[b.Provider]
+		p := byName[b.ID.Provider]
 		for _, m := range p.Models {
-			if m.ID == b.Model {
+			if m.ID == b.ID.Model {
 				add(p, m)
 			}
 		}
@@ -311,7 +329,7 @@ func (g *Gateway) totals() Totals {
 	for _, name := range g.metrics.Backends() {
 		rps += g.metrics.Window(name, time.Minute).RPS
 	}
-	return Totals{RequestsToday: g.feed.Today(), RPS1m: rps}
+	return Totals{RequestsToday: int(g.feed.today.Requests(g.clock.Now())), RPS1m: rps}
 }
 
 func (g *Gateway) snapshot() Snapshot {

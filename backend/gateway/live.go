@@ -17,11 +17,15 @@ const recentKeep = 100
 const pendingMax = 500
 
 // feed receives every finished request: it writes the request log, feeds
-// the metrics and keeps the live tail for the dashboard. Record runs on the
-// request path, so it only appends to memory.
+// the metrics and today's counts, and keeps the live tail for the
+// dashboard. Record runs on the request path, so it only appends to
+// memory: the request log is written by its own goroutine, and today's
+// counts and the metrics' windows were loaded from the stored rows at
+// start (restoreCounters), so they go on from what the rows hold.
 type feed struct {
 	log     interface{ Record(llm.Trace) }
 	metrics *metrics.Registry
+	today   *metrics.Today
 	clock   interface{ Now() time.Time }
 	red     *redact.Redactor
 
@@ -29,12 +33,10 @@ type feed struct {
 	recent  []llm.Trace // ring, newest at (next-1)
 	next    int
 	pending []llm.Trace
-	day     int
-	today   int
 }
 
 func newFeed(log interface{ Record(llm.Trace) }, m *metrics.Registry, clock interface{ Now() time.Time }, red *redact.Redactor) *feed {
-	return &feed{log: log, metrics: m, clock: clock, red: red, recent: make([]llm.Trace, 0, recentKeep)}
+	return &feed{log: log, metrics: m, today: metrics.NewToday(), clock: clock, red: red, recent: make([]llm.Trace, 0, recentKeep)}
 }
 
 // Record implements router.Recorder.
@@ -44,24 +46,35 @@ func (f *feed) Record(t llm.Trace) {
 	// secrets go first, so that a cut never leaves part of one.
 	t = redactTrace(f.red, t).Capped()
 	f.log.Record(t)
+	// Counted by the day the request started, as its stored row is.
+	start := t.Start
+	if start.IsZero() {
+		start = f.clock.Now()
+	}
+	f.today.Request(start)
+	// A failed call failed over when the request went on to call another
+	// backend; skipped backends after it were not called. The ledger, which
+	// holds only calls, tells a failover the same way after a restart.
+	last := -1
+	for i, a := range t.Attempts {
+		if !a.Skipped {
+			last = i
+		}
+	}
 	for i, a := range t.Attempts {
 		if a.Skipped {
 			continue
 		}
+		f.today.Call(start, a.Backend, a.Class == llm.OK)
 		f.metrics.Observe(a.Backend, metrics.Outcome{
 			OK:       a.Class == llm.OK,
-			Failover: a.Class != llm.OK && i < len(t.Attempts)-1,
+			Failover: a.Class != llm.OK && i < last,
 			Latency:  a.Latency,
 			TTFT:     a.TTFT,
 		})
 	}
-	day := dayKey(f.clock.Now())
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if day != f.day {
-		f.day, f.today = day, 0
-	}
-	f.today++
 	if len(f.recent) < recentKeep {
 		f.recent = append(f.recent, t)
 	} else {
@@ -92,23 +105,6 @@ func (f *feed) Take() []llm.Trace {
 	out := f.pending
 	f.pending = nil
 	return out
-}
-
-// Today is how many requests finished today (local time).
-func (f *feed) Today() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.day != dayKey(f.clock.Now()) {
-		return 0
-	}
-	return f.today
-}
-
-// dayKey identifies the local calendar day without formatting a string on
-// the request path.
-func dayKey(t time.Time) int {
-	t = t.Local()
-	return t.Year()*1000 + t.YearDay()
 }
 
 // redactTrace returns t with the secrets removed from its free text: the

@@ -51,21 +51,6 @@ func (e *env) chainsByName() map[string]chainJSON {
 	return out
 }
 
-func (e *env) providerView(name string) (control.ProviderView, bool) {
-	e.t.Helper()
-	r := e.do(http.MethodGet, "/api/providers", "", nil)
-	var list []control.ProviderView
-	if r.status != http.StatusOK || json.Unmarshal(r.body, &list) != nil {
-		e.t.Fatalf("GET /api/providers: %d %s", r.status, r.body)
-	}
-	for _, p := range list {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return control.ProviderView{}, false
-}
-
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -420,6 +420,9 @@ func TestUsageAPI(t *testing.T) {
 	if rows := get("group_by=chain"); len(rows) != 2 || rows[0]["key"] != "" || rows[1]["key"] != "main" {
 		t.Fatalf("by chain: %v", rows)
 	}
+	if rows := get("group_by=path"); len(rows) != 1 || rows[0]["key"] != "/v1/chat/completions" || rows[0]["requests"] != 4.0 {
+		t.Fatalf("by path: %v", rows)
+	}
 	if rows := get("group_by=backend&from=2026-12-01&to=2026-12-01"); len(rows) != 0 {
 		t.Fatalf("empty range: %v", rows)
 	}
@@ -435,10 +438,11 @@ func TestUsageAPI(t *testing.T) {
 		t.Fatalf("csv: %d %v", r.status, r.header)
 	}
 	recs, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
-	if err != nil || len(recs) != 5 || strings.Join(recs[0], ",") != "time,request_id,chain,backend,outcome,status,latency_ms,ttft_ms,prompt_tokens,completion_tokens,estimated,cost" {
+	if err != nil || len(recs) != 5 || strings.Join(recs[0], ",") != "time,request_id,chain,backend,outcome,status,latency_ms,ttft_ms,prompt_tokens,completion_tokens,estimated,cost,path" {
 		t.Fatalf("csv rows: %v %v", err, recs)
 	}
-	if recs[1][3] != "a/ma" || recs[1][4] != "transient" || recs[1][5] != "503" || recs[4][3] != "c/mc" || recs[4][7] == "" {
+	if recs[1][3] != "a/ma" || recs[1][4] != "transient" || recs[1][5] != "503" || recs[4][3] != "c/mc" || recs[4][7] == "" ||
+		recs[1][12] != "/v1/chat/completions" {
 		t.Fatalf("csv content: %v", recs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"freelane/backend/breaker"
+	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/probe"
 )
@@ -15,6 +16,9 @@ import (
 const (
 	breakerState = "breakers"
 	probeState   = "probes"
+	// eventState holds the recent events, so the dashboard's alerts
+	// survive a restart.
+	eventState = "events"
 )
 
 // saveEvery is how often breaker and health state is written; a crash loses
@@ -40,6 +44,16 @@ func (g *Gateway) restoreState(ctx context.Context) {
 			g.log.Info("restored breaker state", "backends", len(saved))
 		}
 	}
+	if raw, ok, err := g.db.GetState(ctx, eventState); err != nil {
+		g.log.Warn("could not load the recent events", "err", err)
+	} else if ok {
+		var evs []events.Event
+		if err := json.Unmarshal(raw, &evs); err != nil {
+			g.log.Warn("ignoring damaged recent events", "err", err)
+		} else {
+			g.bus.Restore(evs)
+		}
+	}
 	if raw, ok, err := g.db.GetState(ctx, probeState); err == nil && ok {
 		var sp savedProbes
 		if json.Unmarshal(raw, &sp) == nil && !sp.LastDaily.IsZero() {
@@ -48,13 +62,21 @@ func (g *Gateway) restoreState(ctx context.Context) {
 	}
 }
 
-// saveState writes breaker, health, cooldown, retirement and probe state.
+// saveState writes breaker, health, cooldown, retirement and probe state,
+// and the recent events.
 func (g *Gateway) saveState(ctx context.Context) error {
 	raw, err := json.Marshal(g.gate.Snapshot())
 	if err != nil {
 		return fmt.Errorf("saving breaker state: %w", err)
 	}
 	if err := g.db.PutState(ctx, breakerState, raw); err != nil {
+		return err
+	}
+	raw, err = json.Marshal(g.bus.Recent())
+	if err != nil {
+		return fmt.Errorf("saving the recent events: %w", err)
+	}
+	if err := g.db.PutState(ctx, eventState, raw); err != nil {
 		return err
 	}
 	raw, err = json.Marshal(savedProbes{LastDaily: g.prober.LastDaily()})
@@ -84,15 +106,15 @@ func (g *Gateway) saveLoop(ctx context.Context) {
 // standings adapts the breakers to what the prober asks.
 type standings struct{ set *breaker.Set }
 
-func (s standings) Standing(provider, name string) probe.Standing {
-	st := s.set.Status(provider, name)
+func (s standings) Standing(id llm.BackendID) probe.Standing {
+	st := s.set.Status(id)
 	return probe.Standing{Down: st.State != breaker.Closed, Retired: st.Retired}
 }
 
-func (s standings) ProbeResult(provider, name string, e *llm.Error) {
-	s.set.ProbeResult(provider, name, e)
+func (s standings) ProbeResult(id llm.BackendID, e *llm.Error) {
+	s.set.ProbeResult(id, e)
 }
 
-func (s standings) RetireByProbe(provider, name string, e *llm.Error) {
-	s.set.RetireByProbe(provider, name, e)
+func (s standings) RetireByProbe(id llm.BackendID, e *llm.Error) {
+	s.set.RetireByProbe(id, e)
 }

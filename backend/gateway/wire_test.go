@@ -159,6 +159,7 @@ func TestWireShapesOfABusyGateway(t *testing.T) {
 
 	provider := `{"name":"d","kind":"openai","tier":"own","base_url":"` + e.up.URL + `","models":[{"id":"md","params_b":8,"context":8192}],` +
 		`"headers":{"X-A":"1"},"timeouts":{"connect":"1s","header":"","first_token":"","idle":""},"probe":false,"api_key":"sk-test-dddddddddddd"}`
+	w.call("POST /api/providers/models", "/api/providers/models", `{"kind":"openai","base_url":"`+e.up.URL+`","api_key":"sk-test-dddddddddddd"}`, http.StatusOK)
 	w.call("POST /api/providers", "/api/providers", provider, http.StatusCreated)
 	w.call("PUT /api/providers/{name}", "/api/providers/d", strings.Replace(provider, `"tier":"own"`, `"tier":"free"`, 1), http.StatusOK)
 	w.call("PATCH /api/providers/{name}", "/api/providers/d", `{"disabled":true}`, http.StatusOK)

@@ -43,6 +43,7 @@
 package metrics
 
 import (
+	"iter"
 	"math"
 	"sort"
 	"sync"
@@ -336,9 +337,12 @@ func (r *Registry) elapsed(now time.Time) time.Duration {
 // does not allocate once the backend is known and holds the backend's lock
 // only for a few increments.
 func (r *Registry) Observe(backendName string, o Outcome) {
-	b := r.getOrCreate(backendName)
-	el := r.elapsed(r.clock.Now())
+	r.observe(r.getOrCreate(backendName), r.elapsed(r.clock.Now()), o, true)
+}
 
+// observe adds o to b's rings at elapsed time el, and to its totals when
+// counted is set.
+func (r *Registry) observe(b *backend, el time.Duration, o Outcome, counted bool) {
 	failed := !o.OK || o.Failover
 	latBin, ttftBin := -1, -1
 	if !failed {
@@ -356,10 +360,12 @@ func (r *Registry) Observe(backendName string, o Outcome) {
 	}
 
 	b.mu.Lock()
-	b.totals.Requests++
-	b.totals.Failures += int64(fail)
-	b.totals.Successes += int64(1 - fail)
-	b.totals.Failovers += int64(fo)
+	if counted {
+		b.totals.Requests++
+		b.totals.Failures += int64(fail)
+		b.totals.Successes += int64(1 - fail)
+		b.totals.Failovers += int64(fo)
+	}
 	for i := range b.rings {
 		g := &b.rings[i]
 		idx := int64(el / g.width)
@@ -383,6 +389,45 @@ func (r *Registry) Observe(backendName string, o Outcome) {
 		}
 	}
 	b.mu.Unlock()
+}
+
+// Past is one attempt observed by an earlier run, for Restore.
+type Past struct {
+	// At is when the attempt was observed: when its request finished.
+	At      time.Time
+	Backend string
+	Outcome Outcome
+}
+
+// Restore puts attempts an earlier run observed back into the windows, so
+// that the last minute, five minutes and hour read the same after a
+// restart as before it. past gives them oldest first (an attempt out of
+// order counts in the newest slot so far). Restore must be called before
+// the first Observe, while nothing else uses the Registry. Attempts more
+// than an hour old are left out, as the windows would have dropped them;
+// attempts dated after now count as now. The totals since start
+// (Counters, and the counters of WritePrometheus) are left alone: for
+// them a restart starts over, as Prometheus expects of a counter.
+//
+// The Registry's start moves back to the oldest attempt restored, so rates
+// are divided by the span the restored history really covers.
+func (r *Registry) Restore(past iter.Seq[Past]) {
+	now := r.clock.Now()
+	cut := now.Add(-Window1h)
+	first := true
+	for p := range past {
+		if p.At.Before(cut) {
+			continue
+		}
+		if p.At.After(now) {
+			p.At = now
+		}
+		if first && p.At.Before(r.start) {
+			r.start = p.At
+		}
+		first = false
+		r.observe(r.getOrCreate(p.Backend), r.elapsed(p.At), p.Outcome, false)
+	}
 }
 
 // Window returns backend's metrics over the last w. The standard lengths

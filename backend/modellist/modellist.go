@@ -119,7 +119,8 @@ type Listed struct {
 // key and headers reach base_url's host and nowhere else; a 3xx is an
 // error naming where the provider pointed. Errors never contain the key
 // or a header value: a refused key is ErrKeyRejected, a missing endpoint
-// ErrNoList, an oversized list ErrTooLarge, and other answers an *Error.
+// ErrNoList, an oversized list ErrTooLarge, other answers an *Error and no
+// answer at all a *TransportError (or the context's error).
 func Fetch(ctx context.Context, c *http.Client, dialect, baseURL, key string, headers map[string]string) ([]Listed, error) {
 	base, err := parseBase(baseURL)
 	if err != nil {
@@ -199,6 +200,25 @@ func (e *Error) Error() string {
 // Unwrap returns the sentinel the failure is, if any.
 func (e *Error) Unwrap() error { return e.kind }
 
+// TransportError is a list request that got no answer: the connection
+// could not be made or broke. Its text is redacted; Unwrap gives the
+// network error itself, so that a caller can tell a refused connection, an
+// unknown host or a timeout apart with errors.Is and errors.As. The
+// network error's own text is not redacted and must not be shown.
+type TransportError struct {
+	// Host is the provider's host.
+	Host string
+	// Message is the network error's text, redacted.
+	Message string
+	// Err is the network error.
+	Err error
+}
+
+func (e *TransportError) Error() string { return "modellist: reading " + e.Host + ": " + e.Message }
+
+// Unwrap returns the network error.
+func (e *TransportError) Unwrap() error { return e.Err }
+
 type fetcher struct {
 	http    *http.Client
 	base    *url.URL
@@ -255,7 +275,7 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("modellist: reading %s: %w", u.Host, ctxErr)
 		}
-		return nil, fmt.Errorf("modellist: reading %s: %s", u.Host, f.red.String(err.Error()))
+		return nil, &TransportError{Host: u.Host, Message: f.red.String(err.Error()), Err: err}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.ContentLength > MaxBody {
@@ -266,7 +286,7 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("modellist: reading %s: %w", u.Host, ctxErr)
 		}
-		return nil, fmt.Errorf("modellist: reading %s: %s", u.Host, f.red.String(err.Error()))
+		return nil, &TransportError{Host: u.Host, Message: f.red.String(err.Error()), Err: err}
 	}
 	if len(body) > MaxBody {
 		return nil, fmt.Errorf("modellist: %s sent more than the %d-byte limit: %w", u.Host, MaxBody, ErrTooLarge)

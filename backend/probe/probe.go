@@ -25,9 +25,7 @@ type Upstream interface {
 
 // Target is one probed backend.
 type Target struct {
-	Name     string // provider/model
-	Provider string
-	Model    string
+	ID llm.BackendID
 	// Remote is false for servers on this machine; only remote backends
 	// tell whether the machine itself is offline.
 	Remote bool
@@ -43,10 +41,23 @@ type Standing struct {
 // Breakers receives probe results; breaker.Set provides it through an
 // adapter in the composition root.
 type Breakers interface {
-	Standing(provider, name string) Standing
-	ProbeResult(provider, name string, e *llm.Error)
-	RetireByProbe(provider, name string, e *llm.Error)
+	Standing(id llm.BackendID) Standing
+	ProbeResult(id llm.BackendID, e *llm.Error)
+	RetireByProbe(id llm.BackendID, e *llm.Error)
 }
+
+// Keys is the state of refused keys that the prober checks again; the
+// breaker provides it.
+type Keys interface {
+	// KeysDue returns the refused keys whose next check is due.
+	KeysDue() []llm.KeyID
+	// KeyChecked records a check's outcome: nil for a key taken.
+	KeyChecked(k llm.KeyID, e *llm.Error)
+}
+
+// KeyCheck asks a provider whether key k is taken now, as cheaply as the
+// provider allows; a Credential error means it is still refused.
+type KeyCheck func(ctx context.Context, k llm.KeyID) *llm.Error
 
 // Settings are the schedules. Zero values mean the defaults in brackets.
 type Settings struct {
@@ -90,8 +101,11 @@ type Prober struct {
 	log     *slog.Logger
 	req     *llm.Request
 
+	keys     Keys
+	keyCheck KeyCheck
+
 	mu         sync.Mutex
-	last       map[string]time.Time // last probe per backend
+	last       map[llm.BackendID]time.Time // last probe per backend
 	lastDaily  time.Time
 	offline    bool
 	lastCanary time.Time
@@ -110,7 +124,13 @@ func New(s Settings, targets func() []Target, br Breakers, clk clock.Clock, pub 
 		log = slog.Default()
 	}
 	return &Prober{s: s.withDefaults(), targets: targets, br: br, clock: clk, pub: pub, log: log, req: req,
-		last: map[string]time.Time{}, lastDaily: clk.Now()}
+		last: map[llm.BackendID]time.Time{}, lastDaily: clk.Now()}
+}
+
+// CheckKeys makes every pass also check the refused keys that are due,
+// with check. It is called once, before Run.
+func (p *Prober) CheckKeys(keys Keys, check KeyCheck) {
+	p.keys, p.keyCheck = keys, check
 }
 
 // Run probes on schedule until ctx ends. The owner starts it in a goroutine
@@ -169,6 +189,7 @@ type result struct {
 
 // Tick runs every probe that is due now and waits for them.
 func (p *Prober) Tick(ctx context.Context) {
+	p.checkKeys(ctx)
 	now := p.clock.Now()
 	jobs := p.due(now)
 	if len(jobs) == 0 {
@@ -179,6 +200,30 @@ func (p *Prober) Tick(ctx context.Context) {
 		return // shutting down: results cut short say nothing
 	}
 	p.apply(now, results)
+}
+
+// checkKeys checks the refused keys that are due, one at a time: there
+// are few, and each check is one small request. While the machine is
+// offline a check could only fail to connect, which proves nothing.
+func (p *Prober) checkKeys(ctx context.Context) {
+	if p.keys == nil || p.Offline() {
+		return
+	}
+	p.mu.Lock()
+	timeout := p.s.Timeout
+	p.mu.Unlock()
+	for _, k := range p.keys.KeysDue() {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		e := p.keyCheck(cctx, k)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if e != nil {
+			p.log.Info("a refused key is still refused or could not be checked", "provider", k.Provider, "class", e.Class, "reason", e.Message)
+		}
+		p.keys.KeyChecked(k, e)
+	}
 }
 
 // due picks the probes to send now and marks them as sent.
@@ -195,24 +240,24 @@ func (p *Prober) due(now time.Time) []job {
 	}
 	var jobs []job
 	for _, t := range targets {
-		st := p.br.Standing(t.Provider, t.Name)
+		st := p.br.Standing(t.ID)
 		interval := p.s.Interval
 		if st.Down && !st.Retired {
 			interval = p.s.OpenInterval
 		}
-		last, seen := p.last[t.Name]
+		last, seen := p.last[t.ID]
 		if !seen {
 			// Spread the first round over one interval instead of probing
 			// everything at start-up.
-			p.last[t.Name] = now.Add(-interval + spread(t.Name, interval))
-			last = p.last[t.Name]
+			p.last[t.ID] = now.Add(-interval + spread(t.ID.String(), interval))
+			last = p.last[t.ID]
 		}
 		if daily || now.Sub(last) >= interval {
 			jobs = append(jobs, job{t: t, daily: daily})
 		}
 	}
 	for _, j := range jobs {
-		p.last[j.t.Name] = now
+		p.last[j.t.ID] = now
 	}
 	return jobs
 }
@@ -275,7 +320,7 @@ func (p *Prober) run(ctx context.Context, jobs []job) []result {
 func (p *Prober) one(ctx context.Context, t Target, timeout time.Duration) *llm.Error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := t.Up.Complete(ctx, p.req, t.Model)
+	_, err := t.Up.Complete(ctx, p.req, t.ID.Model)
 	if err == nil {
 		return nil
 	}
@@ -300,7 +345,7 @@ func (p *Prober) apply(now time.Time, results []result) {
 		if !r.t.Remote {
 			continue
 		}
-		remote[r.t.Provider] = true
+		remote[r.t.ID.Provider] = true
 		if r.err == nil || r.err.Sub != llm.SubConnect {
 			unreachable = false
 		}
@@ -334,11 +379,11 @@ func (p *Prober) apply(now time.Time, results []result) {
 			continue
 		}
 		if r.err != nil {
-			p.log.Info("probe failed", "backend", r.t.Name, "class", r.err.Class, "reason", r.err.Message)
+			p.log.Info("probe failed", "backend", r.t.ID, "class", r.err.Class, "reason", r.err.Message)
 		}
 		if r.daily {
-			p.br.RetireByProbe(r.t.Provider, r.t.Name, r.err)
+			p.br.RetireByProbe(r.t.ID, r.err)
 		}
-		p.br.ProbeResult(r.t.Provider, r.t.Name, r.err)
+		p.br.ProbeResult(r.t.ID, r.err)
 	}
 }

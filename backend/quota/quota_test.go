@@ -18,7 +18,7 @@ func testManager(t testing.TB) (*Manager, *clocktest.Clock) {
 	}
 	m.Configure(Settings{
 		Providers: map[string]Limits{"p": {RPM: 1 << 40, TPD: 1 << 40, Concurrency: 1 << 20}},
-		Backends: []Backend{{Name: "p/m", Provider: "p", Price: Price{Input: 1, Output: 2},
+		Backends: []Backend{{ID: llm.BackendID{Provider: "p", Model: "m"}, Price: Price{Input: 1, Output: 2},
 			Limits: Limits{RPD: 1 << 40, TPM: 1 << 40, Reset: rule}}},
 		Budgets: []Budget{{Scope: "global", Period: PeriodMonth, Limit: 1e9, Action: ActionBlock}},
 	})
@@ -37,9 +37,9 @@ func TestRollingWindowAndConcurrency(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	m := New(clock, nil, time.UTC)
 	rolling, _ := ParseRule("rolling 24h")
-	m.Configure(Settings{Backends: []Backend{{Name: "p/m", Provider: "p", Limits: Limits{RPD: 2, Concurrency: 1, Reset: rolling}}}})
+	m.Configure(Settings{Backends: []Backend{{ID: llm.BackendID{Provider: "p", Model: "m"}, Limits: Limits{RPD: 2, Concurrency: 1, Reset: rolling}}}})
 	req := testRequest(t)
-	tg := Target{Provider: "p", Name: "p/m"}
+	tg := Target{ID: llm.BackendID{Provider: "p", Model: "m"}}
 	h, err := m.Admit(req, "", tg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestRollingWindowAndConcurrency(t *testing.T) {
 func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 	m, _ := testManager(t)
 	req := testRequest(t)
-	h, err := m.Admit(req, "auto", Target{Provider: "p", Name: "p/m"})
+	h, err := m.Admit(req, "auto", Target{ID: llm.BackendID{Provider: "p", Model: "m"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 func BenchmarkAdmitSettle(b *testing.B) {
 	m, _ := testManager(b)
 	req := testRequest(b)
-	tg := Target{Provider: "p", Name: "p/m"}
+	tg := Target{ID: llm.BackendID{Provider: "p", Model: "m"}}
 	usage := &llm.Usage{PromptTokens: 20, CompletionTokens: 100}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -111,4 +111,68 @@ func BenchmarkAdmitSettle(b *testing.B) {
 		var a llm.Attempt
 		h.Settle(llm.CallUsage{Usage: usage, Attempt: &a})
 	}
+}
+
+// A provider's refusal that says its daily or monthly quota is used up
+// keeps the backend out until that quota starts over, on the provider's
+// reset rule, then lets it back; a per-minute 429 only informs.
+func TestDailyQuotaRefusalHoldsUntilTheReset(t *testing.T) {
+	for _, tc := range []struct {
+		name, reset, body string
+		retry             time.Duration
+		back              time.Time
+	}{
+		{"gemini per day, reset at midnight Pacific", "daily 00:00 America/Los_Angeles",
+			`{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}}`,
+			0, time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)},
+		{"openrouter free models per day, no rule", "",
+			`{"error":{"message":"Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day","code":429}}`,
+			0, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+		{"monthly", "monthly 1 00:00 UTC", `{"error":{"message":"Monthly limit reached"}}`,
+			0, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+		{"groq tokens per day with its own wait", "",
+			`{"error":{"message":"Rate limit reached for model m on tokens per day (TPD): Limit 500000, Used 499900, Requested 900. Please try again in 7m12s."}}`,
+			7*time.Minute + 12*time.Second, time.Date(2026, 11, 30, 12, 7, 12, 0, time.UTC)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+			m := New(clock, nil, time.UTC)
+			rule, err := ParseRule(tc.reset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := llm.BackendID{Provider: "p", Model: "m"}
+			m.Configure(Settings{Backends: []Backend{{ID: id, Limits: Limits{Reset: rule}}}})
+			tg := Target{ID: id}
+			h, sk := m.Admit(testRequest(t), "", tg)
+			if sk != nil {
+				t.Fatal(sk)
+			}
+			h.Settle(llm.CallUsage{Err: &llm.Error{Class: llm.RateLimited, Status: 429, Body: []byte(tc.body), RetryAfter: tc.retry}})
+			sk = m.Available("", tg)
+			if sk == nil || !sk.Until.Equal(tc.back) {
+				t.Fatalf("after the refusal: skip %+v, want one until %v", sk, tc.back)
+			}
+			if reason, until, ok := m.Exhausted(id); !ok || !until.Equal(tc.back) || reason == "" {
+				t.Fatalf("Exhausted = %q %v %v", reason, until, ok)
+			}
+			clock.Set(tc.back.Add(-time.Second))
+			if m.Available("", tg) == nil {
+				t.Fatal("back before the reset")
+			}
+			clock.Set(tc.back)
+			if sk := m.Available("", tg); sk != nil {
+				t.Fatalf("still out at the reset: %+v", sk)
+			}
+		})
+	}
+	t.Run("per minute only informs", func(t *testing.T) {
+		m, _ := testManager(t)
+		tg := Target{ID: llm.BackendID{Provider: "p", Model: "m"}}
+		h, _ := m.Admit(testRequest(t), "", tg)
+		h.Settle(llm.CallUsage{Err: &llm.Error{Class: llm.RateLimited, Status: 429, Body: []byte(`{"error":{"message":"Rate limit reached (RPM)"}}`), RetryAfter: 20 * time.Second}})
+		if sk := m.Available("", tg); sk != nil {
+			t.Fatalf("a per-minute 429 skipped the backend in quotas: %+v", sk)
+		}
+	})
 }

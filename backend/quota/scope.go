@@ -312,7 +312,7 @@ func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
 		s.learnPair(now, h, aLimitReq, aRemainReq, aResetReq, rpm, rpd, soft)
 		s.learnPair(now, h, aLimitTok, aRemainTok, aResetTok, tpm, tpd, soft)
 	}
-	if e == nil || e.Status != http.StatusTooManyRequests || e.RetryAfter <= 0 {
+	if e == nil || e.Status != http.StatusTooManyRequests {
 		return
 	}
 	// A 429 means some limit has nothing left until the reset; the body
@@ -320,10 +320,69 @@ func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
 	// Used 499000 ...").
 	name, limit, _ := parse429(string(e.Body))
 	k := kindOf(name)
-	if name == "" && e.RetryAfter > time.Minute {
+	period := quotaPeriod(e)
+	if name == "" && (period != "" || e.RetryAfter > time.Minute) {
 		k = rpd
 	}
-	s.learned[k] = &learned{limit: limit, remaining: 0, resetAt: now.Add(e.RetryAfter), at: now, soft: true}
+	if period == "" && (k == rpd || k == tpd) {
+		period = periodDay
+	}
+	if period == "" {
+		if e.RetryAfter > 0 {
+			s.learned[k] = &learned{limit: limit, remaining: 0, resetAt: now.Add(e.RetryAfter), at: now, soft: true}
+		}
+		return
+	}
+	// A day's or a month's quota used up: nothing is served before it
+	// starts over, so the backend is skipped until then rather than
+	// retried after each cool-down only to be refused again. The
+	// provider's own wait wins when it gave one; otherwise the reset is
+	// the scope's rule, or the next UTC midnight or month.
+	reset := s.periodEnd(period, now)
+	if e.RetryAfter > time.Minute {
+		reset = now.Add(e.RetryAfter)
+	}
+	s.learned[k] = &learned{limit: limit, remaining: 0, resetAt: reset, at: now}
+}
+
+// Quota periods a provider's refusal can name.
+const (
+	periodDay   = "day"
+	periodMonth = "month"
+)
+
+// quotaPeriod reads from a 429 whether a daily or monthly quota is used
+// up ("requests per day", Gemini's "PerDay" quota ids, OpenRouter's
+// "free-models-per-day", "monthly limit"), or "" for a short-term limit.
+func quotaPeriod(e *llm.Error) string {
+	text := strings.ToLower(string(e.Body) + " " + e.Message + " " + e.Code)
+	for _, w := range []string{"per month", "permonth", "per-month", "monthly"} {
+		if strings.Contains(text, w) {
+			return periodMonth
+		}
+	}
+	for _, w := range []string{"per day", "perday", "per-day", "daily", "tomorrow"} {
+		if strings.Contains(text, w) {
+			return periodDay
+		}
+	}
+	return ""
+}
+
+// periodEnd is when a quota of the period that is used up at now starts
+// over: the end of the scope's own window when its rule is of that
+// period, else the next midnight or first of the month, UTC.
+func (s *scope) periodEnd(period string, now time.Time) time.Time {
+	r := s.lim.Reset
+	if (period == periodDay && r.kind == daily) || (period == periodMonth && r.kind == monthly) {
+		_, end := r.Bounds(now)
+		return end
+	}
+	t := now.UTC()
+	if period == periodMonth {
+		return time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
 }
 
 func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH string, minuteKind, dayKind kind, soft bool) {

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/breaker"
 	"freelane/backend/llm"
 	"freelane/backend/protocol/openai"
+	"freelane/backend/quota"
 	"freelane/backend/router"
 )
 
@@ -19,11 +21,11 @@ type nopGate struct{}
 
 func nopDone(*llm.Error, time.Duration) {}
 
-func (nopGate) Available(provider, backend string) *llm.Skip { return nil }
-func (nopGate) Allow(provider, backend string) (func(*llm.Error, time.Duration), *llm.Skip) {
+func (nopGate) Available(llm.BackendID) *llm.Skip { return nil }
+func (nopGate) Allow(llm.BackendID) (func(*llm.Error, time.Duration), *llm.Skip) {
 	return nopDone, nil
 }
-func (nopGate) Unchecked(provider, backend string) func(*llm.Error, time.Duration) { return nopDone }
+func (nopGate) Unchecked(llm.BackendID) func(*llm.Error, time.Duration) { return nopDone }
 
 type nopRecorder struct{}
 
@@ -125,5 +127,42 @@ func BenchmarkRouterStream(b *testing.B) {
 	}
 	if sink.n == 0 {
 		b.Fatal("nothing sent")
+	}
+}
+
+// A pinned "provider/model" name resolved to its backend and that backend's
+// breaker state and quota scope looked up, as every pinned request does: the
+// backend is a comparable BackendID, so none of the lookups builds a string
+// or allocates.
+func BenchmarkBackendIDLookups(b *testing.B) {
+	tab := router.Build(catalogSpec())
+	set := breaker.New(breaker.Settings{}, nil, nil)
+	m := quota.New(nil, nil, time.UTC)
+	name := tab.Backends()[len(tab.Backends())-1].Name()
+	route, err := tab.Resolve(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	set.Unchecked(route.Backends[0].ID)(nil, time.Millisecond)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := tab.Resolve(name)
+		if err != nil || len(r.Backends) != 1 {
+			b.Fatal(err)
+		}
+		id := r.Backends[0].ID
+		if sk := set.Available(id); sk != nil {
+			b.Fatal(sk)
+		}
+		if sk := m.Available("", quota.Target{ID: id}); sk != nil {
+			b.Fatal(sk)
+		}
+	}
+	if testing.AllocsPerRun(100, func() {
+		r, _ := tab.Resolve(name)
+		set.Available(r.Backends[0].ID)
+		m.Available("", quota.Target{ID: r.Backends[0].ID})
+	}) != 0 {
+		b.Fatal("a BackendID lookup allocated")
 	}
 }

@@ -13,6 +13,9 @@ const (
 	ByBackend    = "backend"
 	ByChain      = "chain"
 	ByDayBackend = "day,backend"
+	// ByPath adds up by the API path the client called ("/v1/messages");
+	// rows stored before the path was recorded add up under "".
+	ByPath = "path"
 )
 
 // UsageQuery selects ledger totals: rows from From (inclusive) to To
@@ -49,6 +52,8 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 		rawKey, dailyKey = "backend", "backend"
 	case ByChain:
 		rawKey, dailyKey = "chain", "chain"
+	case ByPath:
+		rawKey, dailyKey = "path", "path"
 	case ByDayBackend:
 		rawKey, dailyKey, extra, dailyExtra = localDay, "day", "backend", "backend"
 	default:
@@ -90,14 +95,16 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 // LedgerRow is one ledger row, or one rolled-up day (RequestID "rollup",
 // Time the day's start, Requests the number of attempts it folds). Dialect
 // is the wire format the backend was spoken to in; it is empty for rolled-up
-// days, which are kept per backend only, and for rows written before the
-// ledger recorded it.
+// days, which are kept per backend, chain and path only, and for rows
+// written before the ledger recorded it. Path is the API path the client
+// called, empty for rows written before it was recorded.
 type LedgerRow struct {
 	Time             time.Time
 	RequestID        string
 	Chain            string
 	Backend          string
 	Dialect          string
+	Path             string
 	Outcome          string
 	Status           int
 	LatencyMS        float64
@@ -114,8 +121,8 @@ type LedgerRow struct {
 // an export never holds the whole ledger in memory. It stops at fn's first
 // error and returns it.
 func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(LedgerRow) error) error {
-	daily, err := d.sql.QueryContext(ctx, `SELECT day, chain, backend, requests, failures, prompt_tokens, completion_tokens,
-	estimated_tokens, cost FROM ledger_daily WHERE day >= ? AND day < ? ORDER BY day, backend, chain`,
+	daily, err := d.sql.QueryContext(ctx, `SELECT day, chain, backend, path, requests, failures, prompt_tokens, completion_tokens,
+	estimated_tokens, cost FROM ledger_daily WHERE day >= ? AND day < ? ORDER BY day, backend, chain, path`,
 		from.Local().Format(time.DateOnly), to.Local().Format(time.DateOnly))
 	if err != nil {
 		return fmt.Errorf("store: ledger export: %w", err)
@@ -124,7 +131,7 @@ func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(Ledg
 		var r LedgerRow
 		var day string
 		var failures, est int64
-		if err := daily.Scan(&day, &r.Chain, &r.Backend, &r.Requests, &failures, &r.PromptTokens, &r.CompletionTokens, &est, &r.Cost); err != nil {
+		if err := daily.Scan(&day, &r.Chain, &r.Backend, &r.Path, &r.Requests, &failures, &r.PromptTokens, &r.CompletionTokens, &est, &r.Cost); err != nil {
 			daily.Close()
 			return fmt.Errorf("store: ledger export: %w", err)
 		}
@@ -138,7 +145,7 @@ func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(Ledg
 	if err := daily.Close(); err != nil {
 		return fmt.Errorf("store: ledger export: %w", err)
 	}
-	rows, err := d.sql.QueryContext(ctx, `SELECT time, request_id, chain, backend, dialect, outcome, status, latency_ms, ttft_ms,
+	rows, err := d.sql.QueryContext(ctx, `SELECT time, request_id, chain, backend, dialect, path, outcome, status, latency_ms, ttft_ms,
 	prompt_tokens, completion_tokens, estimated, cost FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`,
 		from.UnixMilli(), to.UnixMilli())
 	if err != nil {
@@ -148,7 +155,7 @@ func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(Ledg
 	for rows.Next() {
 		var r LedgerRow
 		var ms int64
-		if err := rows.Scan(&ms, &r.RequestID, &r.Chain, &r.Backend, &r.Dialect, &r.Outcome, &r.Status, &r.LatencyMS, &r.TTFTMS,
+		if err := rows.Scan(&ms, &r.RequestID, &r.Chain, &r.Backend, &r.Dialect, &r.Path, &r.Outcome, &r.Status, &r.LatencyMS, &r.TTFTMS,
 			&r.PromptTokens, &r.CompletionTokens, &r.Estimated, &r.Cost); err != nil {
 			return fmt.Errorf("store: ledger export: %w", err)
 		}
@@ -220,11 +227,11 @@ func (d *DB) RollUpLedger(ctx context.Context, before time.Time) (int64, error) 
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_daily AS t
-	(day, backend, chain, requests, failures, prompt_tokens, completion_tokens, estimated_tokens, cost)
-SELECT `+localDay+`, backend, chain, COUNT(*), SUM(outcome <> 'ok'), SUM(prompt_tokens), SUM(completion_tokens),
+	(day, backend, chain, path, requests, failures, prompt_tokens, completion_tokens, estimated_tokens, cost)
+SELECT `+localDay+`, backend, chain, path, COUNT(*), SUM(outcome <> 'ok'), SUM(prompt_tokens), SUM(completion_tokens),
 	SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END), SUM(cost)
-FROM ledger WHERE time < ? GROUP BY 1, 2, 3
-ON CONFLICT (day, backend, chain) DO UPDATE SET
+FROM ledger WHERE time < ? GROUP BY 1, 2, 3, 4
+ON CONFLICT (day, backend, chain, path) DO UPDATE SET
 	requests = t.requests + excluded.requests, failures = t.failures + excluded.failures,
 	prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
 	completion_tokens = t.completion_tokens + excluded.completion_tokens,
@@ -240,4 +247,60 @@ ON CONFLICT (day, backend, chain) DO UPDATE SET
 		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
 	}
 	return n, nil
+}
+
+// Call is one call to a backend as the ledger and the request log hold it,
+// for rebuilding rolling metrics at start.
+type Call struct {
+	// End is when the request the call belongs to finished: its start plus
+	// its latency, when its request row is still there, else the call's
+	// own end.
+	End     time.Time
+	Backend string
+	OK      bool
+	// Failover is true when the call failed and the request went on to
+	// call another backend.
+	Failover bool
+	Latency  time.Duration
+	TTFT     time.Duration
+}
+
+// EachCall calls fn for every call of the requests that started at or
+// after since, in the order their requests ended, and stops at fn's first
+// error. It reads from the database as it goes, so an hour of heavy
+// traffic is never held in memory at once.
+func (d *DB) EachCall(ctx context.Context, since time.Time, fn func(Call) error) error {
+	// The calls of one request are written together, one after the other,
+	// so a call failed over when the next row belongs to its request.
+	rows, err := d.sql.QueryContext(ctx, `SELECT time, backend, outcome, failover, latency_ms, ttft_ms, done_ms FROM (
+	SELECT l.time, l.backend, l.outcome,
+		l.outcome <> 'ok' AND (LEAD(l.request_id) OVER (ORDER BY l.seq)) IS l.request_id AS failover,
+		l.latency_ms, COALESCE(l.ttft_ms, 0) AS ttft_ms, COALESCE(r.latency_ms, l.latency_ms) AS done_ms
+	FROM ledger l LEFT JOIN requests r ON r.id = l.request_id
+	WHERE l.time >= ?
+) ORDER BY time + done_ms`, since.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store: reading calls: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			ms              int64
+			c               Call
+			outcome         string
+			lat, ttft, done float64
+		)
+		if err := rows.Scan(&ms, &c.Backend, &outcome, &c.Failover, &lat, &ttft, &done); err != nil {
+			return fmt.Errorf("store: reading calls: %w", err)
+		}
+		c.OK, c.Latency, c.TTFT = outcome == "ok", msDuration(lat), msDuration(ttft)
+		c.End = time.UnixMilli(ms).Add(msDuration(done))
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: reading calls: %w", err)
+	}
+	return nil
 }

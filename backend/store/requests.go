@@ -38,15 +38,15 @@ const (
 )
 
 const insertRequestSQL = `INSERT INTO requests (
-	id, started_at, endpoint, dialect, model, alias, chain, backend, stream, status, class, error,
+	id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
-	time, request_id, chain, backend, dialect, outcome, status, latency_ms, ttft_ms,
+	time, request_id, chain, backend, dialect, path, outcome, status, latency_ms, ttft_ms,
 	prompt_tokens, completion_tokens, estimated, cost
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // storedAttempt is an attempt as kept in the attempts JSON column, with
 // durations in milliseconds like the other columns. Attempts stored before
@@ -168,7 +168,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 			return 0, fmt.Errorf("store: write request %s: attempts: %w", id, err)
 		}
 		res, err := stmt.ExecContext(ctx,
-			id, start.UnixMilli(), t.Endpoint, string(t.Dialect), d.redact(t.Model), d.redact(t.Alias), t.Chain, t.Backend,
+			id, start.UnixMilli(), t.Endpoint, t.Path, string(t.Dialect), d.redact(t.Model), d.redact(t.Alias), t.Chain, t.Backend,
 			t.Stream, t.Status, string(t.Class), d.redact(t.Error),
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
@@ -194,7 +194,7 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 					return 0, fmt.Errorf("store: write ledger: prepare: %w", err)
 				}
 			}
-			if _, err := ledger.ExecContext(ctx, start.UnixMilli(), id, t.Chain, a.Backend, string(a.Dialect), string(a.Class), a.Status,
+			if _, err := ledger.ExecContext(ctx, start.UnixMilli(), id, t.Chain, a.Backend, string(a.Dialect), t.Path, string(a.Class), a.Status,
 				durationMS(a.Latency), nullDurationMS(a.TTFT), a.PromptTokens, a.CompletionTokens, a.Estimated, a.Cost); err != nil {
 				return 0, fmt.Errorf("store: write ledger row of %s: %w", id, err)
 			}
@@ -238,7 +238,7 @@ func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, e
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	args = append(args, limit)
-	query := `SELECT id, started_at, endpoint, dialect, model, alias, chain, backend, stream, status, class, error,
+	query := `SELECT id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes
 FROM requests` + cond + `
 ORDER BY started_at DESC, seq DESC
@@ -263,7 +263,7 @@ LIMIT ?`
 			notes    string
 		)
 		if err := rows.Scan(
-			&t.ID, &startMS, &t.Endpoint, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
+			&t.ID, &startMS, &t.Endpoint, &t.Path, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &latency, &ttft,
 			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts, &notes,
 		); err != nil {
@@ -343,4 +343,17 @@ func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms.
 	return hex.EncodeToString(b[:])
+}
+
+// CountRequests returns how many requests started from from (inclusive) to
+// to (exclusive): what the dashboard's count of today's requests is
+// rebuilt from at start.
+func (d *DB) CountRequests(ctx context.Context, from, to time.Time) (int64, error) {
+	var n int64
+	err := d.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM requests WHERE started_at >= ? AND started_at < ?`,
+		from.UnixMilli(), to.UnixMilli()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count requests: %w", err)
+	}
+	return n, nil
 }

@@ -94,8 +94,12 @@ var freelane = contract{
 		{Route: "GET /api/ws", Doc: "The websocket: its messages, not an answer.", Messages: []reflect.Type{typeOf[snapshotMessage](), typeOf[gateway.Update]()}},
 
 		{Route: "GET /api/providers", Response: typeOf[[]control.ProviderView](), NeverNull: true},
-		{Route: "POST /api/providers", Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
-		{Route: "PUT /api/providers/{name}", Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
+		{Route: "POST /api/providers", Doc: "Tries the key against the provider's model list first: a refused key answers 400 key_refused, a server that cannot be reached 502 provider_unreachable unless unreachable_ok is sent.",
+			Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
+		{Route: "POST /api/providers/models", Doc: "The models a provider's server lists, to pick from before it is added or while it is edited; the errors are those of POST /api/providers.",
+			Request: typeOf[api.ModelListInput](), Response: typeOf[api.ModelList]()},
+		{Route: "PUT /api/providers/{name}", Doc: "An edit of the kind, base URL, headers or key tries the key as POST /api/providers does.",
+			Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
 		{Route: "PATCH /api/providers/{name}", Doc: "The same body as PUT; fields left out keep their stored values.",
 			Request: typeOf[control.ProviderInput](), Response: typeOf[control.ProviderView]()},
 		{Route: "DELETE /api/providers/{name}"},
@@ -165,7 +169,7 @@ var freelane = contract{
 		{Name: "Dialect", Type: typeOf[llm.Dialect](), Dir: "backend/llm",
 			Values: values(llm.DialectOpenAI, llm.DialectResponses, llm.DialectAnthropic, llm.DialectGemini)},
 		{Name: "EventKind", Type: typeOf[events.Kind](), Dir: "backend/events",
-			Values: values(events.StateChange, events.Cooldown, events.Retired, events.Restored, events.KeyDisabled, events.Health, events.Probe,
+			Values: values(events.StateChange, events.Cooldown, events.Retired, events.Restored, events.KeyDisabled, events.KeyRestored, events.Health, events.Probe,
 				events.Offline, events.Online, events.Paused, events.Resumed,
 				events.QuotaWarning, events.QuotaExhausted, events.BudgetWarning, events.BudgetExceeded,
 				events.ModelsJoined, events.LocalFound, events.LocalGone, events.LocalForeign)},
@@ -200,7 +204,7 @@ var freelane = contract{
 			Values: values(quota.KindRPM, quota.KindRPD, quota.KindTPM, quota.KindTPD, quota.KindConcurrency)},
 		{Name: "UsageGrouping", Doc: "UsageGrouping is what /api/usage adds up by.",
 			Fields: []fieldKey{field[usageReport]("GroupBy")}, Dir: "backend/store", Prefix: "By",
-			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend)},
+			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath)},
 		{Name: "BackendStatus", Doc: "BackendStatus is what a backend is doing now, as the gateway reports it.",
 			Fields: []fieldKey{field[gateway.BackendView]("Status")}, Dir: "backend/gateway", Scan: true},
 		{Name: "ChainStrategy", Doc: "ChainStrategy is how a chain picks its backends.",
@@ -212,6 +216,8 @@ var freelane = contract{
 		{Fields: []fieldKey{field[snapshotMessage]("Type")}, Values: []string{"snapshot"}},
 	},
 	NeverNull: []fieldKey{
+		// The gateway's ProviderModels makes its list.
+		field[api.ModelList]("Models"),
 		// control.Providers, feed.Recent, quota.Quotas and quota.Budgets
 		// make their lists.
 		field[gateway.Snapshot]("Providers"),

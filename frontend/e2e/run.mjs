@@ -329,8 +329,17 @@ await test('adding a key in the form makes a keyless provider serve', async () =
 
 await test('requests screen shows each route', async () => {
   await chat('main');
+  // An Anthropic client's request is shown as one, not as chat/completions.
+  const m = await fetch(`${base}/v1/messages`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'main', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await m.text();
   await go('requests');
   await waitFor(async () => /served by/i.test(await page.locator('body').innerText()), 'a route line');
+  const apis = async () => page.locator('[data-testid^="request-api-"]').allInnerTexts();
+  await waitFor(async () => (await apis()).includes('/v1/messages · Anthropic'), 'the Anthropic request labelled /v1/messages · Anthropic');
+  assert((await apis()).includes('/v1/chat/completions · OpenAI'), `request API labels: ${await apis()}`);
   await page.screenshot({ path: join(shots, 'requests.png'), fullPage: true });
 });
 
@@ -340,7 +349,7 @@ await test('connect screen shows the endpoint', async () => {
   await page.screenshot({ path: join(shots, 'connect.png'), fullPage: true });
 });
 
-const CSV_HEADER = 'time,request_id,chain,backend,outcome,status,latency_ms,ttft_ms,prompt_tokens,completion_tokens,estimated,cost';
+const CSV_HEADER = 'time,request_id,chain,backend,outcome,status,latency_ms,ttft_ms,prompt_tokens,completion_tokens,estimated,cost,path';
 
 await test('quota bars and spend update live while requests flow', async () => {
   await go('overview');
@@ -418,6 +427,9 @@ await test('usage history lists the backends and exports the ledger as CSV', asy
   await page.getByTestId('nav-usage').click();
   await page.getByTestId('usage-row-paid/m-paid').waitFor();
   await page.getByTestId('usage-chart').locator('.uplot').waitFor();
+  await page.getByTestId('usage-api-/v1/messages').waitFor();
+  const byAPI = await page.getByTestId('usage-apis').innerText();
+  assert(byAPI.includes('/v1/messages · Anthropic') && byAPI.includes('/v1/chat/completions · OpenAI'), `usage per API: ${byAPI}`);
   const paid = await page.getByTestId('usage-row-paid/m-paid').innerText();
   assert(/\$/.test(paid) && !/\$0\.00/.test(paid), `paid usage row has no cost: ${paid}`);
   const link = page.getByTestId('usage-export');

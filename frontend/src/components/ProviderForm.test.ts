@@ -162,4 +162,174 @@ describe("ProviderForm", () => {
     await submit();
     expect((await screen.findByTestId("form-error")).textContent).toBe("a provider named x already exists");
   });
+
+  it("offers the models the server lists and sends the ones picked", async () => {
+    const list = {
+      listed: true,
+      message: "api.groq.example lists 3 models",
+      models: [
+        { id: "llama-big", name: "Llama Big", context: 131072, max_output: 32768, chat: true, priced: false, free: false },
+        { id: "llama-small", name: "", context: 8192, max_output: 0, chat: true, priced: false, free: false },
+        { id: "embed-1", name: "", context: 0, max_output: 0, chat: false, priced: false, free: false },
+      ],
+    };
+    const f = fakeFetch((_m, url) => (url === "/api/providers/models" ? { body: list } : { status: 201, body: provider("groq") }));
+    vi.stubGlobal("fetch", f.fn);
+    render(ProviderForm, { existing: [] });
+
+    await type("Name", "groq");
+    await type("Base URL", "https://api.groq.example/openai/v1");
+    await type(/API key/, "gsk-secret");
+    await fireEvent.click(screen.getByTestId("list-models"));
+    expect((await screen.findByTestId("list-note")).textContent).toBe("api.groq.example lists 3 models");
+    expect(f.calls[0]).toEqual({
+      method: "POST",
+      url: "/api/providers/models",
+      body: { kind: "openai", base_url: "https://api.groq.example/openai/v1", api_key: "gsk-secret", provider: "" },
+    });
+    const listed = within(screen.getByTestId("listed-models"));
+    expect(listed.getByText("not a chat model")).toBeTruthy();
+
+    // Picking fills the blank row, then adds rows; unpicking removes them.
+    await fireEvent.click(listed.getByRole("checkbox", { name: /llama-big/ }));
+    await fireEvent.click(listed.getByRole("checkbox", { name: /llama-small/ }));
+    await fireEvent.click(listed.getByRole("checkbox", { name: /embed-1/ }));
+    await fireEvent.click(listed.getByRole("checkbox", { name: /embed-1/ }));
+    const ids = within(screen.getByTestId("provider-form")).getAllByLabelText("Model id") as HTMLInputElement[];
+    expect(ids.map((i) => i.value)).toEqual(["llama-big", "llama-small"]);
+    expect((within(screen.getByTestId("model-row-0")).getByLabelText("Context (tokens)") as HTMLInputElement).value).toBe("131072");
+    expect((listed.getByRole("checkbox", { name: /llama-big/ }) as HTMLInputElement).checked).toBe(true);
+
+    // Typing stays possible beside the list.
+    await fireEvent.click(screen.getByRole("button", { name: "Add model" }));
+    await fireEvent.input(within(screen.getByTestId("model-row-2")).getByLabelText("Model id"), { target: { value: "typed-one" } });
+    await submit();
+    await waitFor(() => expect(f.calls).toHaveLength(2));
+    expect(f.calls[1].body).toMatchObject({
+      models: [
+        { id: "llama-big", params_b: 0, context: 131072, max_output: 32768 },
+        { id: "llama-small", params_b: 0, context: 8192, max_output: 0 },
+        { id: "typed-one", params_b: 0, context: 0, max_output: 0 },
+      ],
+    });
+  });
+
+  it("says when the server has no list, and shows a refused key at the key field", async () => {
+    let answer: { status?: number; body?: unknown } = { body: { listed: false, models: [], message: "x.example has no model list (GET https://x.example/v1/models answered HTTP 404); type the model ids" } };
+    vi.stubGlobal("fetch", fakeFetch(() => answer).fn);
+    render(ProviderForm, { existing: [] });
+    await type("Base URL", "https://x.example/v1");
+    await fireEvent.click(screen.getByTestId("list-models"));
+    expect((await screen.findByTestId("list-note")).textContent).toContain("type the model ids");
+    expect(screen.queryByTestId("listed-models")).toBeNull();
+
+    answer = {
+      status: 400,
+      body: { error: { message: "x.example refused the key (HTTP 401: bad key)", type: "invalid_request_error", code: "key_refused", param: "api_key" } },
+    };
+    await type(/API key/, "sk-wrong");
+    await fireEvent.click(screen.getByTestId("list-models"));
+    expect((await screen.findByTestId("error-api_key")).textContent).toBe("x.example refused the key (HTTP 401: bad key)");
+    expect(field(/API key/).getAttribute("aria-invalid")).toBe("true");
+  });
+
+  it("offers to add a provider whose server cannot be reached, and resends with the flag", async () => {
+    const saved = provider("offline");
+    const f = fakeFetch((_m, _u, body) =>
+      (body as { unreachable_ok?: boolean }).unreachable_ok
+        ? { status: 201, body: saved }
+        : {
+            status: 502,
+            body: {
+              error: {
+                message: "could not reach 127.0.0.1:9: nothing is listening there (the connection was refused). The key was not tried; correct the base URL, or add it anyway: it serves once the server answers",
+                type: "server_error",
+                code: "provider_unreachable",
+                param: "base_url",
+              },
+            },
+          },
+    );
+    vi.stubGlobal("fetch", f.fn);
+    const onsaved = vi.fn();
+    render(ProviderForm, { existing: [], onsaved });
+    await type("Name", "offline");
+    await type("Base URL", "http://127.0.0.1:9/v1");
+    await type("Model id", "m");
+    await type(/API key/, "sk-offline");
+    await submit();
+
+    const box = await screen.findByTestId("unreachable");
+    expect(box.textContent).toContain("nothing is listening there");
+    expect(screen.queryByTestId("error-base_url")).toBeNull();
+    expect(onsaved).not.toHaveBeenCalled();
+    expect(f.calls[0].body).not.toHaveProperty("unreachable_ok");
+
+    await fireEvent.click(screen.getByRole("button", { name: "Add anyway" }));
+    await waitFor(() => expect(onsaved).toHaveBeenCalledWith(saved));
+    expect(f.calls[1]).toMatchObject({ method: "POST", url: "/api/providers", body: { name: "offline", api_key: "sk-offline", unreachable_ok: true } });
+    expect(screen.queryByTestId("unreachable")).toBeNull();
+  });
+
+  it("edits a provider: its fields start as stored and only they are sent", async () => {
+    const stored = provider("groq", {
+      tier: "free",
+      base_url: "https://old.example/v1",
+      models: [
+        { id: "m1", params_b: 70, context: 131072, max_output: 8192 },
+        { id: "m2", params_b: 0, context: 0, max_output: 0 },
+      ],
+    });
+    const saved = provider("groq", { tier: "own" });
+    const f = fakeFetch((_m, url, body) => {
+      if (url === "/api/providers/models")
+        return { body: { listed: true, message: "new.example lists 1 models", models: [{ id: "m3", name: "", context: 4096, max_output: 0, chat: true, priced: false, free: false }] } };
+      if ((body as { unreachable_ok?: boolean }).unreachable_ok) return { body: saved };
+      return { status: 502, body: { error: { message: "could not reach new.example: it did not answer within 15s", type: "server_error", code: "provider_unreachable", param: "base_url" } } };
+    });
+    vi.stubGlobal("fetch", f.fn);
+    const onsaved = vi.fn();
+    render(ProviderForm, { existing: ["groq"], provider: stored, onsaved });
+
+    expect(screen.getByRole("heading", { name: "Edit groq" })).toBeTruthy();
+    expect(field("Name").value).toBe("groq");
+    expect(field("Name").readOnly).toBe(true);
+    expect(field("Base URL").value).toBe("https://old.example/v1");
+    expect(field("Tier").value).toBe("free");
+    expect(field(/New API key/).value).toBe("");
+    const ids = () => (within(screen.getByTestId("provider-form")).getAllByLabelText("Model id") as HTMLInputElement[]).map((i) => i.value);
+    expect(ids()).toEqual(["m1", "m2"]);
+
+    await type("Base URL", "https://new.example/v1");
+    await fireEvent.change(field("Tier"), { target: { value: "own" } });
+    await fireEvent.click(screen.getByRole("button", { name: "Remove model row 2" }));
+    await fireEvent.click(screen.getByTestId("list-models"));
+    // Without a new key the stored one lists, at the provider's own address only (the server checks).
+    await waitFor(() => expect(f.calls[0].body).toEqual({ kind: "openai", base_url: "https://new.example/v1", api_key: "", provider: "groq" }));
+    await fireEvent.click(within(await screen.findByTestId("listed-models")).getByRole("checkbox", { name: /m3/ }));
+    expect(ids()).toEqual(["m1", "m3"]);
+
+    await fireEvent.click(screen.getByRole("button", { name: "Save changes" }));
+    await screen.findByTestId("unreachable");
+    await fireEvent.click(screen.getByRole("button", { name: "Save anyway" }));
+    await waitFor(() => expect(onsaved).toHaveBeenCalledWith(saved));
+    expect(f.calls[1]).toEqual({
+      method: "PUT",
+      url: "/api/providers/groq",
+      body: {
+        kind: "openai",
+        tier: "own",
+        base_url: "https://new.example/v1",
+        keyless: false,
+        stream_usage: true,
+        models: [
+          { id: "m1", params_b: 70, context: 131072 },
+          { id: "m3", params_b: 0, context: 4096 },
+        ],
+      },
+    });
+    expect(f.calls[2].body).toMatchObject({ unreachable_ok: true, tier: "own" });
+    // The form stays filled in for the edit it made.
+    expect(field("Base URL").value).toBe("https://new.example/v1");
+  });
 });

@@ -12,6 +12,8 @@ import type {
   FailureClass,
   LimitsInput,
   ModelLimitsInput,
+  ModelListInput,
+  ProviderEdit,
   ProviderInput,
   UsageGrouping,
 } from "./types";
@@ -158,7 +160,18 @@ export const api = {
   state: () => request<Answer<"GET /api/state">>("GET", "/api/state"),
 
   providers: () => request<Answer<"GET /api/providers">>("GET", "/api/providers"),
+  /**
+   * Adds a provider. The server tries its key first: a refused key is a 400
+   * with code "key_refused", a server it cannot reach a 502 with code
+   * "provider_unreachable", which unreachable_ok: true answers.
+   */
   addProvider: (p: ProviderInput) => request<Answer<"POST /api/providers">>("POST", "/api/providers", p),
+  /** Edits a provider: only the keys sent change; a new address or key is tried as addProvider's is. */
+  updateProvider: (name: string, p: ProviderEdit) =>
+    request<Answer<"PUT /api/providers/{name}">>("PUT", `/api/providers/${seg(name)}`, p),
+  /** The models a provider's server lists, to pick from; listed is false for a server without a list. */
+  providerModels: (q: ModelListInput) =>
+    request<Answer<"POST /api/providers/models">>("POST", "/api/providers/models", q satisfies Body<"POST /api/providers/models">),
   setProviderDisabled: (name: string, disabled: boolean) =>
     request<Answer<"PATCH /api/providers/{name}">>("PATCH", `/api/providers/${seg(name)}`, {
       disabled,

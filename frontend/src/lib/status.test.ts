@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isServing, statusInfo } from "./status";
+import { isServing, statusInfo, statusWhen } from "./status";
 import type { BackendStatus } from "./types";
 
 describe("statusInfo", () => {
@@ -11,7 +11,8 @@ describe("statusInfo", () => {
       open: ["Open", "bad"],
       cooling: ["Cooling down", "warn"],
       retired: ["Retired", "off"],
-      key_disabled: ["Key disabled", "bad"],
+      key_disabled: ["Key refused", "bad"],
+      exhausted: ["Quota used up", "warn"],
       no_key: ["No key", "off"],
       disabled: ["Disabled", "off"],
     };
@@ -19,6 +20,16 @@ describe("statusInfo", () => {
       expect(statusInfo(status), status).toMatchObject({ label, tone });
       expect(statusInfo(status).hint, status).not.toBe("");
     }
+  });
+
+  it("says when a status ends in words fitting the status", () => {
+    const now = Date.parse("2026-12-03T10:00:00Z");
+    const in2 = "2026-12-03T10:02:00Z";
+    expect(statusWhen("key_disabled", in2, now)).toBe("checked again in 2 min");
+    expect(statusWhen("exhausted", in2, now)).toBe("back in 2 min");
+    expect(statusWhen("open", in2, now)).toBe("tried again in 2 min");
+    expect(statusWhen("key_disabled", "2026-12-03T09:59:00Z", now)).toBe("");
+    expect(statusWhen("serving", null, now)).toBe("");
   });
 
   it("shows an unknown status as words rather than failing", () => {

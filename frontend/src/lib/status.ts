@@ -1,3 +1,4 @@
+import { fmtUntil } from "./format";
 import type { BackendStatus } from "./types";
 
 /** The colour family of a status light; the text always carries the meaning too. */
@@ -17,7 +18,16 @@ const STATUS: Record<BackendStatus, StatusInfo> = {
   open: { label: "Open", tone: "bad", hint: "Tripped after failures; requests skip it until it is tried again." },
   cooling: { label: "Cooling down", tone: "warn", hint: "Rate limited; requests skip it until the limit resets." },
   retired: { label: "Retired", tone: "off", hint: "The model is gone or failed the daily probe." },
-  key_disabled: { label: "Key disabled", tone: "bad", hint: "The provider rejected the key; paste a new one under Providers & keys." },
+  key_disabled: {
+    label: "Key refused",
+    tone: "bad",
+    hint: "The provider refused the key. FreeLane checks it again on its own and uses it as soon as a check passes; a new key under Providers & keys works at once.",
+  },
+  exhausted: {
+    label: "Quota used up",
+    tone: "warn",
+    hint: "A daily or monthly quota is used up; requests skip it until the quota starts over.",
+  },
   no_key: { label: "No key", tone: "off", hint: "Needs a key before it can serve; add one under Providers & keys." },
   disabled: { label: "Disabled", tone: "off", hint: "Its provider is disabled." },
 };
@@ -31,6 +41,28 @@ export function statusInfo(status: string): StatusInfo {
       hint: "",
     }
   );
+}
+
+/**
+ * When a status ends, in words: "checked again in 2 min" for a refused
+ * key, "back in 5 h" for a used-up quota. "" when there is no time or it
+ * has passed (the next update brings the new status).
+ */
+export function statusWhen(status: string, until: string | null | undefined, now: number): string {
+  const when = fmtUntil(until, now);
+  if (!when || when === "now") return "";
+  switch (status) {
+    case "key_disabled":
+      return `checked again ${when}`;
+    case "exhausted":
+      return `back ${when}`;
+    case "cooling":
+      return `rate limited, back ${when}`;
+    case "open":
+      return `tried again ${when}`;
+    default:
+      return when;
+  }
 }
 
 /** Statuses in which a backend takes requests. */

@@ -38,8 +38,11 @@ export type {
   LimitKind,
   LimitsEntry,
   LimitUse,
+  ListedModel,
   LocalModel,
   LocalServer,
+  ModelList,
+  ModelListInput,
   ModelSpec,
   Percentiles,
   Price,
@@ -93,6 +96,15 @@ export type BudgetInput = wire.BudgetJSON;
  */
 export type ProviderInput = Pick<wire.ProviderInput, "name" | "kind" | "tier" | "base_url" | "models"> &
   Partial<Omit<wire.ProviderInput, "name" | "kind" | "tier" | "base_url" | "models">>;
+
+/**
+ * What PUT and PATCH /api/providers/{name} take: only the keys sent
+ * change, and a model entry whose id the provider serves keeps what it
+ * leaves out (its limits and price, say).
+ */
+export type ProviderEdit = Partial<Omit<wire.ProviderInput, "models">> & {
+  models?: (Pick<wire.ModelSpec, "id"> & Partial<wire.ModelSpec>)[];
+};
 
 /**
  * What PUT /api/limits/{provider}/{model} takes. A key left out or null

@@ -1,6 +1,6 @@
 // The usage history: GET /api/usage?group_by=day,backend rows turned into
 // chart columns (one series per backend, one point per day) and a table
-// grouped by backend.
+// grouped by backend, and group_by=path rows into a table by API.
 
 import { lastDays } from "./format";
 import type { Columns } from "./series";
@@ -53,6 +53,20 @@ export function byBackend(rows: UsageRow[]): BackendTotal[] {
     addInto(t, r);
   }
   return [...sums.values()].sort((a, b) => b.cost - a.cost || b.requests - a.requests || (a.backend < b.backend ? -1 : 1));
+}
+
+/** Rows summed per key (the path, for rows grouped by path), most requests first. */
+export function byPath(rows: UsageRow[]): UsageRow[] {
+  const sums = new Map<string, UsageRow>();
+  for (const r of rows) {
+    let t = sums.get(r.key);
+    if (!t) {
+      t = { key: r.key, requests: 0, failures: 0, prompt_tokens: 0, completion_tokens: 0, cost: 0, estimated_tokens: 0 };
+      sums.set(r.key, t);
+    }
+    addInto(t, r);
+  }
+  return [...sums.values()].sort((a, b) => b.requests - a.requests || b.cost - a.cost || (a.key < b.key ? -1 : 1));
 }
 
 /** Adds a row's counts to a running total. */

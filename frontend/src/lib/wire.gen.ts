@@ -79,7 +79,7 @@ export interface Attempt {
 }
 
 /** BackendStatus is what a backend is doing now, as the gateway reports it. */
-export type BackendStatus = "cooling" | "degraded" | "disabled" | "half_open" | "key_disabled" | "no_key" | "open" | "retired" | "serving";
+export type BackendStatus = "cooling" | "degraded" | "disabled" | "exhausted" | "half_open" | "key_disabled" | "no_key" | "open" | "retired" | "serving";
 
 /**
  * BackendView is one backend as the dashboard shows it.
@@ -97,6 +97,11 @@ export interface BackendView {
   reason: string;
   until: string | null;
   windows: Record<string, Window>;
+  /**
+   * Today is the backend's calls today (local time), the figure the
+   * usage ledger gives for the day.
+   */
+  today: DayCount;
   probe: ProbeView;
 }
 
@@ -419,6 +424,21 @@ export interface ConfigFile {
 }
 
 /**
+ * DayCount is what one backend was asked on one local calendar day.
+ *
+ * Go: metrics.DayCount.
+ */
+export interface DayCount {
+  /**
+   * Calls counts the attempts that called the backend (skipped ones do
+   * not), as the usage ledger does.
+   */
+  calls: number;
+  /** Failures counts the calls that did not succeed. */
+  failures: number;
+}
+
+/**
  * DefaultChainInput is the body of PUT /api/default-chain; "" makes the
  * generated auto chain the default.
  */
@@ -477,10 +497,17 @@ export interface Endpoints {
     request: void;
     response: ProviderView[];
   };
+  /** Tries the key against the provider's model list first: a refused key answers 400 key_refused, a server that cannot be reached 502 provider_unreachable unless unreachable_ok is sent. */
   "POST /api/providers": {
     request: ProviderInput;
     response: ProviderView;
   };
+  /** The models a provider's server lists, to pick from before it is added or while it is edited; the errors are those of POST /api/providers. */
+  "POST /api/providers/models": {
+    request: ModelListInput;
+    response: ModelList;
+  };
+  /** An edit of the kind, base URL, headers or key tries the key as POST /api/providers does. */
   "PUT /api/providers/{name}": {
     request: ProviderInput;
     response: ProviderView;
@@ -707,7 +734,7 @@ export interface Event {
 }
 
 /** EventKind says what happened. */
-export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone" | "local_foreign";
+export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "key_restored" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone" | "local_foreign";
 
 /** EventLevel is how much a person should care. */
 export type EventLevel = "info" | "warn" | "alert";
@@ -793,6 +820,31 @@ export interface LimitsJSON {
   tpd: number;
   concurrency: number;
   reset: string;
+}
+
+/**
+ * ListedModel is one model of a provider's list.
+ *
+ * Go: api.ListedModel.
+ */
+export interface ListedModel {
+  id: string;
+  /** Name is the display name, when the list gives one. */
+  name: string;
+  /** Context and MaxOutput are in tokens, 0 when the list does not say. */
+  context: number;
+  max_output: number;
+  /**
+   * Chat is false for models that do not answer chat requests, such as
+   * embedding or speech models.
+   */
+  chat: boolean;
+  /**
+   * Priced is set when the list gives prices; Free then says whether
+   * the model costs nothing.
+   */
+  priced: boolean;
+  free: boolean;
 }
 
 /**
@@ -933,6 +985,46 @@ export interface ModelLimitsInput {
   limits: LimitsJSON | null;
   price: PriceJSON | null;
   credit_expires: string | null;
+}
+
+/**
+ * ModelList is what a provider's server lists.
+ *
+ * Go: api.ModelList.
+ */
+export interface ModelList {
+  /**
+   * Listed is false when the server has no model list (it answered
+   * 404 or 405): the models are then typed by hand.
+   */
+  listed: boolean;
+  models: ListedModel[];
+  /** Message says what the list showed, in words. */
+  message: string;
+}
+
+/**
+ * ModelListInput asks for the models a provider's server lists, before
+ * the provider is added or while it is edited.
+ *
+ * Go: api.ModelListInput.
+ */
+export interface ModelListInput {
+  /** Kind is the provider's protocol: openai, anthropic or gemini. */
+  kind: string;
+  base_url: string;
+  /**
+   * APIKey is the key to list with; "" lists without one, or with the
+   * stored key of Provider.
+   */
+  api_key: string;
+  /**
+   * Provider names a stored provider being edited: when api_key is ""
+   * and kind and base_url are the provider's own, its stored key and
+   * headers are used. A key is never sent to another address than the
+   * one it was given for.
+   */
+  provider: string;
 }
 
 /**
@@ -1085,6 +1177,13 @@ export interface ProviderInput {
    */
   source?: ProviderSource;
   local?: ProviderLocal;
+  /**
+   * UnreachableOK is not stored: it answers the question an add or an
+   * edit asks when the key cannot be tried because the provider's server
+   * cannot be reached. True stores the provider all the same; a key the
+   * provider refuses is refused whatever it says.
+   */
+  unreachable_ok?: boolean;
 }
 
 /** ProviderKind is a provider's wire protocol. */
@@ -1422,6 +1521,10 @@ export interface ToolSetup {
  * Go: gateway.Totals.
  */
 export interface Totals {
+  /**
+   * RequestsToday counts the requests started today (local time), the
+   * figure the request log gives for the day.
+   */
   requests_today: number;
   rps_1m: number;
 }
@@ -1437,6 +1540,12 @@ export interface Trace {
   start: string;
   /** chat, completions, embeddings */
   endpoint: RequestEndpoint;
+  /**
+   * Path is the API path the client called, as Request.Path names it:
+   * "/v1/messages", "/v1beta/models/{model}:generateContent". Empty for
+   * requests logged before it was recorded.
+   */
+  path?: string;
   /** Dialect is the wire format the client spoke. */
   dialect?: Dialect;
   /** as the client asked */
@@ -1499,7 +1608,7 @@ export interface Usage {
 }
 
 /** UsageGrouping is what /api/usage adds up by. */
-export type UsageGrouping = "day" | "backend" | "chain" | "day,backend";
+export type UsageGrouping = "day" | "backend" | "chain" | "day,backend" | "path";
 
 /**
  * UsageReport is the answer of GET /api/usage: ledger totals from From

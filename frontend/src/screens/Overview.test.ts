@@ -14,7 +14,9 @@ afterEach(() => cleanup());
 
 describe("Overview", () => {
   it("renders one row per backend with its status and numbers", async () => {
-    live.applySnapshot(snapshot());
+    const snap = snapshot();
+    snap.backends[1] = { ...snap.backends[1], today: { calls: 1520, failures: 3 } };
+    live.applySnapshot(snap);
     render(Overview);
 
     const rows = screen.getAllByTestId(/^backend-row-/);
@@ -37,6 +39,8 @@ describe("Overview", () => {
     expect(cell(groq, "ttft-p95")).toBe("420 ms");
     expect(cell(groq, "success")).toBe("97.5%");
     expect(cell(groq, "rpm")).toBe("120");
+    expect(cell(screen.getByTestId("backend-row-cerebras/qwen"), "today")).toBe("1,520");
+    expect(screen.getByTestId("backend-row-cerebras/qwen").querySelector('[data-col="today"]')?.getAttribute("title")).toBe("1,520 calls today, 3 failed");
 
     // The window picker switches every row to that window's numbers.
     await fireEvent.click(screen.getByRole("radio", { name: "5 min" }));

@@ -139,4 +139,37 @@ describe("Requests", () => {
     await fireEvent(old, new Event("toggle"));
     await waitFor(() => expect(screen.getByTestId("request-dialect-r2").textContent).toBe("not recorded"));
   });
+
+  it("names the API each request came in on, with its dialect", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+    const requests = [
+      trace("a1", { start: "2025-03-01T12:00:04Z", dialect: "anthropic", path: "/v1/messages", stream: false }),
+      trace("a2", { start: "2025-03-01T12:00:03Z", dialect: "openai-responses", path: "/v1/responses" }),
+      trace("a3", { start: "2025-03-01T12:00:02Z", dialect: "gemini", path: "/v1beta/models/{model}:generateContent", stream: false }),
+      trace("a4", { start: "2025-03-01T12:00:01Z", dialect: "openai", path: "/v1/chat/completions" }),
+      // Logged before the path was kept: the dialect tells it.
+      trace("a5", { start: "2025-03-01T12:00:00Z", dialect: "anthropic", stream: false }),
+    ];
+    live.applySnapshot(snapshot({ requests }));
+    render(Requests);
+
+    const api = (id: string) => screen.getByTestId(`request-api-${id}`).textContent;
+    expect(requests.map((t) => api(t.id))).toEqual([
+      "/v1/messages · Anthropic",
+      "/v1/responses · Responses, stream",
+      "/v1beta/models/…:generateContent · Gemini",
+      "/v1/chat/completions · OpenAI, stream",
+      "/v1/messages · Anthropic",
+    ]);
+    expect(screen.getByTestId("request-api-a3").getAttribute("title")).toBe("/v1beta/models/{model}:generateContent");
+
+    const detail = screen.getByTestId("request-detail-a1") as HTMLDetailsElement;
+    detail.open = true;
+    await fireEvent(detail, new Event("toggle"));
+    await waitFor(() => expect(screen.getByTestId("request-path-a1").textContent).toBe("/v1/messages"));
+    const old = screen.getByTestId("request-detail-a5") as HTMLDetailsElement;
+    old.open = true;
+    await fireEvent(old, new Event("toggle"));
+    await waitFor(() => expect(screen.getByTestId("request-path-a5").textContent).toBe("not recorded"));
+  });
 });

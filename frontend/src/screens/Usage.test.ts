@@ -11,12 +11,24 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
+const byPath = {
+  from: "x",
+  to: "y",
+  group_by: "path",
+  rows: [
+    usageRow("/v1/chat/completions", { requests: 12, failures: 1, cost: 0.002 }),
+    usageRow("/v1/messages", { requests: 50, failures: 0, prompt_tokens: 5000, completion_tokens: 900, cost: 0.01 }),
+    usageRow("/v1beta/models/{model}:generateContent", { requests: 1, failures: 0, cost: 0 }),
+    usageRow("", { requests: 40, failures: 2, cost: 0 }),
+  ],
+};
+
 describe("Usage", () => {
   it("asks for the range per day and backend and shows a table grouped by backend", async () => {
     const today = lastDays(1, Date.now())[0];
     const yesterday = lastDays(2, Date.now())[0];
-    const f = fakeFetch(() => ({
-      body: {
+    const f = fakeFetch((_m, url) => ({
+      body: url.includes("group_by=path") ? byPath : {
         from: "x",
         to: "y",
         group_by: "day,backend",
@@ -33,6 +45,7 @@ describe("Usage", () => {
     await waitFor(() => expect(screen.getByTestId("usage-row-groq/llama")).toBeTruthy());
     const first = lastDays(30, Date.now())[0];
     expect(f.calls[0].url).toBe(`/api/usage?group_by=day,backend&from=${first}&to=${today}`);
+    expect(f.calls[1].url).toBe(`/api/usage?group_by=path&from=${first}&to=${today}`);
 
     const cell = (row: HTMLElement, col: string) => row.querySelector(`[data-col="${col}"]`)?.textContent;
     const groq = screen.getByTestId("usage-row-groq/llama");
@@ -59,9 +72,10 @@ describe("Usage", () => {
     expect(screen.getByTestId("usage-chart").textContent).toContain("Requests per day, last 30 days");
 
     await fireEvent.click(screen.getByTestId("usage-range-7"));
-    await waitFor(() => expect(f.calls).toHaveLength(2));
+    await waitFor(() => expect(f.calls).toHaveLength(4));
     const week = lastDays(7, Date.now())[0];
-    expect(f.calls[1].url).toContain(`from=${week}`);
+    expect(f.calls[2].url).toContain(`from=${week}`);
+    expect(f.calls[3].url).toContain(`from=${week}`);
     await waitFor(() => expect(link.getAttribute("href")).toContain(`from=${week}`));
 
     await fireEvent.click(screen.getByTestId("usage-metric-cost"));
@@ -73,5 +87,21 @@ describe("Usage", () => {
     render(Usage);
     expect((await screen.findByRole("alert")).textContent).toContain("from must be before to");
     expect(screen.getByTestId("usage-table").textContent).toContain("No requests in the last 30 days.");
+  });
+
+  it("names the API of the requests it adds up", async () => {
+    vi.stubGlobal("fetch", fakeFetch((_m, url) => ({ body: url.includes("group_by=path") ? byPath : { from: "x", to: "y", group_by: "day,backend", rows: [] } })).fn);
+    render(Usage);
+    await waitFor(() => expect(screen.getByTestId("usage-api-/v1/messages")).toBeTruthy());
+    const rows = within(screen.getByTestId("usage-apis")).getAllByTestId(/^usage-api-/);
+    const col = (row: HTMLElement, c: string) => row.querySelector(`[data-col="${c}"]`)?.textContent;
+    // Most requests first.
+    expect(rows.map((r) => [col(r, "api"), col(r, "requests")])).toEqual([
+      ["/v1/messages · Anthropic", "50"],
+      ["not recorded (older requests)", "40"],
+      ["/v1/chat/completions · OpenAI", "12"],
+      ["/v1beta/models/…:generateContent · Gemini", "1"],
+    ]);
+    expect(col(screen.getByTestId("usage-api-/v1/messages"), "completion")).toBe("900");
   });
 });

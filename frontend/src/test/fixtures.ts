@@ -49,6 +49,7 @@ export function backend(name: string, over: Partial<BackendView> = {}): BackendV
     reason: "",
     until: null,
     windows: { "1m": metricWindow(), "5m": metricWindow({ rps: 1.5 }), "1h": metricWindow({ rps: 1 }) },
+    today: { calls: 0, failures: 0 },
     probe: { last: null, ok: true, message: "" },
     ...over,
   };
