@@ -79,7 +79,7 @@ type Options struct {
 	Token string
 	// SocketOwner tells which account runs the far end of a loopback
 	// connection, so that local servers of other accounts are not used;
-	// nil means the platform's own lookup (socketOwner).
+	// nil means the platform's own lookup.
 	SocketOwner func(c net.Conn) (uid uint32, err error)
 }
 

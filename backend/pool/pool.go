@@ -328,3 +328,6 @@ func (p *Pool) CatalogSource() string {
 	defer p.mu.Unlock()
 	return p.catSource
 }
+
+// The pool is what the control plane asks about local servers.
+var _ control.Pool = (*Pool)(nil)
