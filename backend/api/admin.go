@@ -35,6 +35,11 @@ type ChainView struct {
 	// its backends share one provider or one platform, and so one
 	// account's limits and outages.
 	Warning string `json:"warning"`
+	// Gone are the backends the chain names that the pool knows but that
+	// cannot serve now (server stopped, hidden, model no longer listed).
+	// They stay in the chain and serve again when their server does;
+	// left out when there are none.
+	Gone []string `json:"gone,omitempty"`
 }
 
 // TestResult is the answer of "test this provider now".

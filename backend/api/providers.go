@@ -102,7 +102,13 @@ func (h *adminHandlers) updateProvider(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), checkTime)
 	defer cancel()
-	v, err := h.a.UpdateProvider(ctx, r.PathValue("name"), in)
+	name := r.PathValue("name")
+	// A local server found by discovery is renamed, hidden or given
+	// limits; every other provider is edited as stored.
+	v, handled, err := h.a.Control().UpdateLocal(ctx, name, in)
+	if !handled {
+		v, err = h.a.UpdateProvider(ctx, name, in)
+	}
 	if err != nil {
 		fail(w, err)
 		return

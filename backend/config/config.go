@@ -136,6 +136,10 @@ type Config struct {
 	// Discovery looks for model servers on this machine's loopback ports
 	// and adds their models as the last backends of auto.
 	Discovery Discovery `yaml:"discovery,omitempty"`
+	// Local records what the user decided about servers discovery finds
+	// (their names, whether they are hidden, their limits), so that
+	// chains, limits and budgets may name them while they are stopped.
+	Local []LocalProvider `yaml:"local,omitempty"`
 	// Aliases route model names that match a pattern to a chain, so a
 	// client that only knows its vendor's names (claude-*, gemini-*) works
 	// without model settings. They are tried after every exact name (a

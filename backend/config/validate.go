@@ -134,6 +134,7 @@ func (v *validator) validate(c *Config) {
 	}
 	v.providers(c)
 	v.discovery(c)
+	v.local(c)
 	v.chains(c)
 	v.aliases(c)
 	v.breaker(c)
@@ -516,8 +517,14 @@ func (v *validator) chains(c *Config) {
 				continue
 			}
 			p, found := c.Provider(pname)
+			if _, local := c.LocalByName(pname); !found && local {
+				// A local server's models are what it lists when it
+				// answers; a model it does not list then is shown as
+				// gone, not refused here.
+				continue
+			}
 			if !found {
-				v.errorf(bf, "unknown provider %q in %q; %s", pname, ref, providerList(c))
+				v.errorf(bf, "unknown provider %q in %q; %s%s", pname, ref, providerList(c), localList(c))
 				continue
 			}
 			if !slices.ContainsFunc(p.Models, func(m Model) bool { return m.ID == model }) {
@@ -678,9 +685,11 @@ func (v *validator) budgets(c *Config) {
 				v.errorf(f+".scope", "names no chain: %q is not among the chains (auto%s)", name, chainList(c))
 			}
 		case strings.HasPrefix(b.Scope, "provider:"):
-			if _, ok := c.Provider(strings.TrimPrefix(b.Scope, "provider:")); !ok {
+			name := strings.TrimPrefix(b.Scope, "provider:")
+			_, ok := c.Provider(name)
+			if _, local := c.LocalByName(name); !ok && !local {
 				scopeOK = false
-				v.errorf(f+".scope", "names no provider: %q; %s", strings.TrimPrefix(b.Scope, "provider:"), providerList(c))
+				v.errorf(f+".scope", "names no provider: %q; %s%s", name, providerList(c), localList(c))
 			}
 		default:
 			scopeOK = false

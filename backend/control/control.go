@@ -106,6 +106,7 @@ type Control struct {
 	apply  Applier
 	log    *slog.Logger
 	lookup func(string) (string, bool)
+	pool   Pool
 
 	mu         sync.Mutex
 	doc        *config.Config // api_key holds "${VAR}" references or "", never a key
@@ -157,6 +158,9 @@ type Options struct {
 	Catalog   *catalog.Catalog
 	BuiltIn   *catalog.Catalog
 	Addresses AddressBook
+	// Pool tells about the model servers found on this machine, which
+	// chains, limits and budgets may name like providers; nil for none.
+	Pool Pool
 }
 
 // Open loads the stored configuration (or seeds it from the file) and
@@ -168,7 +172,8 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
 	}
-	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}, fileKeys: map[string]string{}}
+	c := &Control{db: o.DB, vault: o.Vault, apply: o.Apply, log: o.Logger, lookup: o.LookupEnv, keys: map[string]sealedKey{}, fileKeys: map[string]string{},
+		pool: o.Pool}
 	raw, _, err := c.db.GetState(ctx, docConfig)
 	if err != nil {
 		return nil, err
@@ -531,6 +536,9 @@ func (c *Control) prepareLocked(scope string, fn func(doc *config.Config) error)
 	if err := fn(next); err != nil {
 		return nil, nil, err
 	}
+	// A chain or budget naming a server discovery found records it, so
+	// that the configuration still loads while the server is stopped.
+	recordLocal(next, c.localServers())
 	c.unbind(c.doc, next)
 	if checked, err = c.clone(next); err != nil {
 		return nil, nil, validationError(err, scope)

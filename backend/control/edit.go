@@ -74,6 +74,10 @@ type ProviderView struct {
 	Models      []ModelSpec       `json:"models"`
 	Timeouts    Timeouts          `json:"timeouts"`
 	Limits      LimitsJSON        `json:"limits"`
+	// Source says where the provider comes from.
+	Source ProviderSource `json:"source"`
+	// Local describes the server of a discovered provider; nil for others.
+	Local *ProviderLocal `json:"local,omitempty"`
 	// Notice, only in the answer to an edit, says what the edit removed
 	// besides what it was asked to: a key and header values stay bound
 	// to the base_url and headers they were given with.
@@ -146,6 +150,15 @@ type ProviderInput struct {
 	// Catalog is accepted so a view can be sent back, and ignored: a
 	// provider keeps the catalog entry it was made from.
 	Catalog *string `json:"catalog,omitempty"`
+	// Rename and Hidden are for a local server found by discovery only
+	// (see UpdateLocal): its new name, and whether it is kept out of
+	// routing.
+	Rename *string `json:"rename,omitempty"`
+	Hidden *bool   `json:"hidden,omitempty"`
+	// Source and Local are fields of the view, accepted so that a view can
+	// be sent back, and ignored.
+	Source *ProviderSource `json:"source,omitempty"`
+	Local  *ProviderLocal  `json:"local,omitempty"`
 	// UnreachableOK is not stored: it answers the question an add or an
 	// edit asks when the key cannot be tried because the provider's server
 	// cannot be reached. True stores the provider all the same; a key the
@@ -193,6 +206,7 @@ func parseDur(param, s string) (time.Duration, error) {
 
 // Providers lists the providers with their key state.
 func (c *Control) Providers() []ProviderView {
+	found := c.localServers()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Only the key state comes from the effective configuration; the rest
@@ -211,7 +225,7 @@ func (c *Control) Providers() []ProviderView {
 		}
 		out = append(out, c.view(p, key))
 	}
-	return out
+	return append(out, c.localViews(found)...)
 }
 
 // view shows the stored provider p, whose effective key is key.
@@ -231,6 +245,7 @@ func (c *Control) view(p config.Provider, key string) ProviderView {
 			Limits: &lim, Price: priceJSON(m.Price), CreditExpires: &credit})
 	}
 	v.Limits = limitsJSON(p.Limits)
+	v.Source = c.sourceOf(p)
 	v.Key = KeyInfo{Env: append([]string{}, p.APIKeyEnv...), Source: SourceNone, File: c.fileKeyLocked(p.Name)}
 	switch k, stored := c.keys[p.Name]; {
 	case p.Keyless:
@@ -665,8 +680,10 @@ type ChainInput struct {
 	Strategy  *string   `json:"strategy"`
 	Generated *bool     `json:"generated"`
 	Default   *bool     `json:"default"`
-	// Warning is a field of the chain view, accepted and ignored.
-	Warning *string `json:"warning,omitempty"`
+	// Warning and Gone are fields of the chain view, accepted and
+	// ignored.
+	Warning *string   `json:"warning,omitempty"`
+	Gone    *[]string `json:"gone,omitempty"`
 }
 
 func checkStrategy(s *string) error {

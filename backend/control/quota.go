@@ -126,6 +126,7 @@ func priceJSON(p *config.Price) *PriceJSON {
 
 // Limits lists every provider's and model's limits, price and credit.
 func (c *Control) Limits() []LimitsEntry {
+	found := c.localServers()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := []LimitsEntry{}
@@ -136,6 +137,14 @@ func (c *Control) Limits() []LimitsEntry {
 				Price: priceJSON(m.Price), CreditExpires: m.CreditExpires})
 		}
 	}
+	// A local server's limits are shared by all its models.
+	for _, s := range allLocal(c.doc, found) {
+		var l *config.Limits
+		if r, ok := c.doc.LocalAt(s.Local.Kind, s.Local.Port); ok {
+			l = r.Limits
+		}
+		out = append(out, LimitsEntry{Provider: s.Provider.Name, Limits: limitsJSON(l)})
+	}
 	return out
 }
 
@@ -145,15 +154,21 @@ func (c *Control) SetProviderLimits(ctx context.Context, provider string, in *Li
 	if in == nil {
 		return userErr(http.StatusBadRequest, "limits", "send {\"limits\": {...}}; all zero removes them")
 	}
+	found := c.localServers()
 	err := c.update(ctx, "", func(doc *config.Config) error {
 		i := providerIndex(doc, provider)
+		if s, ok := localServer(doc, found, provider); i < 0 && ok {
+			r := ensureRecord(doc, s)
+			r.Limits = mergeLimits(r.Limits, in)
+			return nil
+		}
 		if i < 0 {
 			return userErr(http.StatusNotFound, "provider", "there is no provider %q", provider)
 		}
 		doc.Providers[i].Limits = mergeLimits(doc.Providers[i].Limits, in)
 		return nil
 	})
-	return scoped(err, "providers[")
+	return localErr(scoped(err, "providers["))
 }
 
 // SetModelLimits changes a model's limits, price and credit expiry.
@@ -161,8 +176,13 @@ func (c *Control) SetModelLimits(ctx context.Context, provider, model string, in
 	if err := in.Check(provider, model); err != nil {
 		return err
 	}
+	found := c.localServers()
 	err := c.update(ctx, "", func(doc *config.Config) error {
 		i := providerIndex(doc, provider)
+		if _, ok := localServer(doc, found, provider); i < 0 && ok {
+			return userErr(http.StatusBadRequest, "model",
+				"%q is a local server found by discovery: its limits are shared by all its models; set them with PUT /api/limits/%s", provider, provider)
+		}
 		if i < 0 {
 			return userErr(http.StatusNotFound, "provider", "there is no provider %q", provider)
 		}

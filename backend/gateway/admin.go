@@ -146,6 +146,9 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 	res := api.TestResult{}
 	if p == nil {
 		res.Error = fmt.Sprintf("there is no provider %q", provider)
+		if v, err := g.control.Provider(provider); err == nil && v.Local != nil {
+			res.Error = fmt.Sprintf("the local server %q cannot serve now (%s): %s", provider, v.Local.Status, v.Local.Found)
+		}
 		return res
 	}
 	if model == "" && len(p.Models) > 0 {
@@ -210,6 +213,7 @@ func (g *Gateway) chains() []api.ChainView {
 		v.Default = name == cmp.Or(t.DefaultOf(), router.DefaultChain)
 		if i := slices.IndexFunc(doc.Chains, func(c config.Chain) bool { return c.Name == name }); i >= 0 {
 			v.Backends = append(v.Backends, doc.Chains[i].Backends...)
+			v.Gone = goneBackends(doc, cfg, v.Backends)
 		} else {
 			v.Generated = true
 			for _, b := range t.Chain(name) {
@@ -218,6 +222,28 @@ func (g *Gateway) chains() []api.ChainView {
 		}
 		v.Warning = chainWarning(cfg, v.Backends)
 		out = append(out, v)
+	}
+	return out
+}
+
+// goneBackends are the backends of refs that the stored configuration
+// doc does not configure and that the pool in use (cfg) does not serve: a
+// local server's models while it is stopped or hidden, or a model it no
+// longer lists.
+func goneBackends(doc, cfg *config.Config, refs []string) []string {
+	var out []string
+	for _, ref := range refs {
+		id, err := llm.ParseBackendID(ref)
+		if err != nil {
+			continue
+		}
+		if _, configured := doc.Provider(id.Provider); configured {
+			continue
+		}
+		if p, ok := cfg.Provider(id.Provider); ok && slices.ContainsFunc(p.Models, func(m config.Model) bool { return m.ID == id.Model }) {
+			continue
+		}
+		out = append(out, ref)
 	}
 	return out
 }

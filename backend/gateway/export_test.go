@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"freelane/backend/llm"
+	"freelane/backend/loops"
 )
 
 // CheckCredits runs the housekeeping loop's credit check now, so tests can
@@ -15,3 +16,13 @@ func (g *Gateway) Logger() *slog.Logger { return g.log }
 
 // RecordTrace hands a finished request to the feed, as the router does.
 func (g *Gateway) RecordTrace(t llm.Trace) { g.feed.Record(t) }
+
+// Loops names the goroutines the gateway started, and those of them that
+// have not returned yet.
+func (g *Gateway) Loops() (started, running []string) {
+	for _, l := range []*loops.Group{g.serving, g.loops, g.writers} {
+		started = append(started, l.Started()...)
+		running = append(running, l.Running()...)
+	}
+	return started, running
+}

@@ -25,11 +25,12 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
-	"freelane/backend/discovery"
 	"freelane/backend/events"
 	"freelane/backend/hub"
 	"freelane/backend/llm"
+	"freelane/backend/loops"
 	"freelane/backend/metrics"
+	"freelane/backend/pool"
 	"freelane/backend/probe"
 	"freelane/backend/protocol"
 	"freelane/backend/protocol/anthropic"
@@ -78,7 +79,7 @@ type Options struct {
 	Token string
 	// SocketOwner tells which account runs the far end of a loopback
 	// connection, so that local servers of other accounts are not used;
-	// nil means the platform's own lookup (socketOwner).
+	// nil means the platform's own lookup.
 	SocketOwner func(c net.Conn) (uid uint32, err error)
 }
 
@@ -112,47 +113,22 @@ type Gateway struct {
 	dashEvents *events.Subscription
 	lastUpdate time.Time
 
-	// mu guards what apply replaces on every configuration change.
+	// pool is the live pool of providers routing is built from.
+	pool *pool.Pool
+
+	// mu guards what apply replaces on every configuration change: the
+	// pool as routing uses it, and the clients and probe targets built
+	// from it.
 	mu      sync.Mutex
 	cfg     *config.Config
 	clients map[string]*upstream.Client
 	targets []probe.Target
-	// base is the configuration the control plane gave, before the local
-	// servers discovery found were added to it.
-	base *config.Config
-	// local are the model servers found on this machine, by port, and
-	// lastScan when the ports were last looked at.
-	local    map[int]*localServer
-	lastScan time.Time
-	// localMu orders the scans applied; found is the last one, applied
-	// again when the allowances change. allowed are the local servers of
-	// other accounts the user allowed, and self the account FreeLane
-	// runs as.
-	localMu sync.Mutex
-	found   []discovery.Server
-	allowed *allowances
-	self    uint32
-	// catSource is where the catalog in use was read from.
-	catSource string
-	// envNames are key variables a client is told it may set while
-	// nothing can serve.
-	envNames []string
 
-	watcher *discovery.Watcher
-	// listClient reads providers' model lists and catalog files.
-	listClient *http.Client
-	// listRetired are the backends retired because their provider's model
-	// list stopped naming them; listMu guards it.
-	listMu      sync.Mutex
-	listRetired map[llm.BackendID]bool
-
-	bgStop  context.CancelFunc // stops the background loops below
-	bg      sync.WaitGroup     // prober and state saver
-	logStop context.CancelFunc
-	logDone chan struct{}
-	// respDone is closed when the response store's writer has stopped.
-	respDone chan struct{}
-	serveWG  sync.WaitGroup
+	// The goroutines the gateway starts, by when they stop: serving (the
+	// HTTP server) once requests are drained, loops (the background
+	// rounds) next, writers (the request log and the response store)
+	// last, once nothing writes to them any more.
+	serving, loops, writers *loops.Group
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -168,9 +144,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	// Every part logs through the redactor: log lines carry upstream text.
 	red := redact.New()
 	o.Logger = slog.New(redact.Handler(o.Logger.Handler(), red))
-	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, local: map[int]*localServer{},
-		listRetired: map[llm.BackendID]bool{}, listClient: &http.Client{Timeout: 30 * time.Second},
-		allowed: loadAllowances(o.DataDir, o.Logger), self: selfUID()}
+	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, serving: loops.New(), loops: loops.New(), writers: loops.New()}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock), store.WithRedactor(red))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
@@ -195,6 +169,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 	g.prober.CheckKeys(g.gate, g.checkKey)
+	g.pool = pool.New(pool.Options{DataDir: o.DataDir, Logger: o.Logger, Clock: o.Clock, Owner: o.SocketOwner,
+		Breakers: g.gate, Events: g.bus, Rebuild: g.rebuild, Changed: g.invalidate})
 
 	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain, Clock: o.Clock})
 	if err != nil {
@@ -223,11 +199,11 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Responses: g.responses, Redactor: g.redact})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
-	cat, src := loadCatalog(o.DataDir, o.Logger)
-	g.catSource, g.envNames = src, envNames(heldCatalog(o.DataDir, cat))
+	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
+	g.pool.SetCatalog(pool.HeldCatalog(o.DataDir, cat), src)
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
-		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: catalogAddresses(o.DataDir),
+		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: pool.CatalogAddresses(o.DataDir), Pool: g.pool,
 	})
 	if err != nil {
 		return nil, err
@@ -265,13 +241,34 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 func (g *Gateway) apply(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.base = cfg
-	return g.applyLocked(cfg)
+	return g.applyLocked(g.pool.SetBase(cfg))
 }
 
-// applyLocked installs base with the local servers found added to it.
-func (g *Gateway) applyLocked(base *config.Config) error {
-	cfg := g.compose(base)
+// rebuild builds routing anew from the pool as it is now, after the
+// servers found changed; nothing is built before the control plane gave
+// the pool a configuration.
+func (g *Gateway) rebuild() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v := g.pool.View()
+	if v.Config == nil {
+		return
+	}
+	if err := g.applyLocked(v); err != nil {
+		g.log.Error("adding the local servers to routing", "err", err)
+	}
+}
+
+// invalidate has the dashboard draw its views again.
+func (g *Gateway) invalidate() {
+	if g.hub != nil {
+		g.hub.Invalidate()
+	}
+}
+
+// applyLocked installs the pool as v shows it.
+func (g *Gateway) applyLocked(v pool.View) error {
+	cfg := v.Config
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
 	g.quota.Configure(quotaSettings(cfg))
@@ -286,7 +283,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 	for _, p := range cfg.Providers {
 		ps := router.ProviderSpec{
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
-			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p), Discovered: g.discovered(p.Name),
+			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
 		}
 		wire := wires[p.Kind]
 		ps.Dialect, ps.Endpoints = wire.Dialect(), wire.Endpoints()
@@ -304,7 +301,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
-				Transport: g.localTransport(p.Name, p),
+				Transport: v.Transport(p),
 			})
 			clients[p.Name] = c
 			ps.Up = c
@@ -321,7 +318,11 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: chainIDs(c.Backends)})
 	}
 	spec.DefaultChain = cfg.DefaultChain
-	spec.EmptyHint = g.emptyHint(cfg)
+	addr := cfg.Listen
+	if g.ln != nil {
+		addr = g.ln.Addr().String()
+	}
+	spec.EmptyHint = v.EmptyHint(addr)
 	for _, a := range cfg.EffectiveAliases() {
 		spec.Aliases = append(spec.Aliases, router.AliasSpec{Pattern: a.Pattern, Chain: a.Chain})
 	}
@@ -477,79 +478,40 @@ func (g *Gateway) Start() error {
 	// one when that is 0.
 	hosts := api.NewHostGuard(ln.Addr().String(), append(slices.Clone(cfg.AllowedHosts), hostOf(listen)))
 	g.srv.Handler = api.Nosniff(hosts.Wrap(g.api.Handler()))
-	logCtx, logStop := context.WithCancel(context.Background())
-	g.logStop = logStop
-	g.logDone = make(chan struct{})
-	go func() {
-		defer close(g.logDone)
-		if err := g.reqLog.Run(logCtx); err != nil && !errors.Is(err, context.Canceled) {
+	g.writers.Go("request log writer", func(ctx context.Context) {
+		if err := g.reqLog.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			g.log.Error("request log writer stopped", "err", err)
 		}
-	}()
-	g.respDone = make(chan struct{})
-	go func() {
-		defer close(g.respDone)
-		if err := g.responses.Run(logCtx); err != nil && !errors.Is(err, context.Canceled) {
+	})
+	g.writers.Go("response store writer", func(ctx context.Context) {
+		if err := g.responses.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			g.log.Error("response store writer stopped", "err", err)
 		}
-	}()
-	bg, bgStop := context.WithCancel(context.Background())
-	g.bgStop = bgStop
+	})
 	if !cfg.Discovery.Disabled {
-		g.watcher = discovery.NewWatcher(discovery.WatchOptions{
-			Options: discovery.Options{Ports: discoveryPorts(cfg, ln.Addr().String()), Logger: g.log, Owner: g.ownerLookup()},
-			Clock:   g.clock, OnChange: g.localChanged,
-		})
+		g.pool.Watch(pool.DiscoveryPorts(cfg, ln.Addr().String()))
 	}
 	// The answer to a client while nothing can serve names the real
 	// address, known only now.
-	g.mu.Lock()
-	if err := g.applyLocked(g.base); err != nil {
-		g.log.Warn("rebuilding routing", "err", err)
-	}
-	g.mu.Unlock()
-	g.bg.Add(4)
-	go func() {
-		defer g.bg.Done()
-		g.housekeep(bg)
-	}()
-	go func() {
-		defer g.bg.Done()
-		g.hub.Run(bg)
-	}()
-	go func() {
-		defer g.bg.Done()
-		if !g.o.ManualProbes {
-			g.prober.Run(bg)
-		}
-	}()
+	g.rebuild()
+	g.loops.Go("housekeeping", g.housekeep)
+	g.loops.Go("dashboard hub", g.hub.Run)
+	g.loops.Go("state saver", g.saveLoop)
 	if !g.o.ManualProbes {
-		if g.watcher != nil {
-			g.bg.Add(1)
-			go func() {
-				defer g.bg.Done()
-				g.watcher.Run(bg)
-			}()
+		g.loops.Go("probes", g.prober.Run)
+		if !cfg.Discovery.Disabled {
+			g.loops.Go("discovery", g.pool.RunDiscovery)
 		}
 		if !cfg.Probes.Disabled {
-			g.bg.Add(1)
-			go func() {
-				defer g.bg.Done()
-				g.refreshLoop(bg, cfg.Probes.Daily)
-			}()
+			g.loops.Go("model lists", func(ctx context.Context) { g.pool.RunModelLists(ctx, g.control, cfg.Probes.Daily) })
 		}
 	}
-	go func() {
-		defer g.bg.Done()
-		g.saveLoop(bg)
-	}()
-	g.serveWG.Add(1)
-	go func() {
-		defer g.serveWG.Done()
+	g.serving.Go("http server", func(context.Context) {
+		// Shutdown stops it, by draining the server first.
 		if err := g.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("server stopped", "err", err)
 		}
-	}()
+	})
 	t := g.router.Table()
 	g.log.Info("FreeLane is serving", "endpoint", "http://"+ln.Addr().String()+"/v1",
 		"backends", len(t.Backends()), "chains", strings.Join(t.Chains(), ","))
@@ -621,19 +583,14 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("draining requests: %w", err))
 			_ = g.srv.Close()
 		}
-		g.serveWG.Wait()
 	}
-	if g.bgStop != nil {
-		g.bgStop()
-		g.bg.Wait()
-	}
+	g.serving.Stop()
+	g.loops.Stop()
 	if err := g.saveState(context.Background()); err != nil {
 		errs = append(errs, err)
 	}
-	if g.logStop != nil {
-		g.logStop()
-		<-g.logDone
-		<-g.respDone
+	if g.ln != nil {
+		g.writers.Stop()
 	} else {
 		// Never started: nothing can be queued, but close cleanly anyway.
 		if err := g.reqLog.Close(ctx); err != nil {

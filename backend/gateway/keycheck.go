@@ -25,7 +25,7 @@ func (g *Gateway) checkKey(ctx context.Context, k llm.KeyID) *llm.Error {
 		// to check, and its backends route nowhere.
 		return nil
 	}
-	_, err := modellist.Fetch(ctx, g.listClient, p.Kind, p.BaseURL, p.APIKey, p.Headers)
+	_, err := g.pool.ReadList(ctx, *p)
 	switch {
 	case err == nil:
 		return nil

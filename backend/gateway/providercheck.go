@@ -160,7 +160,7 @@ func (g *Gateway) tryProvider(ctx context.Context, p config.Provider, unreachabl
 func (g *Gateway) readList(ctx context.Context, p config.Provider) ([]modellist.Listed, error) {
 	ctx, cancel := context.WithTimeout(ctx, listWait)
 	defer cancel()
-	return modellist.Fetch(ctx, g.listClient, p.Kind, p.BaseURL, p.APIKey, p.Headers)
+	return g.pool.ReadList(ctx, p)
 }
 
 // tryRequest sends one tiny request to the first model of p, for a server

@@ -140,7 +140,9 @@ func (g *Gateway) checkCredits() {
 	if at.IsZero() || g.clock.Now().Before(at) || g.cfg == nil {
 		return
 	}
-	if err := g.applyLocked(g.cfg); err != nil {
+	// Built from the pool, not from the configuration in use, which
+	// already holds the local servers the pool adds.
+	if err := g.applyLocked(g.pool.View()); err != nil {
 		g.log.Warn("could not rebuild routing after a credit expired", "err", err)
 	}
 }

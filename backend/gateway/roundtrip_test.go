@@ -91,8 +91,12 @@ func roundTripConfig(upstream string) *config.Config {
 		},
 		Catalog:   config.CatalogSettings{EnvKeys: ptrTo(false), AllowHTTPLoopback: true},
 		Discovery: config.Discovery{Disabled: true, Ports: []int{11434, 1234}},
+		// A server discovery found earlier, renamed, hidden and limited;
+		// it does not answer now, and a chain still names it.
+		Local: []config.LocalProvider{{Name: "desk", Kind: "ollama", Port: 11500, Hidden: true,
+			Limits: &config.Limits{RPM: 12, RPD: 400, TPM: 9000, TPD: 90000, Concurrency: 1, Reset: "daily 03:00 UTC"}}},
 		Chains: []config.Chain{
-			{Name: "coding", Backends: []string{"paid/meta/llama-3.3-70b", "box/qwen2.5-coder:7b"}},
+			{Name: "coding", Backends: []string{"paid/meta/llama-3.3-70b", "box/qwen2.5-coder:7b", "desk/llama3.2:3b"}},
 			{Name: "cheap", Backends: []string{"box/qwen2.5-coder:7b", "paid/small"}},
 		},
 		Breaker: config.Breaker{Failures: 3, Open: 45 * time.Second, RateLimitCooldown: 90 * time.Second, HealthThreshold: 0.5},
@@ -101,6 +105,7 @@ func roundTripConfig(upstream string) *config.Config {
 			{Scope: "global", Period: "month", Limit: 25, Action: "free-only"},
 			{Scope: "provider:paid", Period: "day", Limit: 2.5, Action: "block"},
 			{Scope: "chain:cheap", Period: "month", Limit: 4, Action: "block"},
+			{Scope: "provider:desk", Period: "day", Limit: 0.5, Action: "free-only"},
 		},
 		Ledger:       config.Ledger{RetentionDays: 45},
 		DefaultChain: "coding",

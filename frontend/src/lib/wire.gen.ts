@@ -363,8 +363,12 @@ export interface ChainInput {
   strategy: ChainStrategy | null;
   generated: boolean | null;
   default: boolean | null;
-  /** Warning is a field of the chain view, accepted and ignored. */
+  /**
+   * Warning and Gone are fields of the chain view, accepted and
+   * ignored.
+   */
   warning?: string;
+  gone?: string[];
 }
 
 /** ChainStrategy is how a chain picks its backends. */
@@ -389,6 +393,13 @@ export interface ChainView {
    * account's limits and outages.
    */
   warning: string;
+  /**
+   * Gone are the backends the chain names that the pool knows but that
+   * cannot serve now (server stopped, hidden, model no longer listed).
+   * They stay in the chain and serve again when their server does;
+   * left out when there are none.
+   */
+  gone?: string[];
 }
 
 /**
@@ -926,6 +937,9 @@ export interface LocalServer {
   models: LocalModel[] | null;
 }
 
+/** LocalStatus is what a discovered server does now. */
+export type LocalStatus = "serving" | "gone" | "hidden" | "foreign";
+
 /**
  * LoginRequest is the body of POST /api/login.
  *
@@ -1151,6 +1165,19 @@ export interface ProviderInput {
    */
   catalog?: string;
   /**
+   * Rename and Hidden are for a local server found by discovery only
+   * (see UpdateLocal): its new name, and whether it is kept out of
+   * routing.
+   */
+  rename?: string;
+  hidden?: boolean;
+  /**
+   * Source and Local are fields of the view, accepted so that a view can
+   * be sent back, and ignored.
+   */
+  source?: ProviderSource;
+  local?: ProviderLocal;
+  /**
    * UnreachableOK is not stored: it answers the question an add or an
    * edit asks when the key cannot be tried because the provider's server
    * cannot be reached. True stores the provider all the same; a key the
@@ -1161,6 +1188,28 @@ export interface ProviderInput {
 
 /** ProviderKind is a provider's wire protocol. */
 export type ProviderKind = "openai" | "anthropic" | "gemini";
+
+/**
+ * ProviderLocal is what discovery knows of a discovered provider's server.
+ *
+ * Go: control.ProviderLocal.
+ */
+export interface ProviderLocal {
+  kind: string;
+  port: number;
+  base_url: string;
+  status: LocalStatus;
+  /** Found says where and how it was found, e.g. "found on port 11434". */
+  found: string;
+  /**
+   * Owner names the account that runs it when that is another account
+   * of this machine; "" for the user's own.
+   */
+  owner: string;
+}
+
+/** ProviderSource is where a provider comes from. */
+export type ProviderSource = "config" | "catalog" | "environment" | "discovered";
 
 /** ProviderTest is the body of POST /api/providers/{name}/test. */
 export interface ProviderTest {
@@ -1199,6 +1248,10 @@ export interface ProviderView {
   models: ModelSpec[];
   timeouts: Timeouts;
   limits: LimitsJSON;
+  /** Source says where the provider comes from. */
+  source: ProviderSource;
+  /** Local describes the server of a discovered provider; nil for others. */
+  local?: ProviderLocal;
   /**
    * Notice, only in the answer to an edit, says what the edit removed
    * besides what it was asked to: a key and header values stay bound

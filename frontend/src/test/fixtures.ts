@@ -69,6 +69,7 @@ export function provider(name: string, over: Partial<ProviderView> = {}): Provid
     stream_usage: true,
     headers: {},
     key: { set: true, masked: "sk-...a1b2", source: "dashboard", env: [], file: "" },
+    source: "config",
     models: [{ id: "m1", params_b: 70, context: 131072, max_output: 0 }],
     timeouts: { connect: "10s", header: "30s", first_token: "20s", idle: "30s" },
     limits: limits(),
