@@ -384,6 +384,11 @@ export interface ChainView {
    * account's limits and outages.
    */
   warning: string;
+  /**
+   * Gone are the backends the chain names that the pool knows but that
+   * cannot serve now (server stopped, hidden, model no longer listed).
+   */
+  gone?: string[] | null;
 }
 
 /**
@@ -1058,7 +1063,32 @@ export interface ProviderInput {
    * provider keeps the catalog entry it was made from.
    */
   catalog?: string;
+  /** Rename gives a discovered provider a new name. */
+  rename?: string;
+  /** Hidden hides a discovered provider from routing and auto, or shows it again. */
+  hidden?: boolean | null;
 }
+
+/**
+ * ProviderLocal is what discovery knows of a discovered provider's server.
+ *
+ * Go: control.ProviderLocal.
+ */
+export interface ProviderLocal {
+  kind: string;
+  port: number;
+  base_url: string;
+  status: LocalStatus;
+  /** Found says where it was found, e.g. "found on port 11434". */
+  found: string;
+  owner: string;
+}
+
+/** LocalStatus is what a discovered server does now. */
+export type LocalStatus = "serving" | "gone" | "hidden" | "foreign";
+
+/** ProviderSource is where a provider comes from. */
+export type ProviderSource = "config" | "catalog" | "environment" | "discovered";
 
 /** ProviderKind is a provider's wire protocol. */
 export type ProviderKind = "openai" | "anthropic" | "gemini";
@@ -1100,6 +1130,10 @@ export interface ProviderView {
   models: ModelSpec[];
   timeouts: Timeouts;
   limits: LimitsJSON;
+  /** Source is where the provider comes from. */
+  source: ProviderSource;
+  /** Local describes a discovered local server; absent for others. */
+  local?: ProviderLocal | null;
   /**
    * Notice, only in the answer to an edit, says what the edit removed
    * besides what it was asked to: a key and header values stay bound
