@@ -261,7 +261,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, codec protocol.Co
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(res.Response.Body)))
 	h.Set("X-FreeLane-Request-Id", res.ID)
-	h.Set("X-FreeLane-Backend", res.Backend.Name)
+	h.Set("X-FreeLane-Backend", res.Backend.Name())
 	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(res.Response.Body)
@@ -335,7 +335,7 @@ func (s *Server) modelList() []modelEntry {
 		data = append(data, modelEntry{ID: c, Object: "model", OwnedBy: "freelane"})
 	}
 	for _, b := range t.Backends() {
-		data = append(data, modelEntry{ID: b.Name, Object: "model", OwnedBy: b.Provider})
+		data = append(data, modelEntry{ID: b.Name(), Object: "model", OwnedBy: b.ID.Provider})
 	}
 	return data
 }

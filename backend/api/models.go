@@ -78,7 +78,7 @@ func (s *Server) geminiModelList() []geminiModel {
 		add(c, "FreeLane "+c, "", 0, 0)
 	}
 	for _, b := range t.Backends() {
-		add(b.Name, b.Name, "", b.Context, 0)
+		add(b.Name(), b.Name(), "", b.Context, 0)
 	}
 	return out
 }

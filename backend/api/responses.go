@@ -98,7 +98,7 @@ func writeAnswer(w http.ResponseWriter, res *router.Result, body []byte) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-FreeLane-Request-Id", res.ID)
-	h.Set("X-FreeLane-Backend", res.Backend.Name)
+	h.Set("X-FreeLane-Backend", res.Backend.Name())
 	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)

@@ -30,7 +30,7 @@ func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("X-FreeLane-Request-Id", id)
-	h.Set("X-FreeLane-Backend", b.Name)
+	h.Set("X-FreeLane-Backend", b.Name())
 	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(attempts))
 	s.w.WriteHeader(http.StatusOK)
 	return nil

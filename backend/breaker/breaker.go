@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,7 +146,10 @@ func (u *Unavailable) Error() string {
 const latencyWindow = 64
 
 type backend struct {
-	name, provider string
+	id llm.BackendID
+	// name is id's text form, kept for events so that they cost no
+	// string building.
+	name string
 
 	state     State
 	failures  int
@@ -174,9 +178,136 @@ type backend struct {
 	latN int
 }
 
+// keyState is a key the provider refused. It stays off until a check
+// passes (KeyChecked), the key is replaced (KeyReplaced) or, when nobody
+// checks it, until.
 type keyState struct {
 	until time.Time
 	why   string
+	// checks counts the checks that found the key still refused; next is
+	// when the next one is due.
+	checks int
+	next   time.Time
+}
+
+// keyBackoff spaces the checks of a refused key: soon at first, since the
+// user may be fixing it right now, then hourly so a dead key costs nothing.
+var keyBackoff = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour}
+
+func nextKeyCheck(now time.Time, checks int) time.Time {
+	return now.Add(keyBackoff[min(checks, len(keyBackoff)-1)])
+}
+
+// disableKey marks k refused. Called with b.mu held.
+func (b *Set) disableKey(k llm.KeyID, st *backend, now time.Time, why, reason string) {
+	ks := b.keys[k]
+	if ks == nil || !now.Before(ks.until) {
+		ks = &keyState{next: nextKeyCheck(now, 0)}
+		b.keys[k] = ks
+	}
+	ks.until, ks.why = now.Add(b.s.CredentialCooldown), why
+	b.publish(events.Event{Time: now, Kind: events.KeyDisabled, Level: events.Alert, Provider: k.Provider, Backend: st.name,
+		Reason: reason + why, Until: ks.until})
+}
+
+// KeyReplaced re-arms a key the user replaced: the refusal and the
+// failures its backends gathered were the old key's, so they are
+// forgotten. Retirements stay: a model withdrawn is withdrawn whatever the
+// key.
+func (b *Set) KeyReplaced(k llm.KeyID, why string) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, wasOff := b.keys[k]
+	delete(b.keys, k)
+	for id, st := range b.backends {
+		if id.KeyID() != k {
+			continue
+		}
+		st.failures, st.health, st.level, st.levelAt = 0, 1, 0, now
+		st.openUntil, st.openWhy, st.coolUntil, st.coolWhy = time.Time{}, "", time.Time{}, ""
+		st.probeFails, st.probeOKs = 0, 0
+		b.setState(st, Closed, now, why)
+	}
+	if wasOff {
+		b.publish(events.Event{Time: now, Kind: events.KeyRestored, Level: events.Info, Provider: k.Provider, Reason: why})
+	}
+}
+
+// KeyPassed re-arms a refused key that a check outside traffic found
+// working, such as the user's test request.
+func (b *Set) KeyPassed(k llm.KeyID, why string) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, off := b.keys[k]; !off {
+		return
+	}
+	delete(b.keys, k)
+	b.publish(events.Event{Time: now, Kind: events.KeyRestored, Level: events.Info, Provider: k.Provider, Reason: why})
+}
+
+// KeysDue returns the refused keys whose next check is due now, and
+// pushes each one's next check out, so a slow check is not started twice.
+// The caller checks each and reports with KeyChecked.
+func (b *Set) KeysDue() []llm.KeyID {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var due []llm.KeyID
+	for k, ks := range b.keys {
+		if !now.Before(ks.next) {
+			due = append(due, k)
+			ks.next = nextKeyCheck(now, ks.checks)
+		}
+	}
+	slices.SortFunc(due, func(x, y llm.KeyID) int { return strings.Compare(x.String(), y.String()) })
+	return due
+}
+
+// KeyChecked records a check of a refused key: nil re-arms it; another
+// refusal keeps it off and spaces the next check further; any other
+// failure (the provider unreachable, busy) proves nothing, and the check
+// is tried again on the same schedule.
+func (b *Set) KeyChecked(k llm.KeyID, e *llm.Error) {
+	if e == nil {
+		b.KeyPassed(k, "a check with the provider passed: the key works again")
+		return
+	}
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ks := b.keys[k]
+	if ks == nil || e.Class != llm.Credential {
+		return
+	}
+	ks.checks++
+	ks.next = nextKeyCheck(now, ks.checks)
+	if later := now.Add(b.s.CredentialCooldown); later.After(ks.until) {
+		ks.until = later
+	}
+	ks.why = e.Message
+}
+
+// KeyStatus is a refused key's state, for the dashboard.
+type KeyStatus struct {
+	Off       bool
+	Why       string
+	Until     time.Time
+	NextCheck time.Time
+	Checks    int
+}
+
+// Key reports whether k is refused and when it is checked next.
+func (b *Set) Key(k llm.KeyID) KeyStatus {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ks := b.keys[k]
+	if ks == nil || !now.Before(ks.until) {
+		return KeyStatus{}
+	}
+	return KeyStatus{Off: true, Why: ks.why, Until: ks.until, NextCheck: ks.next, Checks: ks.checks}
 }
 
 // Set holds the state of every backend. It is safe for concurrent use.
@@ -186,14 +317,14 @@ type Set struct {
 	pub   Publisher
 
 	mu       sync.Mutex
-	backends map[string]*backend
-	keys     map[string]*keyState
+	backends map[llm.BackendID]*backend
+	keys     map[llm.KeyID]*keyState
 	tickets  uint64
 }
 
 // New returns an empty Set. pub may be nil.
 func New(s Settings, clk clock.Clock, pub Publisher) *Set {
-	return &Set{s: s.withDefaults(), clock: clock.OrReal(clk), pub: pub, backends: map[string]*backend{}, keys: map[string]*keyState{}}
+	return &Set{s: s.withDefaults(), clock: clock.OrReal(clk), pub: pub, backends: map[llm.BackendID]*backend{}, keys: map[llm.KeyID]*keyState{}}
 }
 
 // Configure replaces the settings; state already recorded is kept.
@@ -206,11 +337,11 @@ func (b *Set) Configure(s Settings) {
 	}
 }
 
-func (b *Set) get(provider, name string) *backend {
-	st := b.backends[name]
+func (b *Set) get(id llm.BackendID) *backend {
+	st := b.backends[id]
 	if st == nil {
-		st = &backend{name: name, provider: provider, state: Closed, health: 1}
-		b.backends[name] = st
+		st = &backend{id: id, name: id.String(), state: Closed, health: 1}
+		b.backends[id] = st
 	}
 	return st
 }
@@ -236,7 +367,7 @@ func (b *Set) tick(st *backend, now time.Time) {
 	}
 	if st.retired && now.Sub(st.retiredAt) >= b.s.RetireFallback {
 		st.retired = false
-		b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: st.name, Provider: st.provider,
+		b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: st.name, Provider: st.id.Provider,
 			Reason: "retirement expired without a probe"})
 	}
 }
@@ -248,7 +379,7 @@ func (b *Set) setState(st *backend, to State, now time.Time, why string) {
 	from := st.state
 	st.state = to
 	st.trial = false
-	ev := events.Event{Time: now, Kind: events.StateChange, Level: events.Info, Backend: st.name, Provider: st.provider,
+	ev := events.Event{Time: now, Kind: events.StateChange, Level: events.Info, Backend: st.name, Provider: st.id.Provider,
 		From: string(from), To: string(to), Reason: why}
 	switch to {
 	case Open:
@@ -261,8 +392,8 @@ func (b *Set) setState(st *backend, to State, now time.Time, why string) {
 }
 
 // availability is Available without the lock.
-func (b *Set) availability(st *backend, provider string, now time.Time) error {
-	if k := b.keys[provider]; k != nil && now.Before(k.until) {
+func (b *Set) availability(st *backend, key llm.KeyID, now time.Time) error {
+	if k := b.keys[key]; k != nil && now.Before(k.until) {
 		return &Unavailable{Reason: ReasonKeyOff, Until: k.until, Detail: k.why}
 	}
 	if st == nil {
@@ -284,11 +415,11 @@ func (b *Set) availability(st *backend, provider string, now time.Time) error {
 
 // Available reports, without side effects, whether the backend could be
 // called now; if not, the skip wraps an *Unavailable.
-func (b *Set) Available(provider, name string) *llm.Skip {
+func (b *Set) Available(id llm.BackendID) *llm.Skip {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return skipOf(b.availability(b.backends[name], provider, now))
+	return skipOf(b.availability(b.backends[id], id.KeyID(), now))
 }
 
 func skipOf(err error) *llm.Skip {
@@ -305,26 +436,26 @@ func skipOf(err error) *llm.Skip {
 // that call's done runs, so the caller defers done the moment it is
 // admitted: a call that ends in any way, a panic included, gives its trial
 // back. Calling done again does nothing.
-func (b *Set) Allow(provider, name string) (done func(e *llm.Error, firstByte time.Duration), skip *llm.Skip) {
-	ticket, err := b.acquire(provider, name)
+func (b *Set) Allow(id llm.BackendID) (done func(e *llm.Error, firstByte time.Duration), skip *llm.Skip) {
+	ticket, err := b.acquire(id)
 	if err != nil {
 		return nil, skipOf(err)
 	}
-	return b.doneFunc(provider, name, ticket), nil
+	return b.doneFunc(id, ticket), nil
 }
 
 // Unchecked returns the done of a call made without Allow, which the
 // router makes when every backend of a route is unavailable: it holds no
 // trial, so it cannot decide a half-open backend's state, but its outcome
 // still counts for health, cooldowns, keys and retirement.
-func (b *Set) Unchecked(provider, name string) (done func(e *llm.Error, firstByte time.Duration)) {
-	return b.doneFunc(provider, name, 0)
+func (b *Set) Unchecked(id llm.BackendID) (done func(e *llm.Error, firstByte time.Duration)) {
+	return b.doneFunc(id, 0)
 }
 
-func (b *Set) doneFunc(provider, name string, ticket uint64) func(*llm.Error, time.Duration) {
+func (b *Set) doneFunc(id llm.BackendID, ticket uint64) func(*llm.Error, time.Duration) {
 	var once sync.Once
 	return func(e *llm.Error, firstByte time.Duration) {
-		once.Do(func() { b.report(provider, name, ticket, e, firstByte) })
+		once.Do(func() { b.report(id, ticket, e, firstByte) })
 	}
 }
 
@@ -333,12 +464,12 @@ func (b *Set) doneFunc(provider, name string, ticket uint64) func(*llm.Error, ti
 // with report, so only the trial's own outcome can close or reopen the
 // breaker; a call that started before the backend went half-open reports
 // with a ticket that holds no slot.
-func (b *Set) acquire(provider, name string) (uint64, error) {
+func (b *Set) acquire(id llm.BackendID) (uint64, error) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.backends[name]
-	if err := b.availability(st, provider, now); err != nil {
+	st := b.backends[id]
+	if err := b.availability(st, id.KeyID(), now); err != nil {
 		return 0, err
 	}
 	b.tickets++
@@ -354,11 +485,11 @@ func (b *Set) acquire(provider, name string) (uint64, error) {
 // backend that has become too slow. Cancelled calls, the caller's own errors
 // and prompts too long for the model only release a half-open trial slot:
 // they say nothing about the backend.
-func (b *Set) report(provider, name string, ticket uint64, e *llm.Error, firstByte time.Duration) {
+func (b *Set) report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte time.Duration) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.get(provider, name)
+	st := b.get(id)
 	b.tick(st, now)
 	wasTrial := st.state == HalfOpen && st.trial && st.trialTok == ticket && ticket != 0
 	if wasTrial {
@@ -393,7 +524,7 @@ func (b *Set) report(provider, name string, ticket uint64, e *llm.Error, firstBy
 		b.score(st, score, now)
 		if st.retired {
 			st.retired = false
-			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: "served a request"})
+			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: st.name, Provider: st.id.Provider, Reason: "served a request"})
 		}
 		return
 	}
@@ -408,15 +539,13 @@ func (b *Set) report(provider, name string, ticket uint64, e *llm.Error, firstBy
 			wait = b.s.RateLimitCooldown
 		}
 		st.coolUntil, st.coolWhy = now.Add(wait), e.Message
-		b.publish(events.Event{Time: now, Kind: events.Cooldown, Level: events.Info, Backend: name, Provider: provider,
+		b.publish(events.Event{Time: now, Kind: events.Cooldown, Level: events.Info, Backend: st.name, Provider: st.id.Provider,
 			Reason: e.Message, Until: st.coolUntil})
 		if wasTrial {
 			b.setState(st, Closed, now, "trial request reached a working server (rate limited)")
 		}
 	case llm.Credential:
-		b.keys[provider] = &keyState{until: now.Add(b.s.CredentialCooldown), why: e.Message}
-		b.publish(events.Event{Time: now, Kind: events.KeyDisabled, Level: events.Alert, Provider: provider, Backend: name,
-			Reason: "the provider rejected the key: " + e.Message, Until: now.Add(b.s.CredentialCooldown)})
+		b.disableKey(id.KeyID(), st, now, e.Message, "the provider rejected the key: ")
 	case llm.Gone:
 		b.score(st, 0, now)
 		b.retire(st, now, e.Message)
@@ -466,7 +595,7 @@ func (b *Set) setHealth(st *backend, h float64, now time.Time) {
 		if st.health < th {
 			lvl, word = events.Warn, "fell below"
 		}
-		b.publish(events.Event{Time: now, Kind: events.Health, Level: lvl, Backend: st.name, Provider: st.provider,
+		b.publish(events.Event{Time: now, Kind: events.Health, Level: lvl, Backend: st.name, Provider: st.id.Provider,
 			Reason: fmt.Sprintf("health %.2f %s %.2f", st.health, word, th)})
 	}
 }
@@ -492,7 +621,7 @@ func (b *Set) retire(st *backend, now time.Time, why string) {
 		return
 	}
 	st.retired, st.retiredAt, st.retiredWhy = true, now, why
-	b.publish(events.Event{Time: now, Kind: events.Retired, Level: events.Warn, Backend: st.name, Provider: st.provider, Reason: why})
+	b.publish(events.Event{Time: now, Kind: events.Retired, Level: events.Warn, Backend: st.name, Provider: st.id.Provider, Reason: why})
 }
 
 // slow reports whether d is well above the backend's usual first-byte time.
@@ -522,7 +651,7 @@ func (b *Set) remember(st *backend, d time.Duration) {
 // backend down after ProbeFailures failures in a row and back up after
 // ProbeSuccesses successes, and a passing probe ends a retirement. e is nil
 // for a pass.
-func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
+func (b *Set) ProbeResult(id llm.BackendID, e *llm.Error) {
 	if e != nil && (e.Class == llm.RateLimited || e.Class == llm.Cancelled) {
 		// Busy is not down, and a probe cut short proved nothing.
 		return
@@ -530,7 +659,7 @@ func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.get(provider, name)
+	st := b.get(id)
 	b.tick(st, now)
 	st.lastProbe, st.lastProbeOK = now, e == nil
 	if e == nil {
@@ -539,7 +668,7 @@ func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
 		st.probeOKs++
 		if st.retired {
 			st.retired = false
-			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: "a probe passed"})
+			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: st.name, Provider: st.id.Provider, Reason: "a probe passed"})
 		}
 		if st.state != Closed && st.probeOKs >= b.s.ProbeSuccesses {
 			b.setHealth(st, 0.7, now)
@@ -554,9 +683,7 @@ func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
 	case e.Class == llm.Gone:
 		b.retire(st, now, "probe: "+e.Message)
 	case e.Class == llm.Credential:
-		b.keys[provider] = &keyState{until: now.Add(b.s.CredentialCooldown), why: e.Message}
-		b.publish(events.Event{Time: now, Kind: events.KeyDisabled, Level: events.Alert, Provider: provider, Backend: name,
-			Reason: "a probe was refused: " + e.Message, Until: now.Add(b.s.CredentialCooldown)})
+		b.disableKey(id.KeyID(), st, now, e.Message, "a probe was refused: ")
 	case st.probeFails >= b.s.ProbeFailures && st.state != Open:
 		b.trip(st, now, fmt.Sprintf("%d probes failed, last: %s", st.probeFails, e.Message), st.state == Closed)
 	}
@@ -564,17 +691,17 @@ func (b *Set) ProbeResult(provider, name string, e *llm.Error) {
 
 // RetireByProbe retires (or restores) a backend after the daily catalog
 // probe, whatever its traffic said.
-func (b *Set) RetireByProbe(provider, name string, e *llm.Error) {
+func (b *Set) RetireByProbe(id llm.BackendID, e *llm.Error) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.get(provider, name)
+	st := b.get(id)
 	st.lastProbe, st.lastProbeOK = now, e == nil
 	if e == nil {
 		st.lastProbeMsg = "ok"
 		if st.retired {
 			st.retired = false
-			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: "passed the daily probe"})
+			b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: st.name, Provider: st.id.Provider, Reason: "passed the daily probe"})
 		}
 		return
 	}
@@ -588,44 +715,52 @@ func (b *Set) RetireByProbe(provider, name string, e *llm.Error) {
 // Retire takes a backend out of routing for a reason found outside its
 // traffic, such as its server no longer answering or its provider's
 // model list no longer naming it.
-func (b *Set) Retire(provider, name, why string) {
+func (b *Set) Retire(id llm.BackendID, why string) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.retire(b.get(provider, name), now, why)
+	b.retire(b.get(id), now, why)
 }
 
 // Unretire ends a retirement that Retire began, when its cause is gone.
-func (b *Set) Unretire(provider, name, why string) {
+func (b *Set) Unretire(id llm.BackendID, why string) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.get(provider, name)
+	st := b.get(id)
 	if st.retired {
 		st.retired = false
-		b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: name, Provider: provider, Reason: why})
+		b.publish(events.Event{Time: now, Kind: events.Restored, Level: events.Info, Backend: st.name, Provider: st.id.Provider, Reason: why})
 	}
 }
 
 // Status is one backend's state for the dashboard, probes and persistence.
 type Status struct {
-	Backend      string    `json:"backend"`
-	Provider     string    `json:"provider"`
-	State        State     `json:"state"`
-	Health       float64   `json:"health"`
-	Failures     int       `json:"failures"`
-	Level        int       `json:"level"`
-	OpenUntil    time.Time `json:"open_until,omitzero"`
-	OpenWhy      string    `json:"open_why,omitempty"`
-	ClosedAt     time.Time `json:"closed_at,omitzero"`
-	LevelAt      time.Time `json:"level_at,omitzero"`
-	CoolUntil    time.Time `json:"cool_until,omitzero"`
-	CoolWhy      string    `json:"cool_why,omitempty"`
-	Retired      bool      `json:"retired,omitempty"`
-	RetiredAt    time.Time `json:"retired_at,omitzero"`
-	RetiredWhy   string    `json:"retired_why,omitempty"`
-	KeyOffUntil  time.Time `json:"key_off_until,omitzero"`
-	KeyOffWhy    string    `json:"key_off_why,omitempty"`
+	// ID is the backend; Backend, Provider and Key are its parts as text,
+	// which is how the state is saved across a restart.
+	ID          llm.BackendID `json:"-"`
+	Backend     string        `json:"backend"`
+	Provider    string        `json:"provider"`
+	Key         string        `json:"key,omitempty"`
+	State       State         `json:"state"`
+	Health      float64       `json:"health"`
+	Failures    int           `json:"failures"`
+	Level       int           `json:"level"`
+	OpenUntil   time.Time     `json:"open_until,omitzero"`
+	OpenWhy     string        `json:"open_why,omitempty"`
+	ClosedAt    time.Time     `json:"closed_at,omitzero"`
+	LevelAt     time.Time     `json:"level_at,omitzero"`
+	CoolUntil   time.Time     `json:"cool_until,omitzero"`
+	CoolWhy     string        `json:"cool_why,omitempty"`
+	Retired     bool          `json:"retired,omitempty"`
+	RetiredAt   time.Time     `json:"retired_at,omitzero"`
+	RetiredWhy  string        `json:"retired_why,omitempty"`
+	KeyOffUntil time.Time     `json:"key_off_until,omitzero"`
+	KeyOffWhy   string        `json:"key_off_why,omitempty"`
+	// KeyNextCheck is when a refused key is checked with the provider
+	// again; KeyChecks how many checks found it still refused.
+	KeyNextCheck time.Time `json:"key_next_check,omitzero"`
+	KeyChecks    int       `json:"key_checks,omitempty"`
 	ProbeFails   int       `json:"probe_fails,omitempty"`
 	ProbeOKs     int       `json:"probe_oks,omitempty"`
 	LastProbe    time.Time `json:"last_probe,omitzero"`
@@ -634,18 +769,18 @@ type Status struct {
 }
 
 // Status returns the state of one backend (a fresh closed state if unknown).
-func (b *Set) Status(provider, name string) Status {
+func (b *Set) Status(id llm.BackendID) Status {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.get(provider, name)
+	st := b.get(id)
 	b.tick(st, now)
 	return b.status(st, now)
 }
 
 func (b *Set) status(st *backend, now time.Time) Status {
 	s := Status{
-		Backend: st.name, Provider: st.provider, State: st.state, Health: st.health, Failures: st.failures,
+		Backend: st.name, Provider: st.id.Provider, Key: st.id.Key, ID: st.id, State: st.state, Health: st.health, Failures: st.failures,
 		Level: st.level, OpenUntil: st.openUntil, OpenWhy: st.openWhy, ClosedAt: st.closedAt, LevelAt: st.levelAt,
 		Retired: st.retired, RetiredAt: st.retiredAt, RetiredWhy: st.retiredWhy,
 		ProbeFails: st.probeFails, ProbeOKs: st.probeOKs, LastProbe: st.lastProbe, LastProbeOK: st.lastProbeOK, LastProbeMsg: st.lastProbeMsg,
@@ -653,8 +788,9 @@ func (b *Set) status(st *backend, now time.Time) Status {
 	if now.Before(st.coolUntil) {
 		s.CoolUntil, s.CoolWhy = st.coolUntil, st.coolWhy
 	}
-	if k := b.keys[st.provider]; k != nil && now.Before(k.until) {
+	if k := b.keys[st.id.KeyID()]; k != nil && now.Before(k.until) {
 		s.KeyOffUntil, s.KeyOffWhy = k.until, k.why
+		s.KeyNextCheck, s.KeyChecks = k.next, k.checks
 	}
 	return s
 }
@@ -695,12 +831,16 @@ func (b *Set) Restore(saved []Status) error {
 		if s.Backend == "" {
 			return fmt.Errorf("%w: backend without a name", ErrBadState)
 		}
+		id, err := llm.ParseBackendID(s.Backend)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrBadState, err)
+		}
 		switch s.State {
 		case Closed, Open, HalfOpen:
 		default:
 			return fmt.Errorf("%w: %s has state %q", ErrBadState, s.Backend, s.State)
 		}
-		st := b.get(s.Provider, s.Backend)
+		st := b.get(id)
 		st.state, st.health, st.failures = s.State, s.Health, s.Failures
 		st.level = min(max(s.Level, 0), len(b.s.OpenTimes)-1)
 		st.openUntil, st.openWhy, st.closedAt, st.levelAt = s.OpenUntil, s.OpenWhy, s.ClosedAt, s.LevelAt
@@ -712,7 +852,13 @@ func (b *Set) Restore(saved []Status) error {
 			st.health = 1
 		}
 		if s.KeyOffUntil.After(now) {
-			b.keys[s.Provider] = &keyState{until: s.KeyOffUntil, why: s.KeyOffWhy}
+			// The key is checked again soon after a restart: it may have
+			// been fixed while FreeLane was not running.
+			next := nextKeyCheck(now, 0)
+			if !s.KeyNextCheck.IsZero() && s.KeyNextCheck.Before(next) {
+				next = s.KeyNextCheck
+			}
+			b.keys[id.KeyID()] = &keyState{until: s.KeyOffUntil, why: s.KeyOffWhy, checks: s.KeyChecks, next: next}
 		}
 	}
 	return nil

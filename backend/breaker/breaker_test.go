@@ -78,6 +78,16 @@ func newEnv(t *testing.T, s breaker.Settings) *env {
 
 func (e *env) now() time.Time { return e.clock.Now() }
 
+// bid is the backend a test names by its provider and text form; the two
+// must agree.
+func bid(provider, name string) llm.BackendID {
+	id, err := llm.ParseBackendID(name)
+	if err != nil || id.Provider != provider {
+		panic(fmt.Sprintf("test names backend %q of provider %q", name, provider))
+	}
+	return id
+}
+
 // Failures of every class the breaker tells apart.
 func e503() *llm.Error {
 	return &llm.Error{Class: llm.Transient, Status: 503, Message: "HTTP 503: overloaded"}
@@ -126,7 +136,7 @@ func why(t *testing.T, err error) (breaker.Reason, time.Time, *breaker.Unavailab
 // is checked when reason is set (zero means "no time").
 func (e *env) avail(provider, name string, reason breaker.Reason, until time.Time) *breaker.Unavailable {
 	e.t.Helper()
-	r, u, un := why(e.t, errOf(e.s.Available(provider, name)))
+	r, u, un := why(e.t, errOf(e.s.Available(bid(provider, name))))
 	if r != reason {
 		e.t.Fatalf("at +%v Available(%s) = %q, want %q", e.now().Sub(t0), name, r, reason)
 	}
@@ -141,7 +151,7 @@ func (e *env) avail(provider, name string, reason breaker.Reason, until time.Tim
 // refused one gets 0. It uses Errorf, so goroutines may call it.
 func (e *env) acquire(provider, name string) (uint64, error) {
 	e.t.Helper()
-	ticket, err := e.s.Acquire(provider, name)
+	ticket, err := e.s.Acquire(bid(provider, name))
 	switch {
 	case err != nil && ticket != 0:
 		e.t.Errorf("Acquire(%s) refused (%v) with ticket %d, want 0", name, err, ticket)
@@ -185,10 +195,10 @@ func (e *env) refused(provider, name string) error {
 // its ticket.
 func (e *env) call(provider, name string, le *llm.Error, firstByte time.Duration) {
 	e.t.Helper()
-	e.s.Report(provider, name, e.admit(provider, name), le, firstByte)
+	e.s.Report(bid(provider, name), e.admit(provider, name), le, firstByte)
 }
 
-func (e *env) status(name string) breaker.Status { return e.s.Status(prov, name) }
+func (e *env) status(name string) breaker.Status { return e.s.Status(bid(prov, name)) }
 
 func (e *env) state(name string) breaker.State { return e.status(name).State }
 
@@ -242,14 +252,14 @@ func TestUnknownBackendIsAvailable(t *testing.T) {
 	}
 	// A Set with the wall clock and no publisher works too.
 	s := breaker.New(breaker.Settings{}, nil, nil)
-	if err := s.Available(prov, be); err != nil {
+	if err := s.Available(bid(prov, be)); err != nil {
 		t.Fatal(err)
 	}
 	// Calls made without Acquire report ticket 0; on a closed backend
 	// they count like any other.
-	s.Report(prov, be, 0, e503(), 0)
-	s.Report(prov, be, 0, e503(), 0)
-	if r, _, _ := why(t, errOf(s.Available(prov, be))); r != breaker.ReasonOpen {
+	s.Report(bid(prov, be), 0, e503(), 0)
+	s.Report(bid(prov, be), 0, e503(), 0)
+	if r, _, _ := why(t, errOf(s.Available(bid(prov, be)))); r != breaker.ReasonOpen {
 		t.Fatalf("system clock set: reason %q after two failures, want open", r)
 	}
 	if len(e.pub.all()) != 0 {
@@ -365,7 +375,7 @@ func TestHalfOpenAdmitsOneTrial(t *testing.T) {
 	e.avail(prov, "groq/other", "", time.Time{})
 
 	// The trial succeeds: closed, health starts again from 0.7.
-	e.s.Report(prov, be, trial, nil, 100*time.Millisecond)
+	e.s.Report(bid(prov, be), trial, nil, 100*time.Millisecond)
 	e.wantState(be, breaker.Closed)
 	e.wantHealth(be, 0.7)
 	if st := e.status(be); st.Failures != 0 || !st.ClosedAt.Equal(e.now()) {
@@ -432,9 +442,9 @@ func outage(t *testing.T, outage, step time.Duration) (trials, periods int, back
 				if wasHalfOpen {
 					trials++
 				}
-				e.s.Report(prov, be, ticket, e503(), 0)
+				e.s.Report(bid(prov, be), ticket, e503(), 0)
 			} else {
-				e.s.Report(prov, be, ticket, nil, 100*time.Millisecond)
+				e.s.Report(bid(prov, be), ticket, nil, 100*time.Millisecond)
 				e.wantState(be, breaker.Closed)
 				back = now.Sub(end)
 				break
@@ -694,7 +704,7 @@ func TestRateLimitCoolsDownButNeverTrips(t *testing.T) {
 		e.clock.Advance(10 * time.Second)
 		// A call made while it cooled (every backend was unavailable, so
 		// without Acquire) reports ticket 0.
-		e.s.Report(prov, be, 0, limited(5*time.Second), 0)
+		e.s.Report(bid(prov, be), 0, limited(5*time.Second), 0)
 		e.avail(prov, be, breaker.ReasonCooling, t0.Add(15*time.Second))
 	})
 	t.Run("a rate-limited trial closes the breaker and cools", func(t *testing.T) {
@@ -711,8 +721,8 @@ func TestOpenWinsOverCooling(t *testing.T) {
 	e := newEnv(t, breaker.Settings{})
 	e.call(prov, be, limited(5*time.Minute), 0)
 	// Cooling: later calls are made without Acquire.
-	e.s.Report(prov, be, 0, e503(), 0)
-	e.s.Report(prov, be, 0, e503(), 0)
+	e.s.Report(bid(prov, be), 0, e503(), 0)
+	e.s.Report(bid(prov, be), 0, e503(), 0)
 	e.avail(prov, be, breaker.ReasonOpen, t0.Add(30*time.Second))
 	e.clock.Advance(30 * time.Second)
 	e.avail(prov, be, breaker.ReasonCooling, t0.Add(5*time.Minute))
@@ -783,7 +793,7 @@ func TestCredentialDisablesTheProvidersKey(t *testing.T) {
 			// Another provider serving a model of the same name is fine.
 			e.avail("cerebras", "cerebras/a", "", time.Time{})
 			// The key's failure says nothing about the backend's health.
-			if st := e.s.Status("groq", "groq/a"); st.State != breaker.Closed || st.Health != 1 || !st.KeyOffUntil.Equal(until) {
+			if st := e.s.Status(bid("groq", "groq/a")); st.State != breaker.Closed || st.Health != 1 || !st.KeyOffUntil.Equal(until) {
 				t.Fatalf("Status = %+v", st)
 			}
 			ev := e.pub.of(events.KeyDisabled)
@@ -792,7 +802,7 @@ func TestCredentialDisablesTheProvidersKey(t *testing.T) {
 				t.Fatalf("key events = %+v, want one alert", ev)
 			}
 			// Successes elsewhere do not re-enable the key.
-			e.s.Report("groq", "groq/b", 0, nil, 0)
+			e.s.Report(bid("groq", "groq/b"), 0, nil, 0)
 			e.avail("groq", "groq/b", breaker.ReasonKeyOff, until)
 
 			e.clock.Advance(tc.want - time.Nanosecond)
@@ -825,23 +835,23 @@ func TestGoneRetiresTheBackend(t *testing.T) {
 	}
 	// Retired wins over an open breaker and a cooldown.
 	// (Calls to a retired backend are made without Acquire: ticket 0.)
-	e.s.Report(prov, be, 0, limited(time.Minute), 0)
-	e.s.Report(prov, be, 0, e503(), 0)
-	e.s.Report(prov, be, 0, e503(), 0)
+	e.s.Report(bid(prov, be), 0, limited(time.Minute), 0)
+	e.s.Report(bid(prov, be), 0, e503(), 0)
+	e.s.Report(bid(prov, be), 0, e503(), 0)
 	e.avail(prov, be, breaker.ReasonRetired, time.Time{})
 	// A second 404 does not announce it again.
-	e.s.Report(prov, be, 0, gone(), 0)
+	e.s.Report(bid(prov, be), 0, gone(), 0)
 	if n := len(e.pub.of(events.Retired)); n != 1 {
 		t.Fatalf("%d retired events", n)
 	}
 
 	// A passing probe restores it at once.
 	e.clock.Advance(time.Hour)
-	e.s.ProbeResult(prov, be, nil)
+	e.s.ProbeResult(bid(prov, be), nil)
 	if e.status(be).Retired {
 		t.Fatal("still retired after a passing probe")
 	}
-	if r, _, _ := why(t, errOf(e.s.Available(prov, be))); r == breaker.ReasonRetired {
+	if r, _, _ := why(t, errOf(e.s.Available(bid(prov, be)))); r == breaker.ReasonRetired {
 		t.Fatal("Available still says retired")
 	}
 	ev = e.pub.of(events.Restored)
@@ -917,18 +927,18 @@ func TestProbeResult(t *testing.T) {
 	probeFail := &llm.Error{Class: llm.Transient, Status: 503, Message: "HTTP 503: probe"}
 	t.Run("two failures open a closed backend", func(t *testing.T) {
 		e := newEnv(t, breaker.Settings{})
-		e.s.ProbeResult(prov, be, probeFail)
+		e.s.ProbeResult(bid(prov, be), probeFail)
 		st := e.status(be)
 		if st.State != breaker.Closed || st.ProbeFails != 1 || !st.LastProbe.Equal(t0) || st.LastProbeOK || st.LastProbeMsg != "HTTP 503: probe" {
 			t.Fatalf("after one failed probe: %+v", st)
 		}
 		// A pass in between resets the count.
 		e.clock.Advance(time.Minute)
-		e.s.ProbeResult(prov, be, nil)
-		e.s.ProbeResult(prov, be, probeFail)
+		e.s.ProbeResult(bid(prov, be), nil)
+		e.s.ProbeResult(bid(prov, be), probeFail)
 		e.wantState(be, breaker.Closed)
 		e.clock.Advance(time.Minute)
-		e.s.ProbeResult(prov, be, probeFail)
+		e.s.ProbeResult(bid(prov, be), probeFail)
 		u := e.avail(prov, be, breaker.ReasonOpen, e.now().Add(30*time.Second))
 		if !strings.Contains(u.Detail, "2 probes failed") {
 			t.Errorf("Detail = %q", u.Detail)
@@ -942,10 +952,10 @@ func TestProbeResult(t *testing.T) {
 		e := newEnv(t, breaker.Settings{})
 		e.tripByTraffic(be, 2)
 		e.clock.Advance(10 * time.Second)
-		e.s.ProbeResult(prov, be, nil)
+		e.s.ProbeResult(bid(prov, be), nil)
 		e.wantState(be, breaker.Open)
 		e.clock.Advance(10 * time.Second)
-		e.s.ProbeResult(prov, be, nil)
+		e.s.ProbeResult(bid(prov, be), nil)
 		e.wantState(be, breaker.Closed)
 		e.wantHealth(be, 0.7)
 		st := e.status(be)
@@ -956,16 +966,16 @@ func TestProbeResult(t *testing.T) {
 	})
 	t.Run("custom counts", func(t *testing.T) {
 		e := newEnv(t, breaker.Settings{ProbeFailures: 3})
-		e.s.ProbeResult(prov, be, probeFail)
-		e.s.ProbeResult(prov, be, probeFail)
+		e.s.ProbeResult(bid(prov, be), probeFail)
+		e.s.ProbeResult(bid(prov, be), probeFail)
 		e.wantState(be, breaker.Closed)
-		e.s.ProbeResult(prov, be, probeFail)
+		e.s.ProbeResult(bid(prov, be), probeFail)
 		e.wantState(be, breaker.Open)
 	})
 	t.Run("a pass restores a retired backend", func(t *testing.T) {
 		e := newEnv(t, breaker.Settings{})
 		e.call(prov, be, gone(), 0)
-		e.s.ProbeResult(prov, be, nil)
+		e.s.ProbeResult(bid(prov, be), nil)
 		e.avail(prov, be, "", time.Time{})
 		if ev := e.pub.of(events.Restored); len(ev) != 1 || !strings.Contains(ev[0].Reason, "probe") {
 			t.Fatalf("restored events = %+v", ev)
@@ -973,9 +983,9 @@ func TestProbeResult(t *testing.T) {
 	})
 	t.Run("a 404 probe retires, a 401 probe disables the key", func(t *testing.T) {
 		e := newEnv(t, breaker.Settings{})
-		e.s.ProbeResult(prov, be, gone())
+		e.s.ProbeResult(bid(prov, be), gone())
 		e.avail(prov, be, breaker.ReasonRetired, time.Time{})
-		e.s.ProbeResult(prov, "groq/b", credential())
+		e.s.ProbeResult(bid(prov, "groq/b"), credential())
 		e.avail(prov, "groq/c", breaker.ReasonKeyOff, t0.Add(time.Hour))
 		if ev := e.pub.of(events.KeyDisabled); len(ev) != 1 || ev[0].Level != events.Alert {
 			t.Fatalf("key events = %+v", ev)
@@ -986,7 +996,7 @@ func TestProbeResult(t *testing.T) {
 func TestRetireByProbe(t *testing.T) {
 	e := newEnv(t, breaker.Settings{})
 	// Busy is not gone.
-	e.s.RetireByProbe(prov, be, limited(time.Minute))
+	e.s.RetireByProbe(bid(prov, be), limited(time.Minute))
 	st := e.status(be)
 	if st.Retired || !st.LastProbe.Equal(t0) || st.LastProbeOK || st.LastProbeMsg != "HTTP 429: slow down" {
 		t.Fatalf("after a rate-limited daily probe: %+v", st)
@@ -996,7 +1006,7 @@ func TestRetireByProbe(t *testing.T) {
 	// Any other failure retires it, whatever its traffic says.
 	e.call(prov, be, nil, 0)
 	e.clock.Advance(time.Hour)
-	e.s.RetireByProbe(prov, be, e503())
+	e.s.RetireByProbe(bid(prov, be), e503())
 	u := e.avail(prov, be, breaker.ReasonRetired, time.Time{})
 	if !strings.Contains(u.Detail, "daily probe") || !strings.Contains(u.Detail, "HTTP 503") {
 		t.Errorf("Detail = %q", u.Detail)
@@ -1010,7 +1020,7 @@ func TestRetireByProbe(t *testing.T) {
 
 	// The next day's pass restores it.
 	e.clock.Advance(23 * time.Hour)
-	e.s.RetireByProbe(prov, be, nil)
+	e.s.RetireByProbe(bid(prov, be), nil)
 	e.avail(prov, be, "", time.Time{})
 	st = e.status(be)
 	if st.Retired || !st.LastProbe.Equal(e.now()) || !st.LastProbeOK || st.LastProbeMsg != "ok" {
@@ -1020,7 +1030,7 @@ func TestRetireByProbe(t *testing.T) {
 		t.Fatalf("restored events = %+v", ev)
 	}
 	// A pass of a backend that was never retired announces nothing.
-	e.s.RetireByProbe(prov, "groq/other", nil)
+	e.s.RetireByProbe(bid(prov, "groq/other"), nil)
 	if n := len(e.pub.of(events.Restored)); n != 1 {
 		t.Fatalf("%d restored events", n)
 	}
@@ -1104,8 +1114,8 @@ func TestHealthResetOnRecoveryIsAnnounced(t *testing.T) {
 	// The same when passing probes bring it back.
 	e = newEnv(t, breaker.Settings{})
 	e.tripByTraffic(be, 2)
-	e.s.ProbeResult(prov, be, nil)
-	e.s.ProbeResult(prov, be, nil)
+	e.s.ProbeResult(bid(prov, be), nil)
+	e.s.ProbeResult(bid(prov, be), nil)
 	e.wantState(be, breaker.Closed)
 	e.wantHealth(be, 0.7)
 	ev = e.pub.of(events.Health)
@@ -1204,10 +1214,10 @@ func TestRestoreLaterThanTheOpenTime(t *testing.T) {
 	if err := s.Restore(saved); err != nil {
 		t.Fatal(err)
 	}
-	if ticket, err := s.Acquire(prov, be); err != nil || ticket == 0 {
+	if ticket, err := s.Acquire(bid(prov, be)); err != nil || ticket == 0 {
 		t.Fatalf("open time over during the restart: ticket %d, %v; want one trial", ticket, err)
 	}
-	if st := s.Status(prov, be); st.State != breaker.HalfOpen {
+	if st := s.Status(bid(prov, be)); st.State != breaker.HalfOpen {
 		t.Fatalf("state %s, want half_open", st.State)
 	}
 }
@@ -1235,7 +1245,7 @@ func TestRestoreRejectsBadState(t *testing.T) {
 	if err := s.Restore([]breaker.Status{{Backend: be, Provider: prov, State: breaker.Closed, Health: 7, Level: 99, LevelAt: t0}}); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Status(prov, be); st.Health != 1 || st.Level != 2 {
+	if st := s.Status(bid(prov, be)); st.Health != 1 || st.Level != 2 {
 		t.Fatalf("restored Status = %+v, want health 1 and level 2", st)
 	}
 }
@@ -1251,7 +1261,7 @@ func TestConcurrentUse(t *testing.T) {
 				p := fmt.Sprintf("p%d", (g+i)%3)
 				b := fmt.Sprintf("%s/m%d", p, i%5)
 				ticket, acqErr := e.acquire(p, b)
-				for _, err := range []error{errOf(e.s.Available(p, b)), acqErr} {
+				for _, err := range []error{errOf(e.s.Available(bid(p, b))), acqErr} {
 					if err != nil {
 						var u *breaker.Unavailable
 						if !errors.As(err, &u) {
@@ -1262,16 +1272,16 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				// A refused call is made anyway now and then, as the router
 				// does when every backend is unavailable: ticket 0.
-				e.s.Report(p, b, ticket, outcomes[(g*7+i)%len(outcomes)], time.Duration(i%300)*time.Millisecond)
+				e.s.Report(bid(p, b), ticket, outcomes[(g*7+i)%len(outcomes)], time.Duration(i%300)*time.Millisecond)
 				switch i % 100 {
 				case 0:
 					e.clock.Advance(time.Second)
 				case 1:
 					_ = e.s.Snapshot()
 				case 2:
-					e.s.ProbeResult(p, b, nil)
+					e.s.ProbeResult(bid(p, b), nil)
 				case 3:
-					_ = e.s.Status(p, b)
+					_ = e.s.Status(bid(p, b))
 				}
 			}
 		})
@@ -1283,8 +1293,8 @@ func TestConcurrentUse(t *testing.T) {
 	for p := range 3 {
 		for m := range 5 {
 			pv, b := fmt.Sprintf("p%d", p), fmt.Sprintf("p%d/m%d", p, m)
-			e.s.ProbeResult(pv, b, nil)
-			if err := e.s.Available(pv, b); err != nil {
+			e.s.ProbeResult(bid(pv, b), nil)
+			if err := e.s.Available(bid(pv, b)); err != nil {
 				t.Errorf("%s still unavailable: %v", b, err)
 			}
 		}
@@ -1316,7 +1326,7 @@ func TestConcurrentAcquireOnHalfOpen(t *testing.T) {
 		if n := admitted.Load(); n != 1 {
 			t.Fatalf("round %d: %d of 32 concurrent Acquire calls admitted, want exactly 1", round, n)
 		}
-		e.s.Report(prov, be, trial.Load(), nil, 0)
+		e.s.Report(bid(prov, be), trial.Load(), nil, 0)
 		e.wantState(be, breaker.Closed)
 		e.clock.Advance(time.Hour) // not flapping next round
 	}
@@ -1327,16 +1337,16 @@ func TestConcurrentAcquireOnHalfOpen(t *testing.T) {
 // passes after going down.
 func TestProbePassesBeforeATripDoNotCount(t *testing.T) {
 	e := newEnv(t, breaker.Settings{})
-	e.s.ProbeResult(prov, be, nil)
-	e.s.ProbeResult(prov, be, nil)
+	e.s.ProbeResult(bid(prov, be), nil)
+	e.s.ProbeResult(bid(prov, be), nil)
 	e.clock.Advance(time.Hour)
 	e.tripByTraffic(be, 2)
 	e.clock.Advance(time.Second)
-	e.s.ProbeResult(prov, be, nil)
+	e.s.ProbeResult(bid(prov, be), nil)
 	if st := e.state(be); st != breaker.Open {
 		t.Fatalf("one probe pass after a trip: %s, want still open (2 passes needed; the passes from an hour ago counted)", st)
 	}
-	e.s.ProbeResult(prov, be, nil)
+	e.s.ProbeResult(bid(prov, be), nil)
 	e.wantState(be, breaker.Closed)
 }
 
@@ -1347,7 +1357,7 @@ func TestProbesThatSayNothingDoNotMarkDown(t *testing.T) {
 		t.Run(string(le.Class), func(t *testing.T) {
 			e := newEnv(t, breaker.Settings{})
 			for range 3 {
-				e.s.ProbeResult(prov, be, le)
+				e.s.ProbeResult(bid(prov, be), le)
 			}
 			if st := e.state(be); st != breaker.Closed {
 				t.Fatalf("three %s probe results: %s, want closed", le.Class, st)
@@ -1400,7 +1410,7 @@ func TestStaleReportDoesNotFreeTheTrialSlot(t *testing.T) {
 				e.wantState(be, breaker.HalfOpen)
 				changes := len(e.pub.of(events.StateChange))
 
-				e.s.Report(prov, be, stale, x.err, 0) // X ends
+				e.s.Report(bid(prov, be), stale, x.err, 0) // X ends
 				if reason, _, _ := why(t, e.refused(prov, be)); reason != breaker.ReasonHalfOpen {
 					t.Fatalf("after the stale report Acquire refused with %q, want half_open: the trial is still in flight", reason)
 				}
@@ -1415,12 +1425,12 @@ func TestStaleReportDoesNotFreeTheTrialSlot(t *testing.T) {
 
 				// W ends: its report, and only its, decides.
 				if trialOK {
-					e.s.Report(prov, be, trial, nil, 0)
+					e.s.Report(bid(prov, be), trial, nil, 0)
 					e.wantState(be, breaker.Closed)
 					e.wantHealth(be, 0.7)
 					e.admit(prov, be)
 				} else {
-					e.s.Report(prov, be, trial, e503(), 0)
+					e.s.Report(bid(prov, be), trial, e503(), 0)
 					u := e.avail(prov, be, breaker.ReasonOpen, e.now().Add(30*time.Second))
 					if !strings.Contains(u.Detail, "trial") {
 						t.Errorf("Detail = %q, want it to say the trial failed", u.Detail)
@@ -1440,17 +1450,142 @@ func TestTrialTicketOfAnEarlierPeriodDecidesNothing(t *testing.T) {
 	e.tripByTraffic(be, 2)
 	e.clock.Advance(30 * time.Second)
 	first := e.admit(prov, be)
-	e.s.ProbeResult(prov, be, probeFail)
-	e.s.ProbeResult(prov, be, probeFail)
+	e.s.ProbeResult(bid(prov, be), probeFail)
+	e.s.ProbeResult(bid(prov, be), probeFail)
 	e.avail(prov, be, breaker.ReasonOpen, e.now().Add(30*time.Second))
 	e.clock.Advance(30 * time.Second)
 	second := e.admit(prov, be)
 
-	e.s.Report(prov, be, first, nil, 0)
+	e.s.Report(bid(prov, be), first, nil, 0)
 	e.wantState(be, breaker.HalfOpen)
 	if reason, _, _ := why(t, e.refused(prov, be)); reason != breaker.ReasonHalfOpen {
 		t.Fatalf("after the old trial's report Acquire refused with %q, want half_open", reason)
 	}
-	e.s.Report(prov, be, second, nil, 0)
+	e.s.Report(bid(prov, be), second, nil, 0)
 	e.wantState(be, breaker.Closed)
+}
+
+// A key refused by the provider is per key: another key of the same
+// provider keeps serving.
+func TestCredentialIsKeptPerKey(t *testing.T) {
+	e := newEnv(t, breaker.Settings{})
+	work := llm.BackendID{Provider: "groq", Key: "work", Model: "a"}
+	home := llm.BackendID{Provider: "groq", Key: "home", Model: "a"}
+	e.s.Unchecked(work)(credential(), 0)
+	if sk := e.s.Available(work); sk == nil || sk.Word != llm.SkipKeyDisabled {
+		t.Fatalf("refused key: skip = %+v, want key_disabled", sk)
+	}
+	if sk := e.s.Available(home); sk != nil {
+		t.Fatalf("another key of the same provider is skipped: %+v", sk)
+	}
+	if ks := e.s.Key(work.KeyID()); !ks.Off || ks.NextCheck != t0.Add(time.Minute) {
+		t.Fatalf("Key(work) = %+v, want off with a check in a minute", ks)
+	}
+}
+
+// A replaced key serves at once: its refusal and its backends' breaker
+// history belonged to the old key.
+func TestKeyReplacedClearsStateAndHistory(t *testing.T) {
+	e := newEnv(t, breaker.Settings{})
+	a := bid("groq", "groq/a")
+	for range 2 {
+		e.s.Unchecked(a)(e503(), 0)
+	}
+	e.s.Unchecked(bid("groq", "groq/b"))(credential(), 0)
+	if st := e.s.Status(a); st.State != breaker.Open || st.KeyOffUntil.IsZero() {
+		t.Fatalf("before: %+v", st)
+	}
+	other := bid("cerebras", "cerebras/a")
+	for range 2 {
+		e.s.Unchecked(other)(e503(), 0)
+	}
+	e.s.KeyReplaced(a.KeyID(), "the key was replaced")
+	if sk := e.s.Available(a); sk != nil {
+		t.Fatalf("after the key was replaced: %+v", sk)
+	}
+	if st := e.s.Status(a); st.State != breaker.Closed || st.Health != 1 || st.Failures != 0 || !st.KeyOffUntil.IsZero() {
+		t.Fatalf("after: %+v", st)
+	}
+	if st := e.s.Status(other); st.State != breaker.Open {
+		t.Fatalf("another provider's breaker was reset too: %+v", st)
+	}
+	if ev := e.pub.of(events.KeyRestored); len(ev) != 1 || ev[0].Provider != "groq" {
+		t.Fatalf("key_restored events = %+v", ev)
+	}
+}
+
+// A refused key is checked on a widening schedule and re-armed by the
+// first check that passes; a check that could not reach the provider
+// proves nothing.
+func TestRefusedKeyIsCheckedAndRearmed(t *testing.T) {
+	e := newEnv(t, breaker.Settings{})
+	a := bid("groq", "groq/a")
+	e.s.Unchecked(a)(credential(), 0)
+	k := a.KeyID()
+	if due := e.s.KeysDue(); len(due) != 0 {
+		t.Fatalf("checked at once: %v", due)
+	}
+	e.clock.Advance(time.Minute)
+	due := e.s.KeysDue()
+	if len(due) != 1 || due[0] != k {
+		t.Fatalf("due after a minute = %v", due)
+	}
+	if again := e.s.KeysDue(); len(again) != 0 {
+		t.Fatalf("a check in flight was handed out twice: %v", again)
+	}
+	e.s.KeyChecked(k, credential())
+	if ks := e.s.Key(k); !ks.Off || ks.Checks != 1 || ks.NextCheck != e.now().Add(2*time.Minute) {
+		t.Fatalf("after a refused check: %+v", ks)
+	}
+	e.clock.Advance(2 * time.Minute)
+	if due := e.s.KeysDue(); len(due) != 1 {
+		t.Fatalf("second check not due: %v", due)
+	}
+	e.s.KeyChecked(k, connect())
+	if ks := e.s.Key(k); !ks.Off || ks.Checks != 1 {
+		t.Fatalf("an unreachable provider changed the count: %+v", ks)
+	}
+	// The refusal stays as long as checks keep failing, past the hour a
+	// refusal alone would last.
+	for range 8 {
+		e.clock.Advance(time.Hour)
+		for _, k := range e.s.KeysDue() {
+			e.s.KeyChecked(k, credential())
+		}
+		if sk := e.s.Available(a); sk == nil {
+			t.Fatalf("a key still refused came back at %v", e.now().Sub(t0))
+		}
+	}
+	e.clock.Advance(time.Hour)
+	for _, k := range e.s.KeysDue() {
+		e.s.KeyChecked(k, nil)
+	}
+	if sk := e.s.Available(a); sk != nil {
+		t.Fatalf("after a passing check: %+v", sk)
+	}
+	if ev := e.pub.of(events.KeyRestored); len(ev) != 1 || !strings.Contains(ev[0].Reason, "works again") {
+		t.Fatalf("key_restored events = %+v", ev)
+	}
+}
+
+// The refusal survives a restart and is checked again soon after it.
+func TestRefusedKeyRestoredIsCheckedSoon(t *testing.T) {
+	e := newEnv(t, breaker.Settings{})
+	a := llm.BackendID{Provider: "groq", Key: "work", Model: "a"}
+	e.s.Unchecked(a)(credential(), 0)
+	saved := e.s.Snapshot()
+	e.clock.Advance(30 * time.Minute)
+	fresh := breaker.New(breaker.Settings{}, e.clock, nil)
+	if err := fresh.Restore(saved); err != nil {
+		t.Fatal(err)
+	}
+	if sk := fresh.Available(a); sk == nil {
+		t.Fatal("the refusal was lost in the restart")
+	}
+	if sk := fresh.Available(llm.BackendID{Provider: "groq", Model: "a"}); sk != nil {
+		t.Fatalf("the restored refusal spread to the provider's other key: %+v", sk)
+	}
+	if ks := fresh.Key(a.KeyID()); ks.NextCheck.After(e.now().Add(time.Minute)) {
+		t.Fatalf("after a restart: %+v", ks)
+	}
 }

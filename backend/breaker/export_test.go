@@ -8,8 +8,8 @@ import (
 
 // Acquire and Report expose the two halves of Allow's done, so tests can
 // check the ticket bookkeeping step by step.
-func (b *Set) Acquire(provider, name string) (uint64, error) { return b.acquire(provider, name) }
+func (b *Set) Acquire(id llm.BackendID) (uint64, error) { return b.acquire(id) }
 
-func (b *Set) Report(provider, name string, ticket uint64, e *llm.Error, firstByte time.Duration) {
-	b.report(provider, name, ticket, e, firstByte)
+func (b *Set) Report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte time.Duration) {
+	b.report(id, ticket, e, firstByte)
 }

@@ -22,6 +22,7 @@ const (
 	Retired     Kind = "retired"      // model withdrawn (404) or failed the daily probe
 	Restored    Kind = "restored"     // a retired or down backend is back
 	KeyDisabled Kind = "key_disabled" // a provider's key was rejected
+	KeyRestored Kind = "key_restored" // a rejected key was replaced, or a check found it works again
 	Health      Kind = "health"       // health score crossed the threshold
 	Probe       Kind = "probe"        // a probe result changed a backend's standing
 	Offline     Kind = "offline"      // every backend failed to connect: the machine is offline

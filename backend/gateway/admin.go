@@ -25,6 +25,9 @@ import (
 
 // BackendView is one backend as the dashboard shows it.
 type BackendView struct {
+	// ID is the backend; Name, Provider and Model are its parts as the
+	// dashboard reads them.
+	ID       llm.BackendID             `json:"-"`
 	Name     string                    `json:"name"`
 	Provider string                    `json:"provider"`
 	Model    string                    `json:"model"`
@@ -202,7 +205,7 @@ func (g *Gateway) chains() []api.ChainView {
 		} else {
 			v.Generated = true
 			for _, b := range t.Chain(name) {
-				v.Backends = append(v.Backends, b.Name)
+				v.Backends = append(v.Backends, b.Name())
 			}
 		}
 		v.Warning = chainWarning(cfg, v.Backends)
@@ -220,21 +223,22 @@ func (g *Gateway) backendViews() []BackendView {
 	now := g.clock.Now()
 	threshold := cfg.Breaker.HealthThreshold
 	var out []BackendView
-	seen := map[string]bool{}
+	seen := map[llm.BackendID]bool{}
 	add := func(p config.Provider, m config.Model) {
-		name := p.Name + "/" + m.ID
-		if seen[name] {
+		id := llm.BackendID{Provider: p.Name, Model: m.ID}
+		if seen[id] {
 			return
 		}
-		seen[name] = true
-		v := BackendView{Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name), Health: 1, State: breaker.Closed}
+		seen[id] = true
+		name := id.String()
+		v := BackendView{ID: id, Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name), Health: 1, State: breaker.Closed}
 		switch {
 		case p.Disabled:
 			v.Status, v.Reason = "disabled", "the provider is disabled"
 		case !p.Keyless && p.APIKey == "":
 			v.Status, v.Reason = "no_key", keyHint(p)
 		default:
-			st := g.gate.Status(p.Name, name)
+			st := g.gate.Status(id)
 			v.State, v.Health = st.State, st.Health
 			if !st.LastProbe.IsZero() {
 				last := st.LastProbe
@@ -265,9 +269,9 @@ func (g *Gateway) backendViews() []BackendView {
 		byName[p.Name] = p
 	}
 	for _, b := range g.router.Table().Backends() {
-		p := byName[b.Provider]
+		p := byName[b.ID.Provider]
 		for _, m := range p.Models {
-			if m.ID == b.Model {
+			if m.ID == b.ID.Model {
 				add(p, m)
 			}
 		}

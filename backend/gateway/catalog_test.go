@@ -20,6 +20,7 @@ import (
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/internal/fakelocal"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/llm"
 )
 
 // testCatalog is a catalog whose providers are the fake vendor in each
@@ -358,8 +359,7 @@ func TestLocalServerAppearsGoesAndComesBack(t *testing.T) {
 	}
 	srv.Stop()
 	e.g.ScanLocal(context.Background())
-	provider, _, _ := strings.Cut(name, "/")
-	if st := e.g.Breakers().Status(provider, name); !st.Retired {
+	if st := e.g.Breakers().Status(llm.BackendID{Provider: fmt.Sprintf("ollama-%d", srv.Port()), Model: "qwen2.5-coder:7b"}); !st.Retired {
 		t.Fatalf("after the server stopped: %+v", st)
 	}
 	if s := e.setup(); !s.Needed || s.Local[0].Up {

@@ -144,7 +144,7 @@ type Gateway struct {
 	// listRetired are the backends retired because their provider's model
 	// list stopped naming them; listMu guards it.
 	listMu      sync.Mutex
-	listRetired map[string]bool
+	listRetired map[llm.BackendID]bool
 
 	bgStop  context.CancelFunc // stops the background loops below
 	bg      sync.WaitGroup     // prober and state saver
@@ -169,7 +169,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	red := redact.New()
 	o.Logger = slog.New(redact.Handler(o.Logger.Handler(), red))
 	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, local: map[int]*localServer{},
-		listRetired: map[string]bool{}, listClient: &http.Client{Timeout: 30 * time.Second},
+		listRetired: map[llm.BackendID]bool{}, listClient: &http.Client{Timeout: 30 * time.Second},
 		allowed: loadAllowances(o.DataDir, o.Logger), self: selfUID()}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock), store.WithRedactor(red))
 	if err != nil {
@@ -308,7 +308,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 			ps.Up = c
 			if p.Probed() && !cfg.Probes.Disabled {
 				for _, m := range p.Models {
-					targets = append(targets, probe.Target{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID,
+					targets = append(targets, probe.Target{ID: llm.BackendID{Provider: p.Name, Model: m.ID},
 						Remote: !loopbackURL(p.BaseURL), Up: c})
 				}
 			}
@@ -316,7 +316,7 @@ func (g *Gateway) applyLocked(base *config.Config) error {
 		spec.Providers = append(spec.Providers, ps)
 	}
 	for _, c := range cfg.Chains {
-		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: c.Backends})
+		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: chainIDs(c.Backends)})
 	}
 	spec.DefaultChain = cfg.DefaultChain
 	spec.EmptyHint = g.emptyHint(cfg)
@@ -647,4 +647,16 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// chainIDs reads a chain's backends; validation has already refused any
+// that do not parse.
+func chainIDs(refs []string) []llm.BackendID {
+	ids := make([]llm.BackendID, 0, len(refs))
+	for _, ref := range refs {
+		if id, ok := llm.CutBackendID(ref); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

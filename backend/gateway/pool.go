@@ -247,9 +247,9 @@ func (g *Gateway) updateLocal(found []discovery.Server, scanned bool) {
 		for _, m := range c.models {
 			switch {
 			case c.retire:
-				g.gate.Retire(c.provider, c.provider+"/"+m, c.why)
+				g.gate.Retire(llm.BackendID{Provider: c.provider, Model: m}, c.why)
 			case c.revive:
-				g.gate.Unretire(c.provider, c.provider+"/"+m, c.why)
+				g.gate.Unretire(llm.BackendID{Provider: c.provider, Model: m}, c.why)
 			}
 		}
 		level := events.Info
@@ -548,22 +548,22 @@ func newModels(e *catalog.Provider, listed []modellist.Listed, have []string) []
 // (withdrawn, or no longer free), and restores those it names again.
 func (g *Gateway) retireUnlisted(provider string, models []string, listed []modellist.Listed, tier string) {
 	ids := modellist.IDs(joinable(tier, listed))
-	for _, id := range models {
-		name := provider + "/" + id
+	for _, model := range models {
+		id := llm.BackendID{Provider: provider, Model: model}
 		g.listMu.Lock()
-		was := g.listRetired[name]
-		listed := slices.Contains(ids, id)
+		was := g.listRetired[id]
+		listed := slices.Contains(ids, model)
 		if listed {
-			delete(g.listRetired, name)
+			delete(g.listRetired, id)
 		} else {
-			g.listRetired[name] = true
+			g.listRetired[id] = true
 		}
 		g.listMu.Unlock()
 		switch {
 		case listed && was:
-			g.gate.Unretire(provider, name, "the provider's model list names it again")
+			g.gate.Unretire(id, "the provider's model list names it again")
 		case !listed && !was:
-			g.gate.Retire(provider, name, "the provider's model list no longer names it")
+			g.gate.Retire(id, "the provider's model list no longer names it")
 		}
 	}
 }
@@ -655,7 +655,7 @@ func (a adminView) Setup() api.SetupView {
 		v.EnvKeys = []control.EnvKey{}
 	}
 	for _, b := range g.router.Table().Backends() {
-		if !g.gate.Status(b.Provider, b.Name).Retired {
+		if !g.gate.Status(b.ID).Retired {
 			v.Serving++
 		}
 	}
@@ -706,7 +706,7 @@ func (a adminView) TestRoute(ctx context.Context, model string) api.RouteTest {
 		res.Error, res.Attempts = f.Message, append(res.Attempts, f.Attempts...)
 		return res
 	}
-	res.OK, res.Backend, res.Answer = true, out.Backend.Name, answerText(out.Response.Body)
+	res.OK, res.Backend, res.Answer = true, out.Backend.Name(), answerText(out.Response.Body)
 	res.Attempts = append(res.Attempts, out.Attempts...)
 	return res
 }

@@ -22,7 +22,7 @@ const (
 // admission adapts the quota manager to the router's Admission.
 type admission struct{ m *quota.Manager }
 
-func target(b *router.Backend) quota.Target { return quota.Target{Provider: b.Provider, Name: b.Name} }
+func target(b *router.Backend) quota.Target { return quota.Target{ID: b.ID} }
 
 func (a admission) Available(chain string, b *router.Backend) *llm.Skip {
 	return a.m.Available(chain, target(b))
@@ -45,7 +45,7 @@ func quotaSettings(cfg *config.Config) quota.Settings {
 			s.Providers[p.Name] = toQuotaLimits(p.Limits)
 		}
 		for _, m := range p.Models {
-			b := quota.Backend{Name: p.Name + "/" + m.ID, Provider: p.Name, CreditExpires: m.CreditDate()}
+			b := quota.Backend{ID: llm.BackendID{Provider: p.Name, Model: m.ID}, CreditExpires: m.CreditDate()}
 			if m.Limits != nil {
 				b.Limits = toQuotaLimits(m.Limits)
 			} else if p.Limits != nil {
@@ -81,9 +81,11 @@ func (g *Gateway) restoreQuotas(ctx context.Context) {
 		g.log.Warn("could not rebuild quotas and spend from the ledger", "err", err)
 		return
 	}
-	use := make([]quota.Usage, len(rows))
-	for i, r := range rows {
-		use[i] = quota.Usage{Time: r.Minute, Backend: r.Backend, Chain: r.Chain, Requests: r.Requests, Tokens: r.Tokens, Cost: r.Cost}
+	use := make([]quota.Usage, 0, len(rows))
+	for _, r := range rows {
+		// A row of a request that no backend served names none.
+		id, _ := llm.CutBackendID(r.Backend)
+		use = append(use, quota.Usage{Time: r.Minute, Backend: id, Chain: r.Chain, Requests: r.Requests, Tokens: r.Tokens, Cost: r.Cost})
 	}
 	g.quota.Restore(use)
 }
@@ -161,9 +163,9 @@ func (a adminView) Now() time.Time { return a.g.clock.Now() }
 
 // quotaViews lists the quota of every backend in names' order.
 func (g *Gateway) quotaViews(backends []BackendView) []quota.QuotaView {
-	names := make([]string, len(backends))
+	ids := make([]llm.BackendID, len(backends))
 	for i, b := range backends {
-		names[i] = b.Name
+		ids[i] = b.ID
 	}
-	return g.quota.Quotas(names)
+	return g.quota.Quotas(ids)
 }

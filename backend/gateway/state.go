@@ -84,15 +84,15 @@ func (g *Gateway) saveLoop(ctx context.Context) {
 // standings adapts the breakers to what the prober asks.
 type standings struct{ set *breaker.Set }
 
-func (s standings) Standing(provider, name string) probe.Standing {
-	st := s.set.Status(provider, name)
+func (s standings) Standing(id llm.BackendID) probe.Standing {
+	st := s.set.Status(id)
 	return probe.Standing{Down: st.State != breaker.Closed, Retired: st.Retired}
 }
 
-func (s standings) ProbeResult(provider, name string, e *llm.Error) {
-	s.set.ProbeResult(provider, name, e)
+func (s standings) ProbeResult(id llm.BackendID, e *llm.Error) {
+	s.set.ProbeResult(id, e)
 }
 
-func (s standings) RetireByProbe(provider, name string, e *llm.Error) {
-	s.set.RetireByProbe(provider, name, e)
+func (s standings) RetireByProbe(id llm.BackendID, e *llm.Error) {
+	s.set.RetireByProbe(id, e)
 }

@@ -59,13 +59,46 @@ func (k KeyID) String() string {
 // ParseBackendID reads the text form String writes. The model part may hold
 // '/' ("ollama/library/llama3.2:3b" is the model "library/llama3.2:3b").
 func ParseBackendID(s string) (BackendID, error) {
+	id, ok := CutBackendID(s)
+	if !ok {
+		return BackendID{}, fmt.Errorf("%w: %q must be \"provider/model\" or \"provider@key/model\"", ErrBadBackendID, s)
+	}
+	return id, nil
+}
+
+// CutBackendID is ParseBackendID for the request path, where most names a
+// client sends are chains or bare model ids: it reports failure without
+// building an error.
+func CutBackendID(s string) (BackendID, bool) {
 	head, model, ok := strings.Cut(s, "/")
 	if !ok || head == "" || model == "" {
-		return BackendID{}, fmt.Errorf("%w: %q must be \"provider/model\"", ErrBadBackendID, s)
+		return BackendID{}, false
 	}
 	provider, key, keyed := strings.Cut(head, "@")
 	if provider == "" || (keyed && key == "") || strings.Contains(key, "@") {
-		return BackendID{}, fmt.Errorf("%w: %q must be \"provider/model\" or \"provider@key/model\"", ErrBadBackendID, s)
+		return BackendID{}, false
 	}
-	return BackendID{Provider: provider, Key: key, Model: model}, nil
+	return BackendID{Provider: provider, Key: key, Model: model}, true
+}
+
+// MarshalText writes String, so a BackendID is a plain string in JSON.
+func (id BackendID) MarshalText() ([]byte, error) {
+	if id.IsZero() {
+		return nil, nil
+	}
+	return []byte(id.String()), nil
+}
+
+// UnmarshalText reads what MarshalText wrote; an empty text is the zero ID.
+func (id *BackendID) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*id = BackendID{}
+		return nil
+	}
+	v, err := ParseBackendID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = v
+	return nil
 }

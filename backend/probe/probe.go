@@ -25,9 +25,7 @@ type Upstream interface {
 
 // Target is one probed backend.
 type Target struct {
-	Name     string // provider/model
-	Provider string
-	Model    string
+	ID llm.BackendID
 	// Remote is false for servers on this machine; only remote backends
 	// tell whether the machine itself is offline.
 	Remote bool
@@ -43,9 +41,9 @@ type Standing struct {
 // Breakers receives probe results; breaker.Set provides it through an
 // adapter in the composition root.
 type Breakers interface {
-	Standing(provider, name string) Standing
-	ProbeResult(provider, name string, e *llm.Error)
-	RetireByProbe(provider, name string, e *llm.Error)
+	Standing(id llm.BackendID) Standing
+	ProbeResult(id llm.BackendID, e *llm.Error)
+	RetireByProbe(id llm.BackendID, e *llm.Error)
 }
 
 // Settings are the schedules. Zero values mean the defaults in brackets.
@@ -91,7 +89,7 @@ type Prober struct {
 	req     *llm.Request
 
 	mu         sync.Mutex
-	last       map[string]time.Time // last probe per backend
+	last       map[llm.BackendID]time.Time // last probe per backend
 	lastDaily  time.Time
 	offline    bool
 	lastCanary time.Time
@@ -110,7 +108,7 @@ func New(s Settings, targets func() []Target, br Breakers, clk clock.Clock, pub 
 		log = slog.Default()
 	}
 	return &Prober{s: s.withDefaults(), targets: targets, br: br, clock: clk, pub: pub, log: log, req: req,
-		last: map[string]time.Time{}, lastDaily: clk.Now()}
+		last: map[llm.BackendID]time.Time{}, lastDaily: clk.Now()}
 }
 
 // Run probes on schedule until ctx ends. The owner starts it in a goroutine
@@ -195,24 +193,24 @@ func (p *Prober) due(now time.Time) []job {
 	}
 	var jobs []job
 	for _, t := range targets {
-		st := p.br.Standing(t.Provider, t.Name)
+		st := p.br.Standing(t.ID)
 		interval := p.s.Interval
 		if st.Down && !st.Retired {
 			interval = p.s.OpenInterval
 		}
-		last, seen := p.last[t.Name]
+		last, seen := p.last[t.ID]
 		if !seen {
 			// Spread the first round over one interval instead of probing
 			// everything at start-up.
-			p.last[t.Name] = now.Add(-interval + spread(t.Name, interval))
-			last = p.last[t.Name]
+			p.last[t.ID] = now.Add(-interval + spread(t.ID.String(), interval))
+			last = p.last[t.ID]
 		}
 		if daily || now.Sub(last) >= interval {
 			jobs = append(jobs, job{t: t, daily: daily})
 		}
 	}
 	for _, j := range jobs {
-		p.last[j.t.Name] = now
+		p.last[j.t.ID] = now
 	}
 	return jobs
 }
@@ -275,7 +273,7 @@ func (p *Prober) run(ctx context.Context, jobs []job) []result {
 func (p *Prober) one(ctx context.Context, t Target, timeout time.Duration) *llm.Error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := t.Up.Complete(ctx, p.req, t.Model)
+	_, err := t.Up.Complete(ctx, p.req, t.ID.Model)
 	if err == nil {
 		return nil
 	}
@@ -300,7 +298,7 @@ func (p *Prober) apply(now time.Time, results []result) {
 		if !r.t.Remote {
 			continue
 		}
-		remote[r.t.Provider] = true
+		remote[r.t.ID.Provider] = true
 		if r.err == nil || r.err.Sub != llm.SubConnect {
 			unreachable = false
 		}
@@ -334,11 +332,11 @@ func (p *Prober) apply(now time.Time, results []result) {
 			continue
 		}
 		if r.err != nil {
-			p.log.Info("probe failed", "backend", r.t.Name, "class", r.err.Class, "reason", r.err.Message)
+			p.log.Info("probe failed", "backend", r.t.ID, "class", r.err.Class, "reason", r.err.Message)
 		}
 		if r.daily {
-			p.br.RetireByProbe(r.t.Provider, r.t.Name, r.err)
+			p.br.RetireByProbe(r.t.ID, r.err)
 		}
-		p.br.ProbeResult(r.t.Provider, r.t.Name, r.err)
+		p.br.ProbeResult(r.t.ID, r.err)
 	}
 }

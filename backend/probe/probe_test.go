@@ -52,8 +52,8 @@ func (s *scripted) Complete(ctx context.Context, req *llm.Request, model string)
 // breakers adapts a real breaker.Set, as the gateway does.
 type breakers struct{ *breaker.Set }
 
-func (b breakers) Standing(provider, name string) probe.Standing {
-	st := b.Status(provider, name)
+func (b breakers) Standing(id llm.BackendID) probe.Standing {
+	st := b.Status(id)
 	return probe.Standing{Down: st.State != breaker.Closed, Retired: st.Retired}
 }
 
@@ -70,7 +70,7 @@ func newFixture(t *testing.T, remote bool, models ...string) *fixture {
 	f := &fixture{clock: clocktest.New(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)), up: newScripted(), bus: events.NewBus(nil)}
 	f.set = breaker.New(breaker.Settings{}, f.clock, f.bus)
 	for i, m := range models {
-		f.targets = append(f.targets, probe.Target{Name: "p" + string(rune('a'+i)) + "/" + m, Provider: "p" + string(rune('a'+i)), Model: m, Remote: remote, Up: f.up})
+		f.targets = append(f.targets, probe.Target{ID: llm.BackendID{Provider: "p" + string(rune('a'+i)), Model: m}, Remote: remote, Up: f.up})
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.p = probe.New(probe.Settings{}, func() []probe.Target { return f.targets }, breakers{f.set}, f.clock, f.bus, log)
@@ -99,15 +99,15 @@ func TestHealthyBackendsAreProbedEveryInterval(t *testing.T) {
 
 func TestTwoFailuresMarkDownAndTwoPassesBringBack(t *testing.T) {
 	f := newFixture(t, true, "m")
-	name := f.targets[0].Name
+	id := f.targets[0].ID
 	f.up.set("m", &llm.Error{Class: llm.Transient, Message: "HTTP 503"})
 	f.advance(5 * time.Minute) // one failed probe
-	if st := f.set.Status("pa", name); st.State != breaker.Closed || st.ProbeFails != 1 {
+	if st := f.set.Status(id); st.State != breaker.Closed || st.ProbeFails != 1 {
 		t.Fatalf("after one failure: %+v", st)
 	}
 	f.advance(5 * time.Minute) // second failure: down
 	// Down: open, or half-open between two probes of a down backend.
-	st := f.set.Status("pa", name)
+	st := f.set.Status(id)
 	if st.State == breaker.Closed || !strings.Contains(st.OpenWhy, "2 probes failed") {
 		t.Fatalf("after two failures: %+v", st)
 	}
@@ -119,11 +119,11 @@ func TestTwoFailuresMarkDownAndTwoPassesBringBack(t *testing.T) {
 		t.Fatalf("down backend not probed within 30 s: %d -> %d", before, f.up.n("m"))
 	}
 	f.advance(30 * time.Second)
-	if st := f.set.Status("pa", name); st.State != breaker.Closed || !st.LastProbeOK {
+	if st := f.set.Status(id); st.State != breaker.Closed || !st.LastProbeOK {
 		t.Errorf("after two passes: %+v", st)
 	}
 	// Probes never touched the health score: that is traffic's.
-	if st := f.set.Status("pa", name); st.Health != 0.7 {
+	if st := f.set.Status(id); st.Health != 0.7 {
 		t.Errorf("health %v", st.Health)
 	}
 }
@@ -132,7 +132,7 @@ func TestRateLimitedProbeProvesNothing(t *testing.T) {
 	f := newFixture(t, true, "m")
 	f.up.set("m", &llm.Error{Class: llm.RateLimited, Message: "HTTP 429"})
 	f.advance(20 * time.Minute)
-	if st := f.set.Status("pa", f.targets[0].Name); st.State != breaker.Closed || st.ProbeFails != 0 {
+	if st := f.set.Status(f.targets[0].ID); st.State != breaker.Closed || st.ProbeFails != 0 {
 		t.Errorf("429 probes moved the backend: %+v", st)
 	}
 }
@@ -142,20 +142,20 @@ func TestDailyRoundRetiresAndRestores(t *testing.T) {
 	f.up.set("gone", &llm.Error{Class: llm.Gone, Status: 404, Message: "HTTP 404: model not found"})
 	f.clock.Advance(24 * time.Hour)
 	f.p.Tick(context.Background())
-	if st := f.set.Status("pa", "pa/gone"); !st.Retired || st.LastProbe.IsZero() {
+	if st := f.set.Status(llm.BackendID{Provider: "pa", Model: "gone"}); !st.Retired || st.LastProbe.IsZero() {
 		t.Fatalf("withdrawn model not retired: %+v", st)
 	}
-	if st := f.set.Status("pb", "pb/fine"); st.Retired || !st.LastProbeOK {
+	if st := f.set.Status(llm.BackendID{Provider: "pb", Model: "fine"}); st.Retired || !st.LastProbeOK {
 		t.Fatalf("working model: %+v", st)
 	}
-	if err := f.set.Available("pa", "pa/gone"); err == nil {
+	if err := f.set.Available(llm.BackendID{Provider: "pa", Model: "gone"}); err == nil {
 		t.Fatal("retired backend still available")
 	}
 	// The model comes back; the next daily round restores it.
 	f.up.set("gone", nil)
 	f.clock.Advance(24 * time.Hour)
 	f.p.Tick(context.Background())
-	if st := f.set.Status("pa", "pa/gone"); st.Retired {
+	if st := f.set.Status(llm.BackendID{Provider: "pa", Model: "gone"}); st.Retired {
 		t.Errorf("not restored: %+v", st)
 	}
 	var kinds []events.Kind
@@ -180,8 +180,8 @@ func TestProbesPauseWhileOffline(t *testing.T) {
 		t.Fatal("not offline after every remote backend failed to connect")
 	}
 	for _, tg := range f.targets {
-		if st := f.set.Status(tg.Provider, tg.Name); st.ProbeFails != 0 || st.Retired {
-			t.Fatalf("offline results were held against %s: %+v", tg.Name, st)
+		if st := f.set.Status(tg.ID); st.ProbeFails != 0 || st.Retired {
+			t.Fatalf("offline results were held against %s: %+v", tg.ID, st)
 		}
 	}
 	// While offline: one canary every 30 s, not every backend.
@@ -218,7 +218,7 @@ func TestLocalServersDoNotMeanOffline(t *testing.T) {
 	if f.p.Offline() {
 		t.Fatal("a stopped local server was taken for the machine being offline")
 	}
-	if st := f.set.Status("pa", f.targets[0].Name); st.State == breaker.Closed || !strings.Contains(st.OpenWhy, "probes failed") {
+	if st := f.set.Status(f.targets[0].ID); st.State == breaker.Closed || !strings.Contains(st.OpenWhy, "probes failed") {
 		t.Errorf("stopped local server not marked down: %+v", st)
 	}
 }

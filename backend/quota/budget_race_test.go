@@ -18,11 +18,11 @@ import (
 func TestBudgetHoldsUnderConcurrentAdmits(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	m := New(clock, nil, time.UTC)
-	tg := Target{Provider: "p", Name: "p/m"}
+	tg := Target{ID: llm.BackendID{Provider: "p", Model: "m"}}
 	req := testRequest(t)
 	configure := func(limit float64) {
 		m.Configure(Settings{
-			Backends: []Backend{{Name: "p/m", Provider: "p", Price: Price{Input: 1, Output: 2}}},
+			Backends: []Backend{{ID: llm.BackendID{Provider: "p", Model: "m"}, Price: Price{Input: 1, Output: 2}}},
 			Budgets:  []Budget{{Scope: "global", Period: PeriodMonth, Limit: limit, Action: ActionBlock}},
 		})
 	}

@@ -41,10 +41,9 @@ func (p Price) Free() bool { return p.Input <= 0 && p.Output <= 0 }
 
 // Backend is one backend's quota settings.
 type Backend struct {
-	Name     string // provider/model
-	Provider string
-	Limits   Limits
-	Price    Price
+	ID     llm.BackendID
+	Limits Limits
+	Price  Price
 	// CreditExpires is the last day of a prepaid credit, zero for none.
 	CreditExpires time.Time
 }
@@ -66,12 +65,15 @@ type Manager struct {
 	pub   Publisher
 	loc   *time.Location // budget periods are local calendar days and months
 
-	mu       sync.Mutex
-	scopes   map[string]*scope // provider or backend name -> counters; kept across Configure
-	backends map[string]*Backend
-	budgets  []*budgetState // kept across Configure by id
-	spend    spendTotals
-	maxTok   int
+	mu sync.Mutex
+	// scopes are the counters of each key of a provider (shared by the
+	// models called with it) and of each backend; kept across Configure.
+	scopes    map[scopeKey]*scope
+	backends  map[llm.BackendID]*Backend
+	providers map[string]Limits
+	budgets   []*budgetState // kept across Configure by id
+	spend     spendTotals
+	maxTok    int
 }
 
 // New returns a Manager with no limits. loc is the zone of budget periods
@@ -80,7 +82,7 @@ func New(clk clock.Clock, pub Publisher, loc *time.Location) *Manager {
 	if loc == nil {
 		loc = time.Local
 	}
-	return &Manager{clock: clock.OrReal(clk), pub: pub, loc: loc, scopes: map[string]*scope{}, backends: map[string]*Backend{}, maxTok: 1024}
+	return &Manager{clock: clock.OrReal(clk), pub: pub, loc: loc, scopes: map[scopeKey]*scope{}, backends: map[llm.BackendID]*Backend{}, maxTok: 1024}
 }
 
 // Configure installs new settings. Counters and spend carry over for the
@@ -92,39 +94,60 @@ func (m *Manager) Configure(s Settings) {
 	if m.maxTok <= 0 {
 		m.maxTok = 1024
 	}
-	backends := map[string]*Backend{}
+	backends := map[llm.BackendID]*Backend{}
 	for i := range s.Backends {
 		b := s.Backends[i]
-		backends[b.Name] = &b
-		m.scope(b.Name).lim = b.Limits
-	}
-	for name, l := range s.Providers {
-		m.scope(name).lim = l
-	}
-	// A provider or model whose limits were removed keeps its counters
-	// (learned limits still apply) but loses its configured limits.
-	for name, sc := range m.scopes {
-		if _, isProvider := s.Providers[name]; !isProvider && backends[name] == nil {
-			sc.lim = Limits{}
-		}
+		backends[b.ID] = &b
 	}
 	m.backends = backends
+	m.providers = s.Providers
+	// A provider or model whose limits were removed keeps its counters
+	// (learned limits still apply) but loses its configured limits.
+	for k, sc := range m.scopes {
+		sc.lim = m.limitsOf(k)
+	}
 	m.budgets = m.configureBudgets(s.Budgets)
 }
 
-func (m *Manager) scope(name string) *scope {
-	sc := m.scopes[name]
+// scopeKey names a scope: one key of a provider when model is empty,
+// otherwise one backend. Provider limits count per key, since each key is
+// its own account at the provider.
+type scopeKey struct {
+	key   llm.KeyID
+	model string
+}
+
+func keyScope(id llm.BackendID) scopeKey     { return scopeKey{key: id.KeyID()} }
+func backendScope(id llm.BackendID) scopeKey { return scopeKey{key: id.KeyID(), model: id.Model} }
+
+// limitsOf is the configured limits of a scope.
+func (m *Manager) limitsOf(k scopeKey) Limits {
+	if k.model == "" {
+		return m.providers[k.key.Provider]
+	}
+	if b := m.backends[llm.BackendID{Provider: k.key.Provider, Key: k.key.Key, Model: k.model}]; b != nil {
+		return b.Limits
+	}
+	return Limits{}
+}
+
+func (m *Manager) scope(k scopeKey) *scope {
+	sc := m.scopes[k]
 	if sc == nil {
+		name := k.key.String()
+		if k.model != "" {
+			name = llm.BackendID{Provider: k.key.Provider, Key: k.key.Key, Model: k.model}.String()
+		}
 		sc = newScope(name)
-		m.scopes[name] = sc
+		sc.lim = m.limitsOf(k)
+		m.scopes[k] = sc
 	}
 	return sc
 }
 
 // Target names the backend a call goes to.
 type Target struct {
-	Provider string
-	Name     string // provider/model
+	ID llm.BackendID
 }
 
 // Available reports, without counting anything, whether b is at a limit or
@@ -136,8 +159,8 @@ func (m *Manager) Available(chain string, b Target) *llm.Skip {
 	if sk := m.limitsLocked(b, now); sk != nil {
 		return sk
 	}
-	if bk := m.backends[b.Name]; bk != nil && !bk.Price.Free() {
-		if bs := m.exceededLocked(chain, b.Provider, 0, now); bs != nil {
+	if bk := m.backends[b.ID]; bk != nil && !bk.Price.Free() {
+		if bs := m.exceededLocked(chain, b.ID.Provider, 0, now); bs != nil {
 			return bs.skip()
 		}
 	}
@@ -169,7 +192,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 	h := &Hold{m: m, req: req, chain: chain, b: b}
 	var evs []events.Event
 	m.mu.Lock()
-	bk := m.backends[b.Name]
+	bk := m.backends[b.ID]
 	paid := bk != nil && !bk.Price.Free() && len(m.budgets) > 0
 	now := m.clock.Now()
 	h.at = now
@@ -185,7 +208,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 			maxOut = m.maxTok
 		}
 		h.reserved = cost(bk.Price, reservePrompt(req), maxOut)
-		if bs := m.exceededLocked(chain, b.Provider, h.reserved, now); bs != nil {
+		if bs := m.exceededLocked(chain, b.ID.Provider, h.reserved, now); bs != nil {
 			evs = bs.exceededEvent(now)
 			sk := bs.skip()
 			m.mu.Unlock()
@@ -193,7 +216,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 			return nil, sk
 		}
 		for _, bs := range m.budgets {
-			if bs.applies(chain, b.Provider) {
+			if bs.applies(chain, b.ID.Provider) {
 				bs.roll(now, m.loc)
 				bs.reserved += h.reserved
 				h.budgets = append(h.budgets, bs)
@@ -210,7 +233,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 }
 
 func (m *Manager) scopesOf(b Target) [2]*scope {
-	return [2]*scope{m.scope(b.Provider), m.scope(b.Name)}
+	return [2]*scope{m.scope(keyScope(b.ID)), m.scope(backendScope(b.ID))}
 }
 
 // limitsLocked returns a skip when b or its provider is at a limit.
@@ -291,7 +314,7 @@ func (h *Hold) Settle(c llm.CallUsage) {
 	var evs []events.Event
 	m.mu.Lock()
 	var price Price
-	if bk := m.backends[h.b.Name]; bk != nil {
+	if bk := m.backends[h.b.ID]; bk != nil {
 		price = bk.Price
 	}
 	spent := cost(price, prompt, completion)
@@ -308,9 +331,9 @@ func (h *Hold) Settle(c llm.CallUsage) {
 		for _, bs := range h.budgets {
 			bs.unreserve(h.reserved)
 		}
-		evs = m.spendLocked(now, h.chain, h.b.Provider, spent, evs)
+		evs = m.spendLocked(now, h.chain, h.b.ID.Provider, spent, evs)
 		if c.Header != nil || (c.Err != nil && c.Err.Status == http.StatusTooManyRequests) {
-			m.scope(h.b.Name).learn(now, c.Header, c.Err)
+			m.scope(backendScope(h.b.ID)).learn(now, c.Header, c.Err)
 		}
 	}
 	m.mu.Unlock()
@@ -340,31 +363,25 @@ func (m *Manager) Restore(rows []Usage) {
 		if r.Time.After(now) {
 			continue
 		}
-		provider, _, _ := cutRef(r.Backend)
-		for _, name := range []string{provider, r.Backend} {
-			m.scope(name).record(r.Time, r.Requests, r.Tokens)
+		if r.Backend.IsZero() {
+			// A row of a request no backend served still spent nothing.
+			continue
 		}
-		m.spendLocked(r.Time, r.Chain, provider, r.Cost, nil)
+		for _, k := range []scopeKey{keyScope(r.Backend), backendScope(r.Backend)} {
+			m.scope(k).record(r.Time, r.Requests, r.Tokens)
+		}
+		m.spendLocked(r.Time, r.Chain, r.Backend.Provider, r.Cost, nil)
 	}
 }
 
 // Usage is one ledger total replayed by Restore.
 type Usage struct {
 	Time     time.Time
-	Backend  string
+	Backend  llm.BackendID
 	Chain    string
 	Requests int64
 	Tokens   int64
 	Cost     float64
-}
-
-func cutRef(ref string) (provider, model string, ok bool) {
-	for i := 0; i < len(ref); i++ {
-		if ref[i] == '/' {
-			return ref[:i], ref[i+1:], true
-		}
-	}
-	return ref, "", false
 }
 
 // ErrUnknownBackend is returned by views for a backend not configured.

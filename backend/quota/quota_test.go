@@ -18,7 +18,7 @@ func testManager(t testing.TB) (*Manager, *clocktest.Clock) {
 	}
 	m.Configure(Settings{
 		Providers: map[string]Limits{"p": {RPM: 1 << 40, TPD: 1 << 40, Concurrency: 1 << 20}},
-		Backends: []Backend{{Name: "p/m", Provider: "p", Price: Price{Input: 1, Output: 2},
+		Backends: []Backend{{ID: llm.BackendID{Provider: "p", Model: "m"}, Price: Price{Input: 1, Output: 2},
 			Limits: Limits{RPD: 1 << 40, TPM: 1 << 40, Reset: rule}}},
 		Budgets: []Budget{{Scope: "global", Period: PeriodMonth, Limit: 1e9, Action: ActionBlock}},
 	})
@@ -37,9 +37,9 @@ func TestRollingWindowAndConcurrency(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	m := New(clock, nil, time.UTC)
 	rolling, _ := ParseRule("rolling 24h")
-	m.Configure(Settings{Backends: []Backend{{Name: "p/m", Provider: "p", Limits: Limits{RPD: 2, Concurrency: 1, Reset: rolling}}}})
+	m.Configure(Settings{Backends: []Backend{{ID: llm.BackendID{Provider: "p", Model: "m"}, Limits: Limits{RPD: 2, Concurrency: 1, Reset: rolling}}}})
 	req := testRequest(t)
-	tg := Target{Provider: "p", Name: "p/m"}
+	tg := Target{ID: llm.BackendID{Provider: "p", Model: "m"}}
 	h, err := m.Admit(req, "", tg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestRollingWindowAndConcurrency(t *testing.T) {
 func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 	m, _ := testManager(t)
 	req := testRequest(t)
-	h, err := m.Admit(req, "auto", Target{Provider: "p", Name: "p/m"})
+	h, err := m.Admit(req, "auto", Target{ID: llm.BackendID{Provider: "p", Model: "m"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 func BenchmarkAdmitSettle(b *testing.B) {
 	m, _ := testManager(b)
 	req := testRequest(b)
-	tg := Target{Provider: "p", Name: "p/m"}
+	tg := Target{ID: llm.BackendID{Provider: "p", Model: "m"}}
 	usage := &llm.Usage{PromptTokens: 20, CompletionTokens: 100}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,8 +1,11 @@
 package quota
 
 import (
+	"cmp"
 	"slices"
 	"time"
+
+	"freelane/backend/llm"
 )
 
 // LimitUse is one limit of one backend, as the dashboard shows it.
@@ -47,24 +50,24 @@ type Spend struct {
 
 // Quotas returns a view of every configured backend, in the order given
 // (backends not configured are left out).
-func (m *Manager) Quotas(order []string) []QuotaView {
+func (m *Manager) Quotas(order []llm.BackendID) []QuotaView {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
 	out := make([]QuotaView, 0, len(order))
-	for _, name := range order {
-		b := m.backends[name]
+	for _, id := range order {
+		b := m.backends[id]
 		if b == nil {
 			continue
 		}
-		v := QuotaView{Backend: name, Limits: []LimitUse{}, Price: b.Price}
+		v := QuotaView{Backend: id.String(), Limits: []LimitUse{}, Price: b.Price}
 		if !b.CreditExpires.IsZero() {
 			d := b.CreditExpires.Format(time.DateOnly)
 			v.CreditExpires = &d
 		}
 		// Provider limits are shown on each of its backends: they are
 		// what stops it too.
-		for _, sc := range []*scope{m.scope(b.Provider), m.scope(name)} {
+		for _, sc := range []*scope{m.scope(keyScope(id)), m.scope(backendScope(id))} {
 			l := sc.uses(now, true)
 			for _, u := range l.all() {
 				lu := LimitUse{Kind: u.kind.String(), Used: u.used, Limit: u.limit, Learned: u.learned}
@@ -115,35 +118,32 @@ func (m *Manager) Spend() Spend {
 // CreditOrder returns the backends whose credit has not expired by now,
 // soonest expiry first, and the earliest expiry among them (zero if none):
 // the routing table puts them ahead of the free pool until then.
-func (m *Manager) CreditOrder(now time.Time) (names []string, next time.Time) {
+func (m *Manager) CreditOrder(now time.Time) (ids []llm.BackendID, next time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	type credit struct {
-		name string
-		end  time.Time
+		id  llm.BackendID
+		end time.Time
 	}
 	var cs []credit
-	for name, b := range m.backends {
+	for id, b := range m.backends {
 		if end := CreditEnd(b.CreditExpires); !end.IsZero() && now.Before(end) {
-			cs = append(cs, credit{name, end})
+			cs = append(cs, credit{id, end})
 		}
 	}
 	slices.SortFunc(cs, func(a, b credit) int {
 		if c := a.end.Compare(b.end); c != 0 {
 			return c
 		}
-		if a.name < b.name {
-			return -1
-		}
-		return 1
+		return cmp.Compare(a.id.String(), b.id.String())
 	})
 	for _, c := range cs {
-		names = append(names, c.name)
+		ids = append(ids, c.id)
 		if next.IsZero() || c.end.Before(next) {
 			next = c.end
 		}
 	}
-	return names, next
+	return ids, next
 }
 
 // CreditEnd is when a credit that expires on a date stops: the end of that

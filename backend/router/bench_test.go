@@ -19,11 +19,11 @@ type nopGate struct{}
 
 func nopDone(*llm.Error, time.Duration) {}
 
-func (nopGate) Available(provider, backend string) *llm.Skip { return nil }
-func (nopGate) Allow(provider, backend string) (func(*llm.Error, time.Duration), *llm.Skip) {
+func (nopGate) Available(llm.BackendID) *llm.Skip { return nil }
+func (nopGate) Allow(llm.BackendID) (func(*llm.Error, time.Duration), *llm.Skip) {
 	return nopDone, nil
 }
-func (nopGate) Unchecked(provider, backend string) func(*llm.Error, time.Duration) { return nopDone }
+func (nopGate) Unchecked(llm.BackendID) func(*llm.Error, time.Duration) { return nopDone }
 
 type nopRecorder struct{}
 

@@ -16,11 +16,11 @@ import (
 type quotaAdmission struct{ m *quota.Manager }
 
 func (q quotaAdmission) Available(chain string, b *router.Backend) *llm.Skip {
-	return q.m.Available(chain, quota.Target{Provider: b.Provider, Name: b.Name})
+	return q.m.Available(chain, quota.Target{ID: b.ID})
 }
 
 func (q quotaAdmission) Admit(req *llm.Request, chain string, b *router.Backend) (func(*llm.CallUsage), *llm.Skip) {
-	h, sk := q.m.Admit(req, chain, quota.Target{Provider: b.Provider, Name: b.Name})
+	h, sk := q.m.Admit(req, chain, quota.Target{ID: b.ID})
 	if sk != nil {
 		return nil, sk
 	}
@@ -35,7 +35,7 @@ func panicRig(t *testing.T) (*harness, *breaker.Set, *quota.Manager, func(time.D
 	h, set, clock, _ := withBreaker(t, breaker.Settings{})
 	m := quota.New(clock, nil, time.UTC)
 	m.Configure(quota.Settings{
-		Backends: []quota.Backend{{Name: "a/m", Provider: "a", Limits: quota.Limits{Concurrency: 1}, Price: quota.Price{Input: 2, Output: 2}}},
+		Backends: []quota.Backend{{ID: llm.BackendID{Provider: "a", Model: "m"}, Limits: quota.Limits{Concurrency: 1}, Price: quota.Price{Input: 2, Output: 2}}},
 		Budgets:  []quota.Budget{{Scope: "global", Period: quota.PeriodMonth, Limit: 100, Action: quota.ActionFreeOnly}},
 	})
 	h.r.SetAdmission(quotaAdmission{m})
@@ -49,10 +49,10 @@ func nothingHeld(t *testing.T, h *harness, set *breaker.Set, m *quota.Manager) {
 	if b := m.Budgets(); b[0].Reserved != 0 {
 		t.Errorf("money still reserved: %v", b[0].Reserved)
 	}
-	if sk := m.Available("main", quota.Target{Provider: "a", Name: "a/m"}); sk != nil {
+	if sk := m.Available("main", quota.Target{ID: llm.BackendID{Provider: "a", Model: "m"}}); sk != nil {
 		t.Errorf("a/m's concurrency slot leaked: %v", sk)
 	}
-	if st := set.Status("a", "a/m"); st.State == breaker.HalfOpen {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State == breaker.HalfOpen {
 		t.Errorf("a/m left half-open: %+v", st)
 	}
 	if n := h.gate.dones.Load(); n != 0 {
@@ -65,25 +65,25 @@ func TestPanicInAnAttemptGivesEverythingBack(t *testing.T) {
 		h, set, m, advance := panicRig(t)
 		h.ups["a"].openErr = httpErr(llm.Transient, 503)
 		for range 2 {
-			if res, f := h.complete(t); f != nil || res.Backend.Name != "b/m" {
+			if res, f := h.complete(t); f != nil || res.Backend.Name() != "b/m" {
 				t.Fatalf("%+v %+v", res, f)
 			}
 		}
-		if st := set.Status("a", "a/m"); st.State != breaker.Open {
+		if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Open {
 			t.Fatalf("a/m %s after two 503s", st.State)
 		}
 		advance(30 * time.Second)
 		h.ups["a"].openErr = nil
 		h.ups["a"].answer = func() error { panic("adapter bug") }
 		res, f := h.complete(t)
-		if f != nil || res.Backend.Name != "b/m" {
+		if f != nil || res.Backend.Name() != "b/m" {
 			t.Fatalf("the panicking trial did not fail over: %+v %+v", res, f)
 		}
 		a := res.Attempts[0]
 		if a.Backend != "a/m" || a.Class != llm.Transient || !strings.Contains(a.Reason, "internal error calling a/m: adapter bug") {
 			t.Fatalf("the panic's attempt: %+v", a)
 		}
-		if st := set.Status("a", "a/m"); st.State != breaker.Open {
+		if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Open {
 			t.Fatalf("a/m %s after its trial panicked, want open again", st.State)
 		}
 		nothingHeld(t, h, set, m)
@@ -91,10 +91,10 @@ func TestPanicInAnAttemptGivesEverythingBack(t *testing.T) {
 		// that closes the breaker.
 		h.ups["a"].answer = nil
 		advance(5 * time.Minute)
-		if res, f := h.complete(t); f != nil || res.Backend.Name != "a/m" {
+		if res, f := h.complete(t); f != nil || res.Backend.Name() != "a/m" {
 			t.Fatalf("after the panic a/m never got its next trial: %+v %+v", res, f)
 		}
-		if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+		if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Closed {
 			t.Fatalf("a/m %s after a good trial", st.State)
 		}
 		nothingHeld(t, h, set, m)
@@ -143,7 +143,7 @@ func TestPanicInAnAttemptGivesEverythingBack(t *testing.T) {
 		}
 		// The call was made and produced output: it is settled, not
 		// released, and its health counts the failure.
-		if st := set.Status("a", "a/m"); st.Health >= 1 {
+		if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.Health >= 1 {
 			t.Errorf("the panic did not count against a/m: %+v", st)
 		}
 		if b := m.Budgets(); b[0].Spent <= 0 {

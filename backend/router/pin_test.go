@@ -114,7 +114,7 @@ func TestSlashIDOfDiscoveredServerNeedsItsPin(t *testing.T) {
 // still routes other names with a slash.
 func TestAliasDoesNotCatchPins(t *testing.T) {
 	s := pinSpec()
-	s.Chains = []router.ChainSpec{{Name: "coding", Backends: []string{"groq/llama-3.3-70b"}}}
+	s.Chains = []router.ChainSpec{{Name: "coding", Backends: ids("groq/llama-3.3-70b")}}
 	s.Aliases = []router.AliasSpec{{Pattern: "*/*", Chain: "coding"}}
 	tb := router.Build(s)
 	if re := pinErr(t, tb, "openai/gpt-5"); re.Code != "model_not_found" {

@@ -27,15 +27,15 @@ import (
 type Gate interface {
 	// Available tells, without side effects, whether a backend could be
 	// called now; nil means it could.
-	Available(provider, backend string) *llm.Skip
+	Available(id llm.BackendID) *llm.Skip
 	// Allow is asked right before a call; a half-open backend admits one.
 	// The call's outcome goes to done (e nil for success, with the time to
 	// the first byte of content), which the router defers as soon as it
 	// is admitted so that the trial is given back however the call ends.
-	Allow(provider, backend string) (done func(e *llm.Error, firstByte time.Duration), skip *llm.Skip)
+	Allow(id llm.BackendID) (done func(e *llm.Error, firstByte time.Duration), skip *llm.Skip)
 	// Unchecked is the done of a call made without Allow, when every
 	// backend of the route is unavailable and the router tries them anyway.
-	Unchecked(provider, backend string) (done func(e *llm.Error, firstByte time.Duration))
+	Unchecked(id llm.BackendID) (done func(e *llm.Error, firstByte time.Duration))
 }
 
 // Admission decides, before each call, whether quotas and budgets allow it,
@@ -138,7 +138,7 @@ var errCommitted = errors.New("stream committed")
 func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Failure) {
 	var res *Result
 	tr, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
-		resp, err := b.Up.Complete(ctx, req, b.Model)
+		resp, err := b.Up.Complete(ctx, req, b.ID.Model)
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 				continue
 			}
 		}
-		skip[i] = r.gate.Available(b.Provider, b.Name)
+		skip[i] = r.gate.Available(b.ID)
 		if skip[i] == nil {
 			usable++
 		}
@@ -241,7 +241,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		if sk.Blocked {
 			blocked = sk
 		}
-		a := llm.Attempt{Backend: b.Name, Dialect: b.Dialect}
+		a := llm.Attempt{Backend: b.name, Dialect: b.Dialect}
 		sk.Note(&a)
 		tr.Attempts = append(tr.Attempts, a)
 	}
@@ -267,7 +267,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		tr.Attempts = append(tr.Attempts, a.Attempt)
 		committed := a.committed
 		if le == nil || committed {
-			tr.Backend, tr.TTFT, tr.Committed = b.Name, a.TTFT, committed
+			tr.Backend, tr.TTFT, tr.Committed = b.name, a.TTFT, committed
 			switch {
 			case a.usage != nil:
 				tr.Usage = *a.usage
@@ -311,7 +311,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 // included. A refusal comes back as a skip and no call is made.
 func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b *Backend, checked bool,
 	tr *llm.Trace, try attemptFunc) (a *attempt, le *llm.Error, skip *llm.Skip) {
-	a = &attempt{Attempt: llm.Attempt{Backend: b.Name, Dialect: b.Dialect}, trace: tr}
+	a = &attempt{Attempt: llm.Attempt{Backend: b.name, Dialect: b.Dialect}, trace: tr}
 	called := false
 	if r.admit != nil {
 		// Another request may have used the last of a quota or a budget
@@ -339,11 +339,11 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 		// Another request may have taken a half-open backend's single
 		// trial since the scan.
 		var sk *llm.Skip
-		if report, sk = r.gate.Allow(b.Provider, b.Name); sk != nil {
+		if report, sk = r.gate.Allow(b.ID); sk != nil {
 			return nil, nil, sk
 		}
 	} else {
-		report = r.gate.Unchecked(b.Provider, b.Name)
+		report = r.gate.Unchecked(b.ID)
 	}
 	defer func() {
 		firstByte := a.TTFT
@@ -386,8 +386,8 @@ func (r *Router) protect(ctx context.Context, b *Backend, a *attempt, try attemp
 		if p == nil {
 			return
 		}
-		r.log.Error("backend call panicked", "backend", b.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-		le := &llm.Error{Class: llm.Transient, Message: fmt.Sprintf("internal error calling %s: %v", b.Name, p)}
+		r.log.Error("backend call panicked", "backend", b.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		le := &llm.Error{Class: llm.Transient, Message: fmt.Sprintf("internal error calling %s: %v", b.name, p)}
 		if a.committed {
 			if a.late == nil {
 				a.late = le
@@ -433,7 +433,7 @@ func (r *Router) failure(route Route, tr *llm.Trace, last *llm.Error) *Failure {
 		f.Class = last.Class
 		f.Status = statusFor(last.Class)
 		f.Code = "backend_failed"
-		f.Message = fmt.Sprintf("%s failed (no failover for a pinned provider/model): %s", route.Backends[0].Name, last.Message)
+		f.Message = fmt.Sprintf("%s failed (no failover for a pinned provider/model): %s", route.Backends[0].name, last.Message)
 		return f
 	}
 	allLimited := len(tr.Attempts) > 0

@@ -178,8 +178,8 @@ func (s *recSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 	if !strings.HasPrefix(id, "req_") {
 		return fmt.Errorf("bad id %q", id)
 	}
-	s.ops = append(s.ops, "commit "+b.Name)
-	s.backend = b.Name
+	s.ops = append(s.ops, "commit "+b.Name())
+	s.backend = b.Name()
 	s.committed = slices.Clone(attempts)
 	return nil
 }
@@ -255,55 +255,57 @@ func skipOf(err error) *llm.Skip {
 	return &llm.Skip{Class: llm.Transient, Reason: err.Error(), Err: err}
 }
 
-func (g *recGate) Available(provider, backend string) *llm.Skip {
+func (g *recGate) Available(id llm.BackendID) *llm.Skip {
+	backend := id.String()
 	g.note("available " + backend)
 	if g.inner != nil {
-		return g.inner.Available(provider, backend)
+		return g.inner.Available(id)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return skipOf(g.deny[backend])
 }
 
-func (g *recGate) Allow(provider, backend string) (func(*llm.Error, time.Duration), *llm.Skip) {
-	ticket, inner, sk := g.acquire(provider, backend)
-	g.noteTicket("acquire "+backend, ticket)
+func (g *recGate) Allow(id llm.BackendID) (func(*llm.Error, time.Duration), *llm.Skip) {
+	ticket, inner, sk := g.acquire(id)
+	g.noteTicket("acquire "+id.String(), ticket)
 	if sk != nil {
 		return nil, sk
 	}
-	return g.done(provider, backend, ticket, inner), nil
+	return g.done(id, ticket, inner), nil
 }
 
-func (g *recGate) Unchecked(provider, backend string) func(*llm.Error, time.Duration) {
+func (g *recGate) Unchecked(id llm.BackendID) func(*llm.Error, time.Duration) {
 	var inner func(*llm.Error, time.Duration)
 	if g.inner != nil {
-		inner = g.inner.Unchecked(provider, backend)
+		inner = g.inner.Unchecked(id)
 	}
-	return g.done(provider, backend, 0, inner)
+	return g.done(id, 0, inner)
 }
 
-func (g *recGate) done(provider, backend string, ticket uint64, inner func(*llm.Error, time.Duration)) func(*llm.Error, time.Duration) {
+func (g *recGate) done(id llm.BackendID, ticket uint64, inner func(*llm.Error, time.Duration)) func(*llm.Error, time.Duration) {
 	g.dones.Add(1)
 	return func(e *llm.Error, firstByte time.Duration) {
 		g.dones.Add(-1)
-		g.Report(provider, backend, ticket, e, firstByte)
+		g.Report(id, ticket, e, firstByte)
 		if inner != nil {
 			inner(e, firstByte)
 		}
 	}
 }
 
-func (g *recGate) acquire(provider, backend string) (uint64, func(*llm.Error, time.Duration), *llm.Skip) {
+func (g *recGate) acquire(id llm.BackendID) (uint64, func(*llm.Error, time.Duration), *llm.Skip) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.inner != nil {
-		done, sk := g.inner.Allow(provider, backend)
+		done, sk := g.inner.Allow(id)
 		if sk != nil {
 			return 0, nil, sk
 		}
 		g.issued++
 		return 100 + g.issued, done, nil
 	}
+	backend := id.String()
 	if err := g.refuse[backend]; err != nil {
 		return 0, nil, skipOf(err)
 	}
@@ -314,7 +316,8 @@ func (g *recGate) acquire(provider, backend string) (uint64, func(*llm.Error, ti
 	return 100 + g.issued, nil, nil
 }
 
-func (g *recGate) Report(provider, backend string, ticket uint64, e *llm.Error, firstByte time.Duration) {
+func (g *recGate) Report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte time.Duration) {
+	backend := id.String()
 	c := llm.OK
 	if e != nil {
 		c = e.Class
@@ -429,7 +432,7 @@ func newHarnessGate(t *testing.T, inner router.Gate, contexts ...int) *harness {
 		spec.Providers = append(spec.Providers, router.ProviderSpec{Name: p, Tier: router.TierFree, HasKey: true,
 			Models: []router.ModelSpec{{ID: "m", Context: ctxLen}}, Up: up})
 	}
-	spec.Chains = []router.ChainSpec{{Name: "main", Backends: []string{"a/m", "b/m", "c/m"}}}
+	spec.Chains = []router.ChainSpec{{Name: "main", Backends: ids("a/m", "b/m", "c/m")}}
 	h.r = router.New(router.Build(spec), h.gate, h.rec, nil, quiet)
 	h.sink = &recSink{ups: h.ups}
 	return h
@@ -919,8 +922,8 @@ func TestComplete(t *testing.T) {
 				if f != nil {
 					t.Fatalf("Failure %d: %s", f.Status, f.Message)
 				}
-				if res.Backend.Name != tc.backend || string(res.Response.Body) != `{"from":"`+strings.TrimSuffix(tc.backend, "/m")+`"}` {
-					t.Errorf("served by %s with %s, want %s", res.Backend.Name, res.Response.Body, tc.backend)
+				if res.Backend.Name() != tc.backend || string(res.Response.Body) != `{"from":"`+strings.TrimSuffix(tc.backend, "/m")+`"}` {
+					t.Errorf("served by %s with %s, want %s", res.Backend.Name(), res.Response.Body, tc.backend)
 				}
 				if got := router.AttemptsHeader(res.Attempts); got != tc.header {
 					t.Errorf("result attempts = %q, want %q", got, tc.header)
@@ -931,7 +934,7 @@ func TestComplete(t *testing.T) {
 				return
 			}
 			if f == nil {
-				t.Fatalf("served by %s, want a failure", res.Backend.Name)
+				t.Fatalf("served by %s, want a failure", res.Backend.Name())
 			}
 			if f.Status != tc.status || f.Code != tc.code || !strings.Contains(f.Message, tc.msg) {
 				t.Errorf("Failure %d %s %q, want %d %s containing %q", f.Status, f.Code, f.Message, tc.status, tc.code, tc.msg)
@@ -962,7 +965,7 @@ func TestSwapTable(t *testing.T) {
 		t.Fatal("Swap did not install the table")
 	}
 	res, f := h.r.Complete(h.ctx, completeReq(t, "auto"))
-	if f != nil || res.Backend.Name != "z/m" {
+	if f != nil || res.Backend.Name() != "z/m" {
 		t.Fatalf("after Swap: %+v %+v", res, f)
 	}
 }
@@ -1037,8 +1040,8 @@ func TestAcquireRightBeforeCall(t *testing.T) {
 		if !slices.Equal(h.gate.log, want) {
 			t.Fatalf("gate log:\n got %q\nwant %q", h.gate.log, want)
 		}
-		if h.calls() != "a:1 b:0 c:1" || res.Backend.Name != "c/m" {
-			t.Fatalf("calls %s, served by %s", h.calls(), res.Backend.Name)
+		if h.calls() != "a:1 b:0 c:1" || res.Backend.Name() != "c/m" {
+			t.Fatalf("calls %s, served by %s", h.calls(), res.Backend.Name())
 		}
 		tr := h.rec.last(t)
 		if got := router.AttemptsHeader(tr.Attempts); got != "a/m=503; b/m=skip(half_open); c/m=ok" {
@@ -1143,7 +1146,7 @@ func TestOutageThroughTheRouter(t *testing.T) {
 	h.ups["a"].answer = func() error {
 		if clock.Now().Before(end) {
 			outageCalls++
-			if set.Status("a", "a/m").State == breaker.HalfOpen {
+			if set.Status(llm.BackendID{Provider: "a", Model: "m"}).State == breaker.HalfOpen {
 				trials++
 			}
 			return httpErr(llm.Transient, 503)
@@ -1157,12 +1160,12 @@ func TestOutageThroughTheRouter(t *testing.T) {
 			t.Fatalf("at +%v the client got %d: %s", clock.Now().Sub(t0), f.Status, f.Message)
 		}
 		switch {
-		case res.Backend.Name == "a/m" && back.IsZero():
+		case res.Backend.Name() == "a/m" && back.IsZero():
 			back = clock.Now()
-		case back.IsZero() && res.Backend.Name != "b/m":
-			t.Fatalf("at +%v served by %s, want the next backend b/m", clock.Now().Sub(t0), res.Backend.Name)
-		case !back.IsZero() && res.Backend.Name != "a/m":
-			t.Fatalf("at +%v served by %s after the primary came back", clock.Now().Sub(t0), res.Backend.Name)
+		case back.IsZero() && res.Backend.Name() != "b/m":
+			t.Fatalf("at +%v served by %s, want the next backend b/m", clock.Now().Sub(t0), res.Backend.Name())
+		case !back.IsZero() && res.Backend.Name() != "a/m":
+			t.Fatalf("at +%v served by %s after the primary came back", clock.Now().Sub(t0), res.Backend.Name())
 		}
 		clock.Advance(4 * time.Second)
 	}
@@ -1180,7 +1183,7 @@ func TestOutageThroughTheRouter(t *testing.T) {
 	if back.IsZero() || back.Sub(end) > 30*time.Second {
 		t.Errorf("primary served again at +%v, want within 30s of the end of the outage at +60s", back.Sub(t0))
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Closed {
 		t.Errorf("primary %s at the end", st.State)
 	}
 }
@@ -1197,7 +1200,7 @@ func TestRetryAfterThroughTheRouter(t *testing.T) {
 	}
 	for clock.Now().Before(t0.Add(120 * time.Second)) {
 		res, f := h.complete(t)
-		if f != nil || res.Backend.Name != "b/m" {
+		if f != nil || res.Backend.Name() != "b/m" {
 			t.Fatalf("at +%v: %+v %+v, want served by b/m", clock.Now().Sub(t0), res, f)
 		}
 		if n := h.upCalls("a"); n != 1 {
@@ -1205,10 +1208,10 @@ func TestRetryAfterThroughTheRouter(t *testing.T) {
 		}
 		clock.Advance(10 * time.Second)
 	}
-	if res, f := h.complete(t); f != nil || res.Backend.Name != "a/m" {
+	if res, f := h.complete(t); f != nil || res.Backend.Name() != "a/m" {
 		t.Fatalf("after 120s: %+v %+v, want a/m again", res, f)
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.Closed || st.Failures != 0 {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Closed || st.Failures != 0 {
 		t.Fatalf("a 429 counted as a breaker failure: %+v", st)
 	}
 	if ev := pub.of(events.StateChange, ""); len(ev) != 0 {
@@ -1227,7 +1230,7 @@ func TestCredentialThroughTheRouter(t *testing.T) {
 		return nil
 	}
 	res, f := h.complete(t)
-	if f != nil || res.Backend.Name != "b/m" {
+	if f != nil || res.Backend.Name() != "b/m" {
 		t.Fatalf("%+v %+v, want served by b/m", res, f)
 	}
 	ev := pub.of(events.KeyDisabled, "")
@@ -1236,11 +1239,11 @@ func TestCredentialThroughTheRouter(t *testing.T) {
 	}
 	clock.Advance(time.Hour - time.Second)
 	res, _ = h.complete(t)
-	if res.Backend.Name != "b/m" || h.upCalls("a") != 1 || !strings.Contains(router.AttemptsHeader(res.Attempts), "a/m=skip(key_disabled)") {
+	if res.Backend.Name() != "b/m" || h.upCalls("a") != 1 || !strings.Contains(router.AttemptsHeader(res.Attempts), "a/m=skip(key_disabled)") {
 		t.Fatalf("within the hour: %s, %d calls to a", router.AttemptsHeader(res.Attempts), h.upCalls("a"))
 	}
 	clock.Advance(time.Second)
-	if res, f := h.complete(t); f != nil || res.Backend.Name != "a/m" {
+	if res, f := h.complete(t); f != nil || res.Backend.Name() != "a/m" {
 		t.Fatalf("after the hour: %+v %+v, want a/m", res, f)
 	}
 }
@@ -1264,7 +1267,7 @@ func TestHalfOpenConcurrentThroughTheRouter(t *testing.T) {
 			t.Fatal(f)
 		}
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.Open {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Open {
 		t.Fatalf("a/m %s after two 503s", st.State)
 	}
 	clock.Advance(30 * time.Second)
@@ -1277,18 +1280,18 @@ func TestHalfOpenConcurrentThroughTheRouter(t *testing.T) {
 	}()
 	<-entered // the trial is in flight
 	res, f := h.complete(t)
-	if f != nil || res.Backend.Name != "b/m" || router.AttemptsHeader(res.Attempts) != "a/m=skip(half_open); b/m=ok" {
+	if f != nil || res.Backend.Name() != "b/m" || router.AttemptsHeader(res.Attempts) != "a/m=skip(half_open); b/m=ok" {
 		t.Fatalf("second request: %s %+v", router.AttemptsHeader(res.Attempts), f)
 	}
 	close(release)
 	<-done
-	if first == nil || first.Backend.Name != "a/m" {
+	if first == nil || first.Backend.Name() != "a/m" {
 		t.Fatalf("the trial request was not served by a/m: %+v", first)
 	}
 	if calls := h.upCalls("a"); calls != 3 {
 		t.Fatalf("a/m got %d calls, want 2 failures and exactly one trial", calls)
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Closed {
 		t.Fatalf("a/m %s after a successful trial", st.State)
 	}
 }
@@ -1319,7 +1322,7 @@ func TestUnacquiredCallDoesNotDecideTheTrial(t *testing.T) {
 			t.Fatal("served, want every backend to fail")
 		}
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.Open {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Open {
 		t.Fatalf("a/m %s after two 503s", st.State)
 	}
 	clock.Advance(30 * time.Second)
@@ -1332,7 +1335,7 @@ func TestUnacquiredCallDoesNotDecideTheTrial(t *testing.T) {
 	}()
 	<-entered // the trial is in flight
 	res, f := h.complete(t)
-	if f != nil || res.Backend.Name != "a/m" || router.AttemptsHeader(res.Attempts) != "a/m=ok" {
+	if f != nil || res.Backend.Name() != "a/m" || router.AttemptsHeader(res.Attempts) != "a/m=ok" {
 		t.Fatalf("with every backend unavailable: %+v %+v, want a/m tried anyway", res, f)
 	}
 	h.gate.mu.Lock()
@@ -1341,10 +1344,10 @@ func TestUnacquiredCallDoesNotDecideTheTrial(t *testing.T) {
 	if last != 0 {
 		t.Fatalf("the call made without Acquire reported ticket %d, want 0", last)
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.HalfOpen {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.HalfOpen {
 		t.Fatalf("a/m %s after a success outside its trial, want still half_open", st.State)
 	}
-	if err := set.Available("a", "a/m"); err == nil {
+	if err := set.Available(llm.BackendID{Provider: "a", Model: "m"}); err == nil {
 		t.Fatal("a/m available again while its trial is still in flight")
 	}
 	if ev := pub.of(events.StateChange, "a/m"); ev[len(ev)-1].To != string(breaker.HalfOpen) {
@@ -1353,10 +1356,10 @@ func TestUnacquiredCallDoesNotDecideTheTrial(t *testing.T) {
 
 	close(release)
 	<-done
-	if first == nil || first.Backend.Name != "a/m" {
+	if first == nil || first.Backend.Name() != "a/m" {
 		t.Fatalf("the trial request was not served by a/m: %+v", first)
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Closed {
 		t.Fatalf("a/m %s after its trial succeeded, want closed", st.State)
 	}
 }
@@ -1369,7 +1372,7 @@ func TestBreakerIgnoresCallerAndCancel(t *testing.T) {
 	if _, f := h.complete(t); f != nil {
 		t.Fatal(f)
 	}
-	before := set.Status("a", "a/m")
+	before := set.Status(llm.BackendID{Provider: "a", Model: "m"})
 	if before.Failures != 1 {
 		t.Fatalf("Status = %+v", before)
 	}
@@ -1382,7 +1385,7 @@ func TestBreakerIgnoresCallerAndCancel(t *testing.T) {
 	if f := h2.r.Stream(h2.ctx, streamReq(t, "main", false), h2.sink); f == nil || f.Class != llm.Cancelled {
 		t.Fatalf("Failure = %+v, want cancelled", f)
 	}
-	if after := set.Status("a", "a/m"); after != before {
+	if after := set.Status(llm.BackendID{Provider: "a", Model: "m"}); after != before {
 		t.Fatalf("breaker state moved:\n%+v\n%+v", before, after)
 	}
 
@@ -1394,15 +1397,28 @@ func TestBreakerIgnoresCallerAndCancel(t *testing.T) {
 	clock.Advance(30 * time.Second)
 	h.ups["a"].openErr = &llm.Error{Class: llm.Caller, Status: 400, Message: "HTTP 400: bad tools"}
 	h.complete(t)
-	if st := set.Status("a", "a/m"); st.State != breaker.HalfOpen {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.HalfOpen {
 		t.Fatalf("a/m %s after a caller error in its trial, want still half_open", st.State)
 	}
 	h.ups["a"].openErr = nil
 	calls := h.upCalls("a")
-	if res, f := h.complete(t); f != nil || res.Backend.Name != "a/m" || h.upCalls("a") != calls+1 {
+	if res, f := h.complete(t); f != nil || res.Backend.Name() != "a/m" || h.upCalls("a") != calls+1 {
 		t.Fatalf("after the freed trial: %+v %+v", res, f)
 	}
-	if st := set.Status("a", "a/m"); st.State != breaker.Closed {
+	if st := set.Status(llm.BackendID{Provider: "a", Model: "m"}); st.State != breaker.Closed {
 		t.Fatalf("a/m %s, want closed", st.State)
 	}
+}
+
+// ids reads backends' text forms, as a config file gives them.
+func ids(names ...string) []llm.BackendID {
+	out := make([]llm.BackendID, len(names))
+	for i, n := range names {
+		id, err := llm.ParseBackendID(n)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = id
+	}
+	return out
 }

@@ -12,7 +12,7 @@ import (
 // whatever happens next is written to the client and errCommitted returned.
 func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a *attempt, sink Sink) error {
 	t0 := r.clock.Now()
-	st, err := b.Up.Stream(ctx, req, b.Model)
+	st, err := b.Up.Stream(ctx, req, b.ID.Model)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 			le := classify(ctx, err)
 			a.late = le
 			if le.Class != llm.Cancelled {
-				r.log.Warn("stream failed after commit", "backend", b.Name, "class", le.Class, "reason", le.Message)
+				r.log.Warn("stream failed after commit", "backend", b.name, "class", le.Class, "reason", le.Message)
 				sink.Fail(le)
 			}
 			return errCommitted

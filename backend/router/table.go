@@ -67,10 +67,10 @@ type ProviderSpec struct {
 	Discovered bool
 }
 
-// ChainSpec is a user-arranged chain of "provider/model" references.
+// ChainSpec is a user-arranged chain of backends.
 type ChainSpec struct {
 	Name     string
-	Backends []string
+	Backends []llm.BackendID
 }
 
 // Spec is everything the routing table is built from.
@@ -98,13 +98,14 @@ type AliasSpec struct {
 
 // Backend is one model of one provider (with that provider's key).
 type Backend struct {
-	Name     string // provider/model
-	Provider string
-	Model    string
-	Tier     string
-	ParamsB  float64
-	Context  int
-	Up       Upstream
+	ID llm.BackendID
+	// name is ID's text form, made once when the table is built so that
+	// traces and logs do not build it per request.
+	name    string
+	Tier    string
+	ParamsB float64
+	Context int
+	Up      Upstream
 	// Dialect is the wire format the backend is spoken to in.
 	Dialect llm.Dialect
 	// Endpoints are the kinds of request the backend serves (nil: all);
@@ -116,6 +117,9 @@ type Backend struct {
 	// serves, so a backend that serves everything is checked at once.
 	limited bool
 }
+
+// Name is the backend's text form, ID.String().
+func (b *Backend) Name() string { return b.name }
 
 // Unsupported tells why b cannot serve req, or returns nil when it can:
 // an endpoint it does not serve, a capability the request needs that the
@@ -155,7 +159,7 @@ const DefaultChain = "auto"
 type Table struct {
 	chains     map[string][]*Backend
 	chainNames []string
-	backends   map[string]*Backend
+	backends   map[llm.BackendID]*Backend
 	order      []*Backend // every routable backend, default-chain order first
 	byModel    map[string][]*Backend
 	// providers holds every provider's name, disabled and keyless ones
@@ -192,7 +196,7 @@ func (t *Table) DefaultOf() string { return t.defaultOf }
 func Build(spec Spec) *Table {
 	t := &Table{
 		chains:    map[string][]*Backend{},
-		backends:  map[string]*Backend{},
+		backends:  map[llm.BackendID]*Backend{},
 		byModel:   map[string][]*Backend{},
 		keyless:   map[string]string{},
 		providers: map[string]bool{},
@@ -216,19 +220,20 @@ func Build(spec Spec) *Table {
 			t.keyless[p.Name] = p.KeyHint
 			t.hints = append(t.hints, p.KeyHint)
 			for _, m := range p.Models {
-				t.keyless[p.Name+"/"+m.ID] = p.KeyHint
+				t.keyless[llm.BackendID{Provider: p.Name, Model: m.ID}.String()] = p.KeyHint
 				t.keylessModels[m.ID] = joinHint(t.keylessModels[m.ID], p.KeyHint)
 			}
 			continue
 		}
 		for _, m := range p.Models {
-			b := &Backend{Name: p.Name + "/" + m.ID, Provider: p.Name, Model: m.ID, Tier: p.Tier, ParamsB: m.ParamsB,
+			id := llm.BackendID{Provider: p.Name, Model: m.ID}
+			b := &Backend{ID: id, name: id.String(), Tier: p.Tier, ParamsB: m.ParamsB,
 				Context: m.Context, Up: p.Up, Dialect: p.Dialect, Endpoints: p.Endpoints, Caps: m.Caps, CapsKnown: m.CapsKnown}
 			if m.Endpoints != nil {
 				b.Endpoints = m.Endpoints
 			}
 			b.limited = b.Endpoints != nil || b.CapsKnown
-			t.backends[b.Name] = b
+			t.backends[id] = b
 			switch {
 			case p.Tier == TierOwn && p.Default:
 				ownDefault = append(ownDefault, b)
@@ -254,11 +259,11 @@ func Build(spec Spec) *Table {
 	sort.SliceStable(credit, func(i, j int) bool { return creditUntil[credit[i]].Before(creditUntil[credit[j]]) })
 	t.order = slices.Concat(ownDefault, own, credit, free, local)
 	for _, b := range t.order {
-		if discovered[b.Provider] && strings.Contains(b.Model, "/") {
-			t.pinOnly[b.Model] = append(t.pinOnly[b.Model], b)
+		if discovered[b.ID.Provider] && strings.Contains(b.ID.Model, "/") {
+			t.pinOnly[b.ID.Model] = append(t.pinOnly[b.ID.Model], b)
 			continue
 		}
-		t.byModel[b.Model] = append(t.byModel[b.Model], b)
+		t.byModel[b.ID.Model] = append(t.byModel[b.ID.Model], b)
 	}
 
 	for _, c := range spec.Chains {
@@ -286,7 +291,7 @@ func Build(spec Spec) *Table {
 	// message, so remember which chains lost members to missing keys.
 	for _, c := range spec.Chains {
 		for _, ref := range c.Backends {
-			if hint, ok := t.keyless[ref]; ok {
+			if hint, ok := t.keyless[ref.String()]; ok {
 				t.keyless["chain:"+c.Name] = joinHint(t.keyless["chain:"+c.Name], hint)
 			}
 		}
@@ -345,8 +350,10 @@ func (t *Table) Resolve(model string) (Route, error) {
 		}
 		return Route{Chain: model, Backends: bs}, nil
 	}
-	if b, ok := t.backends[model]; ok {
-		return Route{Backends: []*Backend{b}, Pinned: true}, nil
+	if id, ok := llm.CutBackendID(model); ok {
+		if b, ok := t.backends[id]; ok {
+			return Route{Backends: []*Backend{b}, Pinned: true}, nil
+		}
 	}
 	if hint, ok := t.keyless[model]; ok && strings.Contains(model, "/") {
 		return Route{}, &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
@@ -420,7 +427,7 @@ func backendNames(bs []*Backend) string {
 	const most = 3
 	var names []string
 	for _, b := range bs[:min(len(bs), most)] {
-		names = append(names, b.Name)
+		names = append(names, b.name)
 	}
 	if len(bs) > most {
 		names = append(names, fmt.Sprintf("and %d more", len(bs)-most))
@@ -463,7 +470,7 @@ func (t *Table) namesForError() string {
 func (t *Table) Names() []string {
 	names := slices.Clone(t.chainNames)
 	for _, b := range t.order {
-		names = append(names, b.Name)
+		names = append(names, b.name)
 	}
 	return names
 }

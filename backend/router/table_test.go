@@ -14,7 +14,7 @@ import (
 func names(bs []*router.Backend) []string {
 	out := make([]string, len(bs))
 	for i, b := range bs {
-		out[i] = b.Name
+		out[i] = b.Name()
 	}
 	return out
 }
@@ -42,10 +42,10 @@ func catalogSpec() router.Spec {
 			{Name: "offnokey", Tier: router.TierFree, Disabled: true, HasKey: false, KeyHint: "set OFF_KEY", Models: []router.ModelSpec{{ID: "x"}}},
 		},
 		Chains: []router.ChainSpec{
-			{Name: "fast", Backends: []string{"groq/llama-3.1-8b", "nope/missing", "cerebras/qwen-3-32b", "off/huge"}},
-			{Name: "premium", Backends: []string{"mistral/mistral-large"}},
-			{Name: "mixed", Backends: []string{"mistral/mistral-large", "ollama/qwen2.5:72b"}},
-			{Name: "ghost", Backends: []string{"nope/missing"}},
+			{Name: "fast", Backends: ids("groq/llama-3.1-8b", "nope/missing", "cerebras/qwen-3-32b", "off/huge")},
+			{Name: "premium", Backends: ids("mistral/mistral-large")},
+			{Name: "mixed", Backends: ids("mistral/mistral-large", "ollama/qwen2.5:72b")},
+			{Name: "ghost", Backends: ids("nope/missing")},
 		},
 	}
 }
@@ -71,7 +71,7 @@ func TestBuildDefaultChainOrder(t *testing.T) {
 	}
 	// Backends carry what the router needs.
 	b := tb.Chain("auto")[4]
-	if b.Provider != "groq" || b.Model != "llama-3.3-70b" || b.Tier != router.TierFree || b.ParamsB != 70 || b.Context != 131072 {
+	if b.ID.Provider != "groq" || b.ID.Model != "llama-3.3-70b" || b.Tier != router.TierFree || b.ParamsB != 70 || b.Context != 131072 {
 		t.Errorf("backend = %+v", b)
 	}
 	// Listing copies: changing the result does not change the table.
@@ -129,7 +129,7 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
-	if r, _ := tb.Resolve("openrouter/meta-llama/llama-3.3-70b-instruct:free"); r.Backends[0].Provider != "openrouter" || r.Backends[0].Model != "meta-llama/llama-3.3-70b-instruct:free" {
+	if r, _ := tb.Resolve("openrouter/meta-llama/llama-3.3-70b-instruct:free"); r.Backends[0].ID.Provider != "openrouter" || r.Backends[0].ID.Model != "meta-llama/llama-3.3-70b-instruct:free" {
 		t.Errorf("model id with slashes split wrongly: %+v", r.Backends[0])
 	}
 }
@@ -241,7 +241,7 @@ func TestResolveEmptyAutoNamesEveryMissingKey(t *testing.T) {
 
 func TestUserChainNamedAuto(t *testing.T) {
 	spec := catalogSpec()
-	spec.Chains = append(spec.Chains, router.ChainSpec{Name: "auto", Backends: []string{"ollama/qwen2.5:72b", "groq/llama-3.1-8b"}})
+	spec.Chains = append(spec.Chains, router.ChainSpec{Name: "auto", Backends: ids("ollama/qwen2.5:72b", "groq/llama-3.1-8b")})
 	tb := router.Build(spec)
 	r, err := tb.Resolve("auto")
 	if err != nil {
@@ -260,7 +260,7 @@ func TestUserChainNamedAuto(t *testing.T) {
 
 	// A user auto chain emptied by a missing key says which key.
 	spec = catalogSpec()
-	spec.Chains = []router.ChainSpec{{Name: "auto", Backends: []string{"mistral/mistral-large"}}}
+	spec.Chains = []router.ChainSpec{{Name: "auto", Backends: ids("mistral/mistral-large")}}
 	re := resolveErr(t, router.Build(spec), "auto")
 	if re.Code != "missing_api_key" || !strings.Contains(re.Message, mistralHint) {
 		t.Fatalf("got %s: %s", re.Code, re.Message)

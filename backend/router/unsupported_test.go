@@ -63,8 +63,8 @@ func TestBackendsThatCannotServeAreSkipped(t *testing.T) {
 			if f != nil {
 				t.Fatalf("failed: %+v", f)
 			}
-			if res.Backend.Name != c.served {
-				t.Fatalf("served by %s, want %s (attempts %s)", res.Backend.Name, c.served, router.AttemptsHeader(res.Attempts))
+			if res.Backend.Name() != c.served {
+				t.Fatalf("served by %s, want %s (attempts %s)", res.Backend.Name(), c.served, router.AttemptsHeader(res.Attempts))
 			}
 			var skipped []string
 			for _, a := range res.Attempts {

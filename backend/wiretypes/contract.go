@@ -165,7 +165,7 @@ var freelane = contract{
 		{Name: "Dialect", Type: typeOf[llm.Dialect](), Dir: "backend/llm",
 			Values: values(llm.DialectOpenAI, llm.DialectResponses, llm.DialectAnthropic, llm.DialectGemini)},
 		{Name: "EventKind", Type: typeOf[events.Kind](), Dir: "backend/events",
-			Values: values(events.StateChange, events.Cooldown, events.Retired, events.Restored, events.KeyDisabled, events.Health, events.Probe,
+			Values: values(events.StateChange, events.Cooldown, events.Retired, events.Restored, events.KeyDisabled, events.KeyRestored, events.Health, events.Probe,
 				events.Offline, events.Online, events.Paused, events.Resumed,
 				events.QuotaWarning, events.QuotaExhausted, events.BudgetWarning, events.BudgetExceeded,
 				events.ModelsJoined, events.LocalFound, events.LocalGone, events.LocalForeign)},

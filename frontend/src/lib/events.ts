@@ -7,6 +7,7 @@ const KIND_WORDS: Record<EventKind, string> = {
   retired: "retired",
   restored: "back in service",
   key_disabled: "key rejected",
+  key_restored: "key works again",
   health: "health",
   probe: "probe",
   offline: "machine offline",

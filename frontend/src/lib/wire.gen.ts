@@ -701,7 +701,7 @@ export interface Event {
 }
 
 /** EventKind says what happened. */
-export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone" | "local_foreign";
+export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "key_restored" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone" | "local_foreign";
 
 /** EventLevel is how much a person should care. */
 export type EventLevel = "info" | "warn" | "alert";
