@@ -565,6 +565,151 @@ providers:
   local.kill('SIGTERM');
 });
 
+// dragItem drags item i of a chain's list over the top half of item j, the
+// way a user does: press, move in small steps (the first ones start the
+// drag), release. svelte-dnd-action follows mouse events.
+async function dragItem(p, list, i, j) {
+  const items = list.locator('[data-testid^="chain-item-"]');
+  await list.scrollIntoViewIfNeeded();
+  await p.waitForTimeout(200);
+  const from = await items.nth(i).boundingBox();
+  const to = await items.nth(j).boundingBox();
+  const x = from.x + 24, y0 = from.y + from.height / 2, y1 = to.y + 2;
+  await p.mouse.move(x, y0);
+  await p.mouse.down();
+  for (let k = 1; k <= 15; k++) {
+    await p.mouse.move(x, y0 - ((y0 - y1) * k) / 15);
+    await p.waitForTimeout(40);
+  }
+  await p.waitForTimeout(200);
+  await p.mouse.up();
+}
+
+// The README's headline setup: Ollama running (a fake one, found by
+// discovery on the one port it looks at) and one free key (the fake
+// vendor). The discovered model is a provider like the configured ones:
+// auto can be reordered around it, a user chain can hold it, and once the
+// server stops both keep it, shown as gone, and still save.
+await test('a local server found by discovery is a provider: reorder auto, put it in a chain, and keep it there as gone once it stops', async () => {
+  const port3 = await freePort();
+  const localPort = await freePort();
+  const base3 = `http://127.0.0.1:${port3}`;
+  const dir3 = mkdtempSync(join(tmpdir(), 'freelane-e2e-local-'));
+  const local = start(join(bin, 'fakelocal'), ['-kind', 'ollama', '-port', String(localPort), '-model', 'qwen2.5-coder:7b:8192']);
+  await new Promise((res) => createInterface({ input: local.stdout }).once('line', res));
+  const cfg3 = join(dir3, 'freelane.yaml');
+  writeFileSync(cfg3, `
+listen: 127.0.0.1:${port3}
+discovery: {ports: [${localPort}]}
+probes: {disabled: true}
+providers:
+  - {name: acme, tier: free, base_url: "${upURL}", api_key: sk-acme-e2e-0001, models: [{id: m-acme, params_b: 70, context: 131072}, {id: m-acme-small, params_b: 8, context: 8192}]}
+chains:
+  - {name: mine, backends: [acme/m-acme]}
+`);
+  const { proc: fl3, link: link3 } = await launch(cfg3, dir3, base3, 'the third freelane to start');
+  const ctx = await browser.newContext({ viewport: { width: 1024, height: 900 } });
+  try {
+    const p = await ctx.newPage();
+    p.on('pageerror', (e) => pageErrors.push(e.message));
+    await p.goto(link3);
+    await p.getByTestId('nav-overview').waitFor();
+    const ollama = `ollama-${localPort}`;
+    const qwen = `${ollama}/qwen2.5-coder:7b`;
+
+    // Providers & keys lists the server as a provider, with where it was found.
+    await p.goto(`${base3}/#/providers`);
+    const card = p.getByTestId(`provider-${ollama}`);
+    await card.waitFor();
+    await waitFor(async () => (await p.getByTestId(`local-status-${ollama}`).innerText()) === 'serving', 'the local server to show as serving');
+    assert((await p.getByTestId(`local-found-${ollama}`).innerText()).includes(`found on port ${localPort}`), `where it was found: ${await p.getByTestId(`local-found-${ollama}`).innerText()}`);
+    assert((await card.innerText()).includes('qwen2.5-coder:7b'), `its models: ${await card.innerText()}`);
+    assert(!(await p.getByText('Add your first key').count()), 'the screen asks for a first key');
+    await p.screenshot({ path: join(shots, 'providers-local.png'), fullPage: true });
+
+    // Drag the discovered model to the top of auto; the order is saved and holds.
+    await p.goto(`${base3}/#/chains`);
+    const auto = p.getByTestId('chain-auto');
+    await auto.getByTestId(`chain-item-${qwen}`).waitFor();
+    const names = async (list) => (await list.locator('[data-testid^="chain-item-"]').evaluateAll((els) => els.map((e) => e.dataset.testid.replace(/^chain-item-/, ''))));
+    const before = await names(auto);
+    assert(before.at(-1) === qwen, `auto before the drag: ${before.join(', ')}`);
+    const putAuto = p.waitForResponse((r) => r.url().endsWith('/api/chains/auto') && r.request().method() === 'PUT', { timeout: 10000 });
+    await dragItem(p, auto, before.length - 1, 0);
+    const saved = await putAuto;
+    assert(saved.ok(), `PUT /api/chains/auto: ${saved.status()} ${await saved.text()}`);
+    await p.waitForTimeout(300);
+    assert(!(await p.getByTestId('chain-error-auto').count()), `auto: ${await p.getByTestId('chain-error-auto').innerText().catch(() => '')}`);
+    await waitFor(async () => (await names(auto))[0] === qwen, 'the local model first in auto');
+    await p.reload();
+    await auto.getByTestId(`chain-item-${qwen}`).waitFor();
+    const after = await names(auto);
+    assert(after[0] === qwen && after.length === before.length, `auto after a reload: ${after.join(', ')}`);
+    assert(!(await p.getByText('Could not save the order').count()), 'Could not save the order');
+
+    // Put it in the user chain too.
+    const mine = p.getByTestId('chain-mine');
+    const mineCard = p.locator('article', { has: mine });
+    await mineCard.getByLabel('Backend to add to mine').selectOption(qwen);
+    const putMine = p.waitForResponse((r) => r.url().endsWith('/api/chains/mine') && r.request().method() === 'PUT');
+    await mineCard.getByRole('button', { name: 'Add', exact: true }).click();
+    const added = await putMine;
+    assert(added.ok(), `PUT /api/chains/mine: ${added.status()} ${await added.text()}`);
+    await mine.getByTestId(`chain-item-${qwen}`).waitFor();
+    assert(!(await p.getByTestId('chain-error-mine').count()), `mine: ${await p.getByTestId('chain-error-mine').innerText().catch(() => '')}`);
+    const routed = await fetch(`${base3}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] }) });
+    await routed.text();
+    assert(routed.headers.get('x-freelane-backend') === qwen, `auto after the reorder went to ${routed.headers.get('x-freelane-backend')} (${routed.headers.get('x-freelane-attempts')})`);
+    await p.screenshot({ path: join(shots, 'chains-local.png'), fullPage: true });
+
+    // The server stops; after a look the chains keep it, shown as gone.
+    local.kill('SIGTERM');
+    await new Promise((res) => (local.exitCode !== null ? res() : local.once('exit', res)));
+    const scan = await p.evaluate(async () => {
+      const { token } = JSON.parse(localStorage.getItem('freelane.session'));
+      const res = await fetch('/api/setup/scan', { method: 'POST', headers: { 'X-FreeLane-Session': token } });
+      return { ok: res.ok, status: res.status };
+    });
+    assert(scan.ok, `POST /api/setup/scan: ${scan.status}`);
+    await p.reload();
+    const gone = p.getByTestId(`chain-gone-mine-${qwen}`);
+    await gone.waitFor();
+    assert(/gone/.test(await gone.innerText()) && /stopped answering/.test(await gone.innerText()), `the gone entry: ${await gone.innerText()}`);
+    await p.getByTestId(`chain-gone-auto-${qwen}`).waitFor();
+
+    // Saving the chain that names it still works, and keeps it.
+    await mineCard.getByLabel('Backend to add to mine').selectOption('acme/m-acme-small');
+    const putGone = p.waitForResponse((r) => r.url().endsWith('/api/chains/mine') && r.request().method() === 'PUT');
+    await mineCard.getByRole('button', { name: 'Add', exact: true }).click();
+    const kept = await putGone;
+    assert(kept.ok(), `PUT /api/chains/mine with a gone entry: ${kept.status()} ${await kept.text()}`);
+    await mine.getByTestId('chain-item-acme/m-acme-small').waitFor();
+    assert(!(await p.getByTestId('chain-error-mine').count()), `mine: ${await p.getByTestId('chain-error-mine').innerText().catch(() => '')}`);
+    await p.reload();
+    await mine.getByTestId('chain-item-acme/m-acme-small').waitFor();
+    const mineNow = await names(mine);
+    assert(JSON.stringify(mineNow) === JSON.stringify(['acme/m-acme', qwen, 'acme/m-acme-small']), `mine after a reload: ${mineNow.join(', ')}`);
+    await gone.waitFor();
+    // So does a new order of auto with the gone entry in it.
+    const autoNow = await names(auto);
+    const putAuto2 = p.waitForResponse((r) => r.url().endsWith('/api/chains/auto') && r.request().method() === 'PUT', { timeout: 10000 });
+    await dragItem(p, auto, autoNow.length - 1, 0);
+    const saved2 = await putAuto2;
+    assert(saved2.ok(), `PUT /api/chains/auto with a gone entry: ${saved2.status()} ${await saved2.text()}`);
+    await p.waitForTimeout(300);
+    assert(!(await p.getByText('Could not save the order').count()), 'Could not save the order, with a gone entry');
+    await p.screenshot({ path: join(shots, 'chains-local-gone.png'), fullPage: true });
+
+    await p.goto(`${base3}/#/providers`);
+    await waitFor(async () => (await p.getByTestId(`local-status-${ollama}`).innerText()) === 'stopped answering', 'the provider to show the server stopped');
+  } finally {
+    await ctx.close();
+    fl3.kill('SIGTERM');
+    local.kill('SIGTERM');
+  }
+});
+
 await test('no page errors (LANG=C safe, no Intl failures)', async () => {
   assert(pageErrors.length === 0, `page errors: ${pageErrors.join('; ')}`);
   assert(cspErrors.length === 0, `blocked by the Content-Security-Policy: ${cspErrors.join('; ')}`);

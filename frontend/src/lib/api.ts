@@ -181,6 +181,16 @@ export const api = {
     request<Answer<"PATCH /api/providers/{name}">>("PATCH", `/api/providers/${seg(name)}`, {
       stream_usage: on,
     } satisfies Partial<Body<"PATCH /api/providers/{name}">>),
+  /** Gives a discovered local server's provider a new name; chains, limits and budgets naming it follow. */
+  renameProvider: (name: string, to: string) =>
+    request<Answer<"PATCH /api/providers/{name}">>("PATCH", `/api/providers/${seg(name)}`, {
+      rename: to,
+    } satisfies Partial<Body<"PATCH /api/providers/{name}">>),
+  /** Hides a discovered local server from routing and auto (it stays listed), or shows it again. */
+  setProviderHidden: (name: string, hidden: boolean) =>
+    request<Answer<"PATCH /api/providers/{name}">>("PATCH", `/api/providers/${seg(name)}`, {
+      hidden,
+    } satisfies Partial<Body<"PATCH /api/providers/{name}">>),
   deleteProvider: (name: string) => request<Answer<"DELETE /api/providers/{name}">>("DELETE", `/api/providers/${seg(name)}`),
   testProvider: (name: string, model?: string) =>
     request<Answer<"POST /api/providers/{name}/test">>(

@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
-import { budget, fakeFetch, NOW, snapshot } from "../test/fixtures";
+import { budget, fakeFetch, localProvider, NOW, provider, snapshot } from "../test/fixtures";
 import Budgets from "./Budgets.svelte";
 
 beforeEach(() => {
@@ -63,5 +63,66 @@ describe("Budgets & limits", () => {
     expect((within(form).getByLabelText("Limit (dollars)") as HTMLInputElement).value).toBe("10");
     await fireEvent.click(within(form).getByRole("button", { name: "Cancel" }));
     expect(screen.queryByTestId("budget-form")).toBeNull();
+  });
+});
+
+describe("Budgets & limits: discovered local servers", () => {
+  beforeEach(() => {
+    live.applySnapshot(
+      snapshot({
+        budgets: [budget("global", "day", { limit: 1 })],
+        providers: [provider("groq"), localProvider("ollama", {}, ["qwen2.5-coder:7b"]), localProvider("ollama-11500", { port: 11500, status: "gone" })],
+      }),
+    );
+  });
+
+  it("offers a discovered server as a budget's scope, says what that means, and saves it", async () => {
+    const f = fakeFetch((method, url) => (url === "/api/state" ? { body: live.snapshot } : { body: [] }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Budgets);
+    await fireEvent.click(screen.getByTestId("add-budget"));
+    const form = screen.getByTestId("budget-form");
+    const covers = within(form).getByLabelText("Covers") as HTMLSelectElement;
+    const text = Object.fromEntries([...covers.options].map((o) => [o.value, o.textContent]));
+    expect(text["provider:groq"]).toBe("provider groq (provider:groq)");
+    expect(text["provider:ollama"]).toBe("provider ollama (provider:ollama), local, found on port 11434");
+    expect(text["provider:ollama-11500"]).toBe("provider ollama-11500 (provider:ollama-11500), local, found on port 11500, stopped answering");
+    expect(within(form).queryByTestId("budget-local-note")).toBeNull();
+
+    await fireEvent.change(covers, { target: { value: "provider:ollama" } });
+    expect(within(form).getByTestId("budget-local-note").textContent).toContain("ollama is a local server");
+    await fireEvent.input(within(form).getByLabelText("Limit (dollars)"), { target: { value: "2" } });
+    await fireEvent.click(within(form).getByRole("button", { name: "Add budget" }));
+    await waitFor(() => expect(f.calls.find((c) => c.method === "PUT")).toEqual({
+      method: "PUT",
+      url: "/api/budgets",
+      body: [
+        { scope: "global", period: "day", limit: 1, action: "free-only" },
+        { scope: "provider:ollama", period: "day", limit: 2, action: "free-only" },
+      ],
+    }));
+  });
+
+  it("offers a discovered server in the limits picker and saves its limits", async () => {
+    const f = fakeFetch((method, url) => (url === "/api/state" ? { body: live.snapshot } : { body: method === "GET" ? [] : {} }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Budgets);
+    const form = screen.getByTestId("limits-form");
+    const pick = within(form).getByTestId("limits-provider") as HTMLSelectElement;
+    expect([...pick.options].map((o) => o.textContent)).toEqual([
+      "groq",
+      "ollama (local, found on port 11434)",
+      "ollama-11500 (local, found on port 11500, stopped answering)",
+    ]);
+    await fireEvent.change(pick, { target: { value: "ollama" } });
+    const model = within(form).getByTestId("limits-model") as HTMLSelectElement;
+    expect([...model.options].map((o) => o.value)).toEqual(["", "qwen2.5-coder:7b"]);
+    await fireEvent.input(within(form).getByTestId("limits-concurrency"), { target: { value: "1" } });
+    await fireEvent.click(within(form).getByRole("button", { name: "Save limits" }));
+    await waitFor(() => expect(f.calls.find((c) => c.method === "PUT")).toEqual({
+      method: "PUT",
+      url: "/api/limits/ollama",
+      body: { limits: { concurrency: 1, reset: "daily 00:00 UTC" } },
+    }));
   });
 });

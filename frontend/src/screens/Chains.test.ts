@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
-import { fakeFetch, snapshot } from "../test/fixtures";
+import { backend, fakeFetch, localProvider, provider, snapshot } from "../test/fixtures";
 import type { Snapshot } from "../lib/types";
 import Chains from "./Chains.svelte";
 
@@ -146,5 +146,107 @@ describe("Chains", () => {
     render(Chains);
     expect(screen.getByTestId("chain-warning-fast").textContent).toBe("Every backend of this chain is on groq: one account's limits and outages stop it all.");
     expect(screen.queryByTestId("chain-warning-auto")).toBeNull();
+  });
+});
+
+describe("Chains: discovered local servers", () => {
+  const QWEN = "ollama/qwen2.5-coder:7b";
+  // A configured provider and three servers discovery found: one serving,
+  // one that stopped answering and one the user hid.
+  function withLocal(chains: Snapshot["chains"]) {
+    state = snapshot({
+      backends: [backend("groq/llama"), backend(QWEN, { tier: "local" })],
+      providers: [
+        provider("groq", { models: [{ id: "llama", params_b: 70, context: 131072, max_output: 0 }] }),
+        localProvider("ollama", {}, ["qwen2.5-coder:7b"]),
+        localProvider("ollama-11500", { port: 11500, status: "gone" }, ["phi4:14b"]),
+        localProvider("lmstudio", { kind: "lmstudio", port: 1234, status: "hidden" }, ["gemma-3-4b"]),
+      ],
+      chains,
+    });
+    live.applySnapshot(state);
+  }
+  const auto = { name: "auto", backends: ["groq/llama", QWEN], strategy: "ordered" as const, generated: true, default: true, warning: "" };
+  const coding = { name: "coding", backends: ["groq/llama"], strategy: "ordered" as const, generated: false, default: false, warning: "" };
+
+  it("offers a discovered model to every chain, under where it was found, and adds it with one PUT", async () => {
+    withLocal([auto, coding]);
+    const f = chainsFetch((method) => (method === "GET" ? { body: state } : { body: {} }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Chains);
+    const article = screen.getByTestId("chain-coding").closest("article")!;
+    const select = within(article).getByRole("combobox", { name: "Backend to add to coding" }) as HTMLSelectElement;
+    const groups = [...select.querySelectorAll("optgroup")].map((g) => [g.label, [...g.querySelectorAll("option")].map((o) => o.value)]);
+    expect(groups).toEqual([
+      ["ollama (local, found on port 11434)", [QWEN]],
+      ["ollama-11500 (local, found on port 11500, stopped answering)", ["ollama-11500/phi4:14b"]],
+    ]);
+    // The hidden server's model is not offered, and the create form offers the same.
+    const first = within(screen.getByTestId("chain-create")).getByRole("combobox") as HTMLSelectElement;
+    expect([...first.options].map((o) => o.value)).toEqual(["", "groq/llama", QWEN, "ollama-11500/phi4:14b"]);
+
+    await fireEvent.change(select, { target: { value: QWEN } });
+    await fireEvent.click(within(article).getByRole("button", { name: "Add" }));
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PUT", url: "/api/chains/coding", body: { backends: ["groq/llama", QWEN] } }));
+    // In auto the discovered model shows as local and serving.
+    const item = within(screen.getByTestId("chain-auto")).getByTestId(`chain-item-${QWEN}`);
+    expect(item.textContent).toContain("local");
+    expect(item.textContent).toContain("Serving");
+  });
+
+  it("reorders auto so the discovered model comes first, and saves that order", async () => {
+    withLocal([auto, coding]);
+    const f = chainsFetch((method, url, body) => {
+      if (method === "PUT") {
+        state = { ...state, chains: [{ ...auto, backends: (body as { backends: string[] }).backends, generated: false }, coding] };
+        return { body: state.chains[0] };
+      }
+      return { body: state };
+    });
+    vi.stubGlobal("fetch", f.fn);
+    render(Chains);
+    drop(screen.getByTestId("chain-auto"), [QWEN, "groq/llama"]);
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PUT", url: "/api/chains/auto", body: { backends: [QWEN, "groq/llama"] } }));
+    await waitFor(() => expect(order(screen.getByTestId("chain-auto"))).toEqual([QWEN, "groq/llama"]));
+    expect(screen.queryByTestId("chain-error-auto")).toBeNull();
+  });
+
+  it("keeps an entry that is gone, says why, and saves the chain with it", async () => {
+    const names = ["groq/llama", "ollama-11500/phi4:14b", "ollama/llama3:8b", "lmstudio/gemma-3-4b", QWEN];
+    const gone = ["ollama-11500/phi4:14b", "ollama/llama3:8b", "lmstudio/gemma-3-4b"];
+    withLocal([auto, { ...coding, backends: names, gone }]);
+    const f = chainsFetch((method, url, body) => {
+      if (method === "PUT") {
+        const b = (body as { backends: string[] }).backends;
+        state = { ...state, chains: [auto, { ...coding, backends: b, gone: gone.filter((g) => b.includes(g)) }] };
+        return { body: state.chains[1] };
+      }
+      return { body: state };
+    });
+    vi.stubGlobal("fetch", f.fn);
+    render(Chains);
+    const reason = (b: string) => screen.getByTestId(`chain-gone-coding-${b}`).textContent!.replace(/\s+/g, " ").trim();
+    expect(order(screen.getByTestId("chain-coding"))).toEqual(names);
+    expect(reason("ollama-11500/phi4:14b")).toBe("gone the local server ollama-11500 (found on port 11500) stopped answering; it serves again when it answers");
+    expect(reason("ollama/llama3:8b")).toBe("gone ollama no longer lists the model llama3:8b");
+    expect(reason("lmstudio/gemma-3-4b")).toBe("gone lmstudio is hidden; show it under Providers & keys to use it");
+    expect(screen.queryByTestId(`chain-gone-coding-${QWEN}`)).toBeNull();
+    expect(screen.getByTestId("chain-gone-note-coding").textContent).toContain("3 entries cannot serve now");
+
+    // Removing another entry sends the gone ones back as they are, and the save goes through.
+    await fireEvent.click(screen.getByRole("button", { name: "Remove groq/llama from coding" }));
+    const kept = names.slice(1);
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PUT", url: "/api/chains/coding", body: { backends: kept } }));
+    await waitFor(() => expect(order(screen.getByTestId("chain-coding"))).toEqual(kept));
+    expect(screen.queryByTestId("chain-error-coding")).toBeNull();
+    expect(reason("ollama-11500/phi4:14b")).toContain("stopped answering");
+
+    // So does a new order that moves a gone entry.
+    f.all.calls.length = 0;
+    const moved = [QWEN, ...kept.slice(0, -1)];
+    drop(screen.getByTestId("chain-coding"), moved);
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PUT", url: "/api/chains/coding", body: { backends: moved } }));
+    await waitFor(() => expect(order(screen.getByTestId("chain-coding"))).toEqual(moved));
+    expect(screen.queryByTestId("chain-error-coding")).toBeNull();
   });
 });

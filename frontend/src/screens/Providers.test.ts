@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
-import { catalogEntry, catalogView, fakeFetch, provider, snapshot } from "../test/fixtures";
+import { catalogEntry, catalogView, fakeFetch, limits, localProvider, provider, snapshot } from "../test/fixtures";
 import Providers from "./Providers.svelte";
 
 beforeEach(() => {
@@ -164,5 +164,154 @@ describe("Providers", () => {
     await fireEvent.click(within(picker).getByTestId("add-cerebras"));
     expect((await screen.findByText(/Added cerebras\. The key works: 4 models\./, { selector: "p.notice span" })).textContent).toContain("Added cerebras.");
     expect(f.calls.find((c) => c.method === "POST")).toEqual({ method: "POST", url: "/api/catalog/cerebras", body: { key: "csk-1" } });
+  });
+});
+
+describe("Providers: discovered local servers", () => {
+  // Four servers discovery found, one in each state, after one configured provider.
+  function withLocal() {
+    live.applySnapshot(
+      snapshot({
+        providers: [
+          provider("groq"),
+          localProvider("ollama", {}, ["qwen2.5-coder:7b", "llama3.2:3b"]),
+          localProvider("ollama-11500", { port: 11500, status: "gone" }, ["phi4:14b"]),
+          localProvider("lmstudio", { kind: "lmstudio", port: 1234, status: "hidden" }, ["gemma-3-4b"]),
+          localProvider("local", { kind: "openai", port: 8080, status: "foreign", owner: "bob" }, ["tinyllama"]),
+        ],
+      }),
+    );
+  }
+
+  it("lists each server as a provider with its status in words, port, source and models", () => {
+    withLocal();
+    render(Providers);
+    const card = screen.getByTestId("provider-ollama");
+    expect(screen.getByTestId("local-status-ollama").textContent).toBe("serving");
+    expect(screen.getByTestId("local-found-ollama").textContent).toBe("ollama, found on port 11434");
+    expect(card.textContent).toContain("port 11434");
+    expect(within(card).getByRole("list", { name: "Models of ollama" }).textContent).toContain("qwen2.5-coder:7b");
+    expect(within(card).getByRole("list", { name: "Models of ollama" }).textContent).toContain("llama3.2:3b");
+    expect(screen.getByTestId("local-detail-ollama").textContent).toContain("Serves 2 models");
+
+    expect(screen.getByTestId("local-status-ollama-11500").textContent).toBe("stopped answering");
+    expect(screen.getByTestId("local-found-ollama-11500").textContent).toBe("ollama, found on port 11500");
+    expect(screen.getByTestId("local-detail-ollama-11500").textContent).toContain("listed last");
+    expect(screen.getByTestId("provider-ollama-11500").textContent).toContain("phi4:14b");
+    expect(screen.getByTestId("local-status-lmstudio").textContent).toBe("hidden");
+    expect(screen.getByTestId("local-status-local").textContent).toBe("another account's server");
+    expect(screen.getByTestId("local-detail-local").textContent).toContain("Run by bob");
+
+    // What comes from the server itself is not edited here: no key, no
+    // delete, no switch that a discovered provider refuses.
+    expect(within(card).queryByRole("button", { name: /key|Delete|Disable/ })).toBeNull();
+    expect(within(card).queryByRole("checkbox")).toBeNull();
+    for (const name of ["Rename", "Hide", "Limits…"]) expect(within(card).getByRole("button", { name })).toBeTruthy();
+    expect(within(screen.getByTestId("provider-lmstudio")).getByRole("button", { name: "Show" })).toBeTruthy();
+    // The configured provider keeps its own card, and the key prompt stays away.
+    expect(screen.getByTestId("key-groq")).toBeTruthy();
+    expect(screen.queryByTestId("local-serving")).toBeNull();
+    expect(screen.queryByText("Add your first key")).toBeNull();
+  });
+
+  it("says what is serving instead of asking for a first key, and offers a key as the next step", async () => {
+    live.applySnapshot(snapshot({ providers: [localProvider("ollama", {}, ["qwen2.5-coder:7b"]), localProvider("ollama-11500", { port: 11500, status: "gone" })] }));
+    const f = fakeFetch(() => ({ body: catalogView() }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    expect(screen.queryByText("Add your first key")).toBeNull();
+    expect(screen.queryByTestId("empty-providers")).toBeNull();
+    const serving = screen.getByTestId("local-serving");
+    expect(within(serving).getByRole("heading").textContent).toBe("ollama is serving");
+    expect(serving.textContent!.replace(/\s+/g, " ")).toContain("ollama (found on port 11434) serves qwen2.5-coder:7b. Requests to auto already go there.");
+    expect(serving.textContent).toContain("Next step: add a key");
+    // The hand form does not push itself forward while something serves.
+    expect(screen.queryByTestId("provider-form")).toBeNull();
+    await fireEvent.click(within(serving).getByRole("button", { name: "Add a key from the catalog" }));
+    expect(await screen.findByTestId("catalog-picker")).toBeTruthy();
+    await fireEvent.click(within(serving).getByRole("button", { name: "Add a provider by hand" }));
+    expect(screen.getByTestId("provider-form")).toBeTruthy();
+  });
+
+  it("asks for a first key when the only local server stopped answering", () => {
+    live.applySnapshot(snapshot({ providers: [localProvider("ollama", { status: "gone" })] }));
+    render(Providers);
+    expect(screen.getByRole("heading", { name: "Add your first key" })).toBeTruthy();
+    expect(screen.queryByTestId("local-serving")).toBeNull();
+    expect(screen.getByTestId("local-status-ollama").textContent).toBe("stopped answering");
+  });
+
+  it("renames a server with a PATCH that carries only the new name, after checking it", async () => {
+    withLocal();
+    let refuse = false;
+    const f = fakeFetch((method, url) =>
+      url === "/api/state"
+        ? { body: live.snapshot }
+        : refuse
+          ? { status: 400, body: { error: { message: "ollama-gpu is taken by a chain", param: "rename" } } }
+          : { body: localProvider("ollama-gpu") },
+    );
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    const card = screen.getByTestId("provider-ollama");
+    await fireEvent.click(within(card).getByRole("button", { name: "Rename" }));
+    const input = within(card).getByLabelText("New name for ollama");
+    for (const [bad, why] of [["Ollama GPU", "lower-case letters"], ["groq", "A provider named groq already exists."], ["", "Enter the new name."]]) {
+      await fireEvent.input(input, { target: { value: bad } });
+      await fireEvent.click(within(card).getByRole("button", { name: "Save name" }));
+      expect(screen.getByTestId("local-error-rename-ollama").textContent).toContain(why);
+    }
+    expect(f.calls).toEqual([]);
+
+    await fireEvent.input(input, { target: { value: "ollama-gpu" } });
+    await fireEvent.click(within(card).getByRole("button", { name: "Save name" }));
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PATCH", url: "/api/providers/ollama", body: { rename: "ollama-gpu" } }));
+    expect((await within(card).findByTestId("local-note-ollama")).textContent).toContain("Renamed ollama to ollama-gpu");
+
+    // The server's refusal shows next to the name.
+    refuse = true;
+    f.calls.length = 0;
+    await fireEvent.click(within(card).getByRole("button", { name: "Rename" }));
+    await fireEvent.input(within(card).getByLabelText("New name for ollama"), { target: { value: "ollama-gpu" } });
+    await fireEvent.click(within(card).getByRole("button", { name: "Save name" }));
+    expect((await within(card).findByTestId("local-error-rename-ollama")).textContent).toBe("ollama-gpu is taken by a chain");
+  });
+
+  it("hides a serving server and shows a hidden one with a PATCH of hidden alone", async () => {
+    withLocal();
+    const f = fakeFetch((method, url) => (url === "/api/state" ? { body: live.snapshot } : { body: localProvider("x") }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    await fireEvent.click(screen.getByTestId("local-hide-ollama"));
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PATCH", url: "/api/providers/ollama", body: { hidden: true } }));
+    expect((await screen.findByTestId("local-note-ollama")).textContent).toContain("ollama is hidden");
+    f.calls.length = 0;
+    await fireEvent.click(screen.getByTestId("local-hide-lmstudio"));
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "PATCH", url: "/api/providers/lmstudio", body: { hidden: false } }));
+  });
+
+  it("sets a server's limits with the limits form, starting from what is stored", async () => {
+    withLocal();
+    const f = fakeFetch((method, url) => {
+      if (url === "/api/limits") return { body: [{ provider: "ollama", model: "", limits: limits({ concurrency: 1 }), price: null, credit_expires: "" }] };
+      if (url === "/api/state") return { body: live.snapshot };
+      return { body: {} };
+    });
+    vi.stubGlobal("fetch", f.fn);
+    render(Providers);
+    const card = screen.getByTestId("provider-ollama");
+    await fireEvent.click(within(card).getByRole("button", { name: "Limits…" }));
+    const form = await within(card).findByTestId("limits-form");
+    const pick = within(form).getByTestId("limits-provider") as HTMLSelectElement;
+    expect([...pick.options].map((o) => o.value)).toEqual(["ollama"]);
+    expect((within(form).getByTestId("limits-concurrency") as HTMLInputElement).value).toBe("1");
+    await fireEvent.input(within(form).getByTestId("limits-rpm"), { target: { value: "20" } });
+    await fireEvent.click(within(form).getByRole("button", { name: "Save limits" }));
+    await waitFor(() => expect(f.calls.find((c) => c.method === "PUT")).toEqual({
+      method: "PUT",
+      url: "/api/limits/ollama",
+      body: { limits: { rpm: 20, concurrency: 1, reset: "daily 00:00 UTC" } },
+    }));
+    expect((await within(card).findByTestId("limits-saved")).textContent).toBe("Saved the limits of ollama.");
   });
 });

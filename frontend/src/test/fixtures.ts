@@ -8,6 +8,7 @@ import type {
   Limits,
   LimitUse,
   MetricWindow,
+  ProviderLocal,
   ProviderView,
   QuotaView,
   SetupView,
@@ -75,6 +76,31 @@ export function provider(name: string, over: Partial<ProviderView> = {}): Provid
     limits: limits(),
     ...over,
   };
+}
+
+/**
+ * A local server discovery found, as GET /api/providers lists it: keyless,
+ * local, with the models it lists (for a stopped one, the last list seen).
+ */
+export function localProvider(
+  name: string,
+  local: Partial<ProviderLocal> = {},
+  models: string[] = ["qwen2.5-coder:7b"],
+  over: Partial<ProviderView> = {},
+): ProviderView {
+  const port = local.port ?? 11434;
+  const baseURL = `http://127.0.0.1:${port}/v1`;
+  return provider(name, {
+    tier: "local",
+    keyless: true,
+    probe: false,
+    base_url: baseURL,
+    key: { set: false, masked: "", source: "keyless", env: [], file: "" },
+    models: models.map((id) => ({ id, params_b: 7, context: 8192, max_output: 0 })),
+    source: "discovered",
+    local: { kind: "ollama", port, base_url: baseURL, status: "serving", found: `found on port ${port}`, owner: "", ...local },
+    ...over,
+  });
 }
 
 export function trace(id: string, over: Partial<Trace> = {}): Trace {
