@@ -25,6 +25,7 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/dialects"
 	"freelane/backend/events"
 	"freelane/backend/hub"
 	"freelane/backend/llm"
@@ -32,11 +33,9 @@ import (
 	"freelane/backend/metrics"
 	"freelane/backend/pool"
 	"freelane/backend/probe"
-	"freelane/backend/protocol"
 	"freelane/backend/protocol/anthropic"
 	"freelane/backend/protocol/gemini"
 	"freelane/backend/protocol/openai"
-	"freelane/backend/protocol/responses"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
 	"freelane/backend/router"
@@ -357,7 +356,7 @@ var wires = map[string]upstream.Wire{
 }
 
 // codecs are the dialects answers can be written in for clients.
-var codecs = protocol.NewRegistry(openai.Codec, responses.Codec, anthropic.Codec, gemini.Codec)
+var codecs = dialects.Registry()
 
 // capsOf reads a model's declared capabilities; known is false when it
 // declares none.

@@ -111,16 +111,3 @@ type StreamEncoder interface {
 
 // ErrMalformed is a stream event that could not be parsed.
 var ErrMalformed = errors.New("malformed stream event")
-
-// Registry finds the codec of a dialect. The composition root fills it
-// with every dialect package.
-type Registry map[llm.Dialect]Codec
-
-// NewRegistry returns a registry of the codecs.
-func NewRegistry(codecs ...Codec) Registry {
-	r := Registry{}
-	for _, c := range codecs {
-		r[c.Dialect()] = c
-	}
-	return r
-}

@@ -56,7 +56,7 @@ type Options struct {
 	Wire Wire
 	// Codecs hold the clients' dialects, for answers to clients that speak
 	// another dialect than the upstream.
-	Codecs protocol.Registry
+	Codecs *protocol.Registry
 	// Drop names request parameters the provider rejects; they are left
 	// out of every request to it.
 	Drop []string
@@ -233,7 +233,7 @@ func (c *Client) translated(req *llm.Request) bool { return req.Dialect != c.o.W
 
 // clientCodec is the codec answers are written in for req's client.
 func (c *Client) clientCodec(req *llm.Request) (protocol.Codec, error) {
-	cc, ok := c.o.Codecs[req.Dialect]
+	cc, ok := c.o.Codecs.Codec(req.Dialect)
 	if !ok {
 		return nil, fmt.Errorf("upstream: no codec for the client's dialect %q", req.Dialect)
 	}

@@ -27,7 +27,7 @@ import (
 // between dialects without knowing them. A new adapter is done when it
 // passes this table.
 
-var codecs = protocol.NewRegistry(openai.Codec, anthropic.Codec, gemini.Codec)
+var codecs = protocol.NewRegistry(openai.Dialect, anthropic.Dialect, gemini.Dialect)
 
 // vendor is one dialect's upstream: its wire and where the fake serves it.
 type vendor struct {

@@ -1,0 +1,98 @@
+package protocol
+
+import (
+	"fmt"
+	"slices"
+
+	"freelane/backend/llm"
+)
+
+// Dialect is one wire format as the rest of FreeLane sees it. Its package
+// provides it as a single value; everything vendor-specific that code
+// outside backend/protocol needs (how answers are converted, and the parts
+// added beside the codec) is reached through it, so that adding a dialect
+// is a package and one line in the composition root's registry.
+type Dialect struct {
+	// Codec converts requests, answers, streams and errors both ways.
+	Codec Codec
+	// Kind is the provider kind a configuration names for upstreams of
+	// this dialect ("openai", "anthropic"); empty when no upstream is
+	// configured to speak it.
+	Kind string
+}
+
+// Name is the dialect's name in the neutral model.
+func (d Dialect) Name() llm.Dialect { return d.Codec.Dialect() }
+
+// Registry holds the dialects FreeLane speaks. It is built once, by the
+// composition root, and read concurrently afterwards.
+type Registry struct {
+	all    []Dialect
+	byName map[llm.Dialect]int
+	byKind map[string]int
+}
+
+// NewRegistry returns a registry of the dialects, in the order given: the
+// order in which a request's dialect is looked for where several could
+// claim it. Two dialects with the same name or provider kind are a
+// programming error and panic.
+func NewRegistry(ds ...Dialect) *Registry {
+	r := &Registry{byName: map[llm.Dialect]int{}, byKind: map[string]int{}}
+	for _, d := range ds {
+		if d.Codec == nil {
+			panic("protocol: a dialect without a codec")
+		}
+		if _, dup := r.byName[d.Name()]; dup {
+			panic(fmt.Sprintf("protocol: dialect %q registered twice", d.Name()))
+		}
+		r.byName[d.Name()] = len(r.all)
+		if d.Kind != "" {
+			if _, dup := r.byKind[d.Kind]; dup {
+				panic(fmt.Sprintf("protocol: provider kind %q registered twice", d.Kind))
+			}
+			r.byKind[d.Kind] = len(r.all)
+		}
+		r.all = append(r.all, d)
+	}
+	return r
+}
+
+// Dialects lists the registered dialects in registration order. The slice
+// is the caller's.
+func (r *Registry) Dialects() []Dialect { return slices.Clone(r.all) }
+
+// Lookup finds a dialect by its name.
+func (r *Registry) Lookup(name llm.Dialect) (Dialect, bool) {
+	i, ok := r.byName[name]
+	if !ok {
+		return Dialect{}, false
+	}
+	return r.all[i], true
+}
+
+// Codec finds a dialect's codec by its name; ok is false for a dialect
+// that is not registered.
+func (r *Registry) Codec(name llm.Dialect) (c Codec, ok bool) {
+	d, ok := r.Lookup(name)
+	return d.Codec, ok
+}
+
+// ByKind finds the dialect upstreams of a provider kind speak.
+func (r *Registry) ByKind(kind string) (Dialect, bool) {
+	i, ok := r.byKind[kind]
+	if !ok {
+		return Dialect{}, false
+	}
+	return r.all[i], true
+}
+
+// Kinds lists the provider kinds, in registration order.
+func (r *Registry) Kinds() []string {
+	var out []string
+	for _, d := range r.all {
+		if d.Kind != "" {
+			out = append(out, d.Kind)
+		}
+	}
+	return out
+}
