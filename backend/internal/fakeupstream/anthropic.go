@@ -209,9 +209,14 @@ func (x *exchange) anthropicStopReason() string {
 
 // appendAnthropicUsage appends the usage object, with output tokens out.
 func (x *exchange) appendAnthropicUsage(b []byte, out int) []byte {
+	if x.t.b.NoUsage {
+		return append(b, "null"...)
+	}
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(x.promptTokens), 10)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":`...)
+	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(x.t.b.CachedTokens), 10)
+	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(out), 10)
 	return append(b, '}')
 }
@@ -330,6 +335,9 @@ func (x *exchange) anthropicStream() {
 	ok = x.anthropicEvent("message_delta", func(p []byte) []byte {
 		p = append(p, `{"type":"message_delta","delta":{"stop_reason":"`...)
 		p = append(p, x.anthropicStopReason()...)
+		if b.NoUsage {
+			return append(p, `","stop_sequence":null},"usage":null}`...)
+		}
 		p = append(p, `","stop_sequence":null},"usage":{"output_tokens":`...)
 		p = strconv.AppendInt(p, int64(n), 10)
 		return append(p, "}}"...)

@@ -232,6 +232,17 @@ type Behavior struct {
 	// Retry-After header in whole seconds, rounded up (Headers can replace
 	// it). Zero leaves it out.
 	RetryDelay time.Duration
+	// NoUsage withholds the token usage, as some OpenAI-compatible servers
+	// do: OpenAI answers and chunks carry "usage":null and a stream sends no
+	// usage chunk even when asked, Anthropic's message and stream events
+	// carry "usage":null, Gemini's responses "usageMetadata":null.
+	NoUsage bool
+	// CachedTokens adds that many prompt tokens read from a prompt cache to
+	// the usage, each wire in its own words: OpenAI counts them in
+	// prompt_tokens and again in prompt_tokens_details.cached_tokens,
+	// Anthropic apart from input_tokens as cache_read_input_tokens, and
+	// Gemini in promptTokenCount and again in cachedContentTokenCount.
+	CachedTokens int
 }
 
 // Values of Behavior.ErrorEvent.

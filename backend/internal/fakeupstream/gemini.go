@@ -293,14 +293,23 @@ func (x *exchange) appendGeminiError(b []byte, status int, msg string, details f
 // appendGeminiUsage appends the usageMetadata member. Zero counts are left
 // out, as proto3 JSON leaves them out.
 func (x *exchange) appendGeminiUsage(b []byte, out int) []byte {
+	if x.t.b.NoUsage {
+		return append(b, `"usageMetadata":null`...)
+	}
+	cached := x.t.b.CachedTokens
+	prompt := x.promptTokens + cached
 	b = append(b, `"usageMetadata":{"promptTokenCount":`...)
-	b = strconv.AppendInt(b, int64(x.promptTokens), 10)
+	b = strconv.AppendInt(b, int64(prompt), 10)
 	if out > 0 {
 		b = append(b, `,"candidatesTokenCount":`...)
 		b = strconv.AppendInt(b, int64(out), 10)
 	}
 	b = append(b, `,"totalTokenCount":`...)
-	b = strconv.AppendInt(b, int64(x.promptTokens+out), 10)
+	b = strconv.AppendInt(b, int64(prompt+out), 10)
+	if cached > 0 {
+		b = append(b, `,"cachedContentTokenCount":`...)
+		b = strconv.AppendInt(b, int64(cached), 10)
+	}
 	return append(b, '}')
 }
 

@@ -255,7 +255,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	x.created = s.clock.Now().Unix()
 	x.id = s.ids.Add(1)
-	x.includeUsage = x.req.StreamOptions.IncludeUsage
+	x.includeUsage = x.req.StreamOptions.IncludeUsage && !b.NoUsage
 	switch k {
 	case kindEmbed:
 		x.embeddings()

@@ -121,12 +121,22 @@ func (x *exchange) appendHead(b []byte, object string) []byte {
 
 // appendUsage appends the "usage" member.
 func (x *exchange) appendUsage(b []byte, completion int) []byte {
+	if x.t.b.NoUsage {
+		return append(b, `"usage":null`...)
+	}
+	cached := x.t.b.CachedTokens
+	prompt := x.promptTokens + cached
 	b = append(b, `"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(x.promptTokens), 10)
+	b = strconv.AppendInt(b, int64(prompt), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
 	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(x.promptTokens+completion), 10)
+	b = strconv.AppendInt(b, int64(prompt+completion), 10)
+	if cached > 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(cached), 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
