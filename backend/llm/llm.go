@@ -94,11 +94,32 @@ func (e *Error) Error() string {
 // Unwrap exposes the transport error for errors.Is/As.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Usage is the token accounting an upstream reported.
+// Usage is the token accounting an upstream reported, in no particular
+// dialect. PromptTokens counts every input token, whether the vendor read
+// it from a prompt cache, wrote it to one or neither; a dialect that counts
+// cached input apart from its input count adds the cache counts in when
+// its usage is decoded and takes them out when it is encoded.
+// CacheReadTokens and CacheWriteTokens are the parts of PromptTokens read
+// from and written to the cache, kept for pricing them apart; the request
+// log does not store them yet.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+}
+
+// CountsCompletion reports whether u counts the answer's tokens. A usage
+// that counts only the prompt, as some dialects' stream events do until
+// the last, or no usage at all (u nil) leaves them to be estimated from
+// the answer.
+func (u *Usage) CountsCompletion() bool { return u != nil && u.CompletionTokens > 0 }
+
+// Uncached is the part of the prompt neither read from nor written to a
+// cache: the input count of dialects that count cached input apart.
+func (u Usage) Uncached() int {
+	return max(u.PromptTokens-u.CacheReadTokens-u.CacheWriteTokens, 0)
 }
 
 // CallUsage is what one call to a backend used, as far as the router saw
@@ -106,8 +127,10 @@ type Usage struct {
 type CallUsage struct {
 	// Usage is the upstream's usage report, nil when it sent none.
 	Usage *Usage
-	// Output is the answer body (or the stream's events) for estimating
-	// tokens when Usage is nil; it is only valid while being accounted.
+	// Output is what the client got, in its own dialect, for estimating
+	// the tokens the upstream did not report: the answer's body or, for a
+	// stream, the data of its content events recorded by AppendEvent. It
+	// is only valid while being accounted.
 	Output []byte
 	// Header is the upstream's response header (of an error answer too),
 	// nil if none arrived.

@@ -1,55 +1,65 @@
 package llm
 
-import "freelane/backend/jsonscan"
+import "encoding/binary"
 
-// AppendDeltaText appends the generated text that stream chunks (or a whole
-// answer) carry: the string values of content, text, reasoning, refusal
-// and tool-call arguments, wherever they sit. data is one JSON value or
-// several separated by white space (a stream's events, one per line), each
-// valid JSON. It lets the router keep a stream's output for token
-// estimation when the upstream reports no usage, without decoding chunks
-// into structs.
-func AppendDeltaText(dst, data []byte) []byte {
-	for i := jsonscan.SkipSpace(data, 0); i < len(data); i = jsonscan.SkipSpace(data, i) {
-		end := jsonscan.SkipValue(data, i)
-		if end <= i {
-			break
-		}
-		if c := data[i]; c == '{' || c == '[' {
-			dst = appendText(dst, data[i:end])
-		}
-		i = end
+// This file holds what the token estimate reads: the text an answer
+// generated, taken from the neutral model so that it is the same whatever
+// dialect the answer was in, and the framing in which the router keeps a
+// stream's events until the call is accounted for.
+
+// AppendText appends the text the delta generated, for counting its
+// tokens: a piece of the answer's text or of its visible reasoning, a tool
+// call's name or a fragment of its arguments. Signatures and redacted
+// reasoning are opaque data, not text the model wrote, and add nothing.
+func (d Delta) AppendText(dst []byte) []byte {
+	switch d.Kind {
+	case DeltaText, DeltaReasoning, DeltaToolArgs:
+		return append(dst, d.Text...)
+	case DeltaToolStart:
+		return append(dst, d.Name...)
 	}
 	return dst
 }
 
-func appendText(dst, v []byte) []byte {
-	switch v[0] {
-	case '{':
-		jsonscan.EachMember(v, 0, func(key []byte, vs, ve int) bool {
-			val := v[vs:ve]
-			if len(val) == 0 {
-				return true
+// AppendText appends the text the answer generated, in the order of its
+// parts and in the same terms as Delta.AppendText: a streamed answer's
+// deltas append what the whole answer does.
+func (a *Answer) AppendText(dst []byte) []byte {
+	for _, p := range a.Parts {
+		switch p.Kind {
+		case PartText, PartReasoning:
+			dst = append(dst, p.Text...)
+		case PartToolCall:
+			if p.ToolCall != nil {
+				dst = append(dst, p.ToolCall.Name...)
+				dst = append(dst, p.ToolCall.Arguments...)
 			}
-			if val[0] == '"' {
-				switch string(key) {
-				case "content", "text", "reasoning_content", "reasoning", "refusal", "arguments":
-					dst = append(dst, jsonscan.Unquote(val)...)
-				}
-				return true
-			}
-			if val[0] == '{' || val[0] == '[' {
-				dst = appendText(dst, val)
-			}
-			return true
-		})
-	case '[':
-		jsonscan.EachElement(v, func(vs, ve int) bool {
-			if e := v[vs:ve]; len(e) > 0 && (e[0] == '{' || e[0] == '[') {
-				dst = appendText(dst, e)
-			}
-			return true
-		})
+		}
 	}
 	return dst
+}
+
+// AppendEvent appends one stream event's data to a record of events (see
+// CallUsage.Output), each prefixed with its length, so that the record
+// reads back exactly whatever the data holds.
+func AppendEvent(dst, data []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(data)))
+	return append(dst, data...)
+}
+
+// EachEvent calls f with the data of each event of a record made by
+// AppendEvent, in order, until f returns false. A record cut short ends
+// the walk at the last whole event.
+func EachEvent(record []byte, f func(data []byte) bool) {
+	for len(record) > 0 {
+		n, k := binary.Uvarint(record)
+		if k <= 0 || n > uint64(len(record)-k) {
+			return
+		}
+		data := record[k : k+int(n)]
+		record = record[k+int(n):]
+		if !f(data) {
+			return
+		}
+	}
 }

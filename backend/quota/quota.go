@@ -23,6 +23,18 @@ import (
 // Publisher receives quota and budget events; events.Bus implements it.
 type Publisher interface{ Publish(events.Event) }
 
+// Answers reads the answers calls produced, so that Settle can estimate
+// the completion tokens of an upstream that reported none from the text
+// the model generated rather than from a dialect's wire format.
+// protocol.Registry implements it.
+type Answers interface {
+	// AnswerText appends the text, reasoning and tool calls (names and
+	// arguments) of an answer its client got in dialect d: output is the
+	// answer's body or, with stream set, the stream's content events as
+	// llm.CallUsage.Output holds them.
+	AnswerText(dst []byte, d llm.Dialect, stream bool, output []byte) []byte
+}
+
 // Limits are the configured limits of a provider or a model. Zero means
 // no limit.
 type Limits struct {
@@ -74,6 +86,8 @@ type Manager struct {
 	budgets   []*budgetState // kept across Configure by id
 	spend     spendTotals
 	maxTok    int
+	// answers reads outputs for the estimate; set before traffic.
+	answers Answers
 }
 
 // New returns a Manager with no limits. loc is the zone of budget periods
@@ -84,6 +98,12 @@ func New(clk clock.Clock, pub Publisher, loc *time.Location) *Manager {
 	}
 	return &Manager{clock: clock.OrReal(clk), pub: pub, loc: loc, scopes: map[scopeKey]*scope{}, backends: map[llm.BackendID]*Backend{}, maxTok: 1024}
 }
+
+// ReadAnswersWith installs what reads the calls' answers when an upstream
+// reports no usage (see Answers). Call it before traffic; without it an
+// answer's tokens are estimated from the size of its body, which
+// overcounts them.
+func (m *Manager) ReadAnswersWith(a Answers) { m.answers = a }
 
 // Configure installs new settings. Counters and spend carry over for the
 // providers, backends and budgets that remain.
@@ -299,15 +319,25 @@ func (h *Hold) Release() {
 func (h *Hold) Settle(c llm.CallUsage) {
 	a := c.Attempt
 	prompt, completion, estimated := 0, 0, false
-	switch {
-	case c.Usage != nil && (c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0):
-		prompt, completion = c.Usage.PromptTokens, c.Usage.CompletionTokens
+	switch u := c.Usage; {
+	case u.CountsCompletion():
+		prompt, completion = u.PromptTokens, u.CompletionTokens
+	case u != nil && u.PromptTokens > 0:
+		// Only the prompt was counted (as some dialects count it until
+		// the last event, which a broken stream never sends); an answer
+		// that says something has its completion estimated. Embeddings
+		// say nothing.
+		prompt = u.PromptTokens
+		if len(c.Output) > 0 {
+			completion = h.m.completionEstimate(h.req, c.Output)
+			estimated = completion > 0
+		}
 	case c.Err == nil || len(c.Output) > 0:
 		// The call produced something but reported no usage.
 		estimated = true
-		prompt = tokens.Prompt(h.req.Raw())
+		prompt = h.promptEstimate()
 		if len(c.Output) > 0 {
-			completion = tokens.Count(llm.AppendDeltaText(nil, c.Output))
+			completion = h.m.completionEstimate(h.req, c.Output)
 		}
 	}
 	m := h.m
@@ -338,6 +368,28 @@ func (h *Hold) Settle(c llm.CallUsage) {
 	}
 	m.mu.Unlock()
 	m.publish(evs)
+}
+
+// promptEstimate is the prompt tokens of the held request. A chat request
+// is counted in the neutral model, the same in every dialect; the other
+// endpoints (completions, embeddings) have the one body shape that
+// tokens.Prompt reads.
+func (h *Hold) promptEstimate() int {
+	if h.req.Endpoint == llm.Chat {
+		if c, err := h.req.Conversation(); err == nil {
+			return tokens.Conversation(c)
+		}
+	}
+	return tokens.Prompt(h.req.Raw())
+}
+
+// completionEstimate is the tokens of the text an answer generated, read
+// from output (see llm.CallUsage.Output) in the client's dialect.
+func (m *Manager) completionEstimate(req *llm.Request, output []byte) int {
+	if m.answers == nil {
+		return tokens.Count(output)
+	}
+	return tokens.Count(m.answers.AnswerText(nil, req.Dialect, req.Stream, output))
 }
 
 // reservePrompt bounds a request's prompt tokens from above without

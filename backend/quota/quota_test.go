@@ -4,9 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/dialects"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/llm"
 	"freelane/backend/protocol/openai"
+	"freelane/backend/tokens"
 )
 
 func testManager(t testing.TB) (*Manager, *clocktest.Clock) {
@@ -79,8 +81,9 @@ func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.ReadAnswersWith(dialects.Registry())
 	var a llm.Attempt
-	h.Settle(llm.CallUsage{Output: []byte(`{"choices":[{"delta":{"content":"func add(a, b int) int { return a + b }"}}]}`), Attempt: &a})
+	h.Settle(llm.CallUsage{Output: []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"func add(a, b int) int { return a + b }"},"finish_reason":"stop"}]}`), Attempt: &a})
 	if !a.Estimated || a.PromptTokens < 15 || a.PromptTokens > 25 || a.CompletionTokens < 12 || a.CompletionTokens > 18 {
 		t.Fatalf("estimate: %+v", a)
 	}
@@ -89,6 +92,73 @@ func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 	}
 	if s := m.Spend(); s.Today != a.Cost || s.Month != a.Cost {
 		t.Fatalf("spend %+v", s)
+	}
+}
+
+// TestEstimateReadsTheClientsDialect: a Responses stream names its text
+// "delta" and a tool call's name sits in its item, yet the estimate counts
+// the same text as for any other dialect: the text, the tool's name and its
+// arguments.
+func TestEstimateReadsTheClientsDialect(t *testing.T) {
+	m, _ := testManager(t)
+	m.ReadAnswersWith(dialects.Registry())
+	codec, _ := dialects.Registry().Codec(llm.DialectResponses)
+	req, err := codec.ParseRequest(llm.Chat, []byte(`{"model":"auto","input":"Write a function that adds two numbers.","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, ev := range []string{
+		`{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"Here it is: "}`,
+		`{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"func add(a, b int) int"}`,
+		`{"type":"response.output_item.added","output_index":1,"item":{"id":"fc","type":"function_call","status":"in_progress","call_id":"c1","name":"write_file","arguments":""}}`,
+		`{"type":"response.function_call_arguments.delta","item_id":"fc","output_index":1,"delta":"{\"path\":"}`,
+		`{"type":"response.function_call_arguments.delta","item_id":"fc","output_index":1,"delta":"\"add.go\"}"}`,
+	} {
+		out = llm.AppendEvent(out, []byte(ev))
+	}
+	want := tokens.Count([]byte(`Here it is: func add(a, b int) intwrite_file{"path":"add.go"}`))
+	for _, c := range []struct {
+		name       string
+		usage      *llm.Usage
+		prompt     int
+		estimated  bool
+		completion int
+	}{
+		{"no usage", nil, 0, true, want},
+		{"the prompt only", &llm.Usage{PromptTokens: 40}, 40, true, want},
+		{"whole usage", &llm.Usage{PromptTokens: 40, CompletionTokens: 3}, 40, false, 3},
+	} {
+		h, sk := m.Admit(req, "auto", Target{ID: llm.BackendID{Provider: "p", Model: "m"}})
+		if sk != nil {
+			t.Fatal(sk)
+		}
+		var a llm.Attempt
+		h.Settle(llm.CallUsage{Usage: c.usage, Output: out, Attempt: &a})
+		if a.Estimated != c.estimated || a.CompletionTokens != c.completion || (c.prompt > 0 && a.PromptTokens != c.prompt) || a.PromptTokens <= 0 {
+			t.Errorf("%s: %+v, want completion %d", c.name, a, c.completion)
+		}
+	}
+}
+
+// TestPromptOnlyUsageOfAnAnswerWithoutText: an embeddings answer reports
+// prompt tokens only, and has no text to estimate a completion from.
+func TestPromptOnlyUsageOfAnAnswerWithoutText(t *testing.T) {
+	m, _ := testManager(t)
+	m.ReadAnswersWith(dialects.Registry())
+	req, err := openai.ParseRequest(llm.Embeddings, []byte(`{"model":"auto","input":"hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, sk := m.Admit(req, "auto", Target{ID: llm.BackendID{Provider: "p", Model: "m"}})
+	if sk != nil {
+		t.Fatal(sk)
+	}
+	var a llm.Attempt
+	h.Settle(llm.CallUsage{Usage: &llm.Usage{PromptTokens: 2, TotalTokens: 2},
+		Output: []byte(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1]}],"usage":{"prompt_tokens":2,"total_tokens":2}}`), Attempt: &a})
+	if a.Estimated || a.PromptTokens != 2 || a.CompletionTokens != 0 {
+		t.Fatalf("embeddings: %+v", a)
 	}
 }
 

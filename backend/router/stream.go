@@ -84,7 +84,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		if ev.Usage != nil {
 			a.usage = ev.Usage
 		}
-		if ev.Kind == llm.Content && a.usage == nil {
+		if ev.Kind == llm.Content && !a.usage.CountsCompletion() {
 			a.keep(ev.Data)
 		}
 		switch ev.Kind {
@@ -110,12 +110,13 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 const maxKeep = 1 << 20
 
 // keep saves a content event for estimating the answer's tokens in case the
-// upstream reports no usage. Events are joined with a newline, which
-// llm.AppendDeltaText skips.
+// upstream reports none; the quota manager decodes the events in the
+// client's dialect when the call is accounted for. Held events carry no
+// text (and the end events of some dialects repeat all of it), so only
+// content events are kept.
 func (a *attempt) keep(data []byte) {
 	if !a.keepOutput || len(a.output)+len(data) > maxKeep {
 		return
 	}
-	a.output = append(a.output, data...)
-	a.output = append(a.output, '\n')
+	a.output = llm.AppendEvent(a.output, data)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+
+	"freelane/backend/llm"
 )
 
 // Per-message framing that chat models add around each message, as
@@ -84,10 +86,11 @@ type part struct {
 	Text string `json:"text"`
 }
 
-// Prompt estimates the prompt tokens of a request body: for chat, the
-// messages with their framing; for completions, the prompt; for
-// embeddings, the input. Parts it cannot count (images, audio) count
-// nothing.
+// Prompt estimates the prompt tokens of a request body in OpenAI's
+// shapes: for chat, the messages with their framing; for completions, the
+// prompt; for embeddings, the input. Parts it cannot count (images, audio)
+// count nothing. A chat request of any dialect is estimated from its
+// neutral model with Conversation instead.
 func Prompt(body []byte) int {
 	var req struct {
 		Messages []message       `json:"messages"`
@@ -170,4 +173,45 @@ func textTokens(raw json.RawMessage) int {
 		}
 	}
 	return n
+}
+
+// Conversation estimates the prompt tokens of a chat request from its
+// neutral model, so that the estimate is the same whichever dialect the
+// request came in: the text of the instructions and of every message
+// (tool calls with their names and arguments, tool results with their
+// text), the tools' names, descriptions and schemas, and a few tokens of
+// framing per message, as OpenAI counts them. Images count nothing.
+func Conversation(c *llm.Conversation) int {
+	var text []byte
+	add := func(parts []llm.Part) {
+		for _, p := range parts {
+			text = append(text, p.Text...)
+			if p.ToolCall != nil {
+				text = append(text, p.ToolCall.Name...)
+				text = append(text, p.ToolCall.Arguments...)
+			}
+			if p.ToolResult != nil {
+				for _, q := range p.ToolResult.Content {
+					text = append(text, q.Text...)
+				}
+			}
+			text = append(text, '\n')
+		}
+	}
+	add(c.System)
+	for _, m := range c.Messages {
+		add(m.Parts)
+	}
+	for _, t := range c.Tools {
+		text = append(text, t.Name...)
+		text = append(text, t.Description...)
+		text = append(text, t.Parameters...)
+	}
+	// The instructions are a message of their own in OpenAI's count; the
+	// role's name is about one token.
+	messages := len(c.Messages)
+	if len(c.System) > 0 {
+		messages++
+	}
+	return Count(text) + (perMessage+1)*messages + perReply
 }

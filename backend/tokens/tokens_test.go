@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"freelane/backend/llm"
 )
 
 // TestMain makes the whole package run as if the machine were offline: any
@@ -110,5 +112,47 @@ func BenchmarkCount1KB(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Count(text)
+	}
+}
+
+// TestConversationMatchesPrompt: a conversation of the usual shape (the
+// instructions, then turns) costs in the neutral model what the same
+// messages cost in OpenAI's body, whose framing Prompt counts as the API
+// does.
+func TestConversationMatchesPrompt(t *testing.T) {
+	sys := "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."
+	turns := []string{
+		"New synergies will help drive top-line growth.",
+		"Things working well together will increase revenue.",
+		"This late pivot means we don't have time to boil the ocean for the client deliverable.",
+	}
+	body := `{"model":"m","messages":[{"role":"system","content":"` + sys + `"},{"role":"user","content":"` + turns[0] +
+		`"},{"role":"assistant","content":"` + turns[1] + `"},{"role":"user","content":"` + turns[2] + `"}]}`
+	c := &llm.Conversation{System: []llm.Part{{Kind: llm.PartText, Text: sys}}}
+	for i, text := range turns {
+		role := llm.RoleUser
+		if i == 1 {
+			role = llm.RoleAssistant
+		}
+		c.Messages = append(c.Messages, llm.Message{Role: role, Parts: []llm.Part{{Kind: llm.PartText, Text: text}}})
+	}
+	within(t, "conversation", Conversation(c), Prompt([]byte(body)))
+}
+
+func TestConversationCountsToolsAndCalls(t *testing.T) {
+	hi := &llm.Conversation{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText, Text: "hi"}}}}}
+	base := Conversation(hi)
+	if base != perReply+perMessage+1+Count([]byte("hi\n")) {
+		t.Errorf("one message: %d", base)
+	}
+	c := *hi
+	c.Tools = []llm.Tool{{Name: "get_weather", Description: "The weather in a city", Parameters: []byte(`{"type":"object"}`)}}
+	c.Messages = append(c.Messages,
+		llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c", Name: "get_weather", Arguments: `{"city":"Paris"}`}}}},
+		llm.Message{Role: llm.RoleTool, Parts: []llm.Part{{Kind: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c",
+			Content: []llm.Part{{Kind: llm.PartText, Text: "18 degrees and sunny"}}}}}})
+	// Each added piece of text costs tokens of its own.
+	if got := Conversation(&c); got < base+2*(perMessage+1)+Count([]byte("get_weather"))+Count([]byte("18 degrees and sunny")) {
+		t.Errorf("tools and calls: %d, one message %d", got, base)
 	}
 }

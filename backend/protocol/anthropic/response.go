@@ -26,7 +26,8 @@ type inMessageBody struct {
 }
 
 // usage is Anthropic's token accounting. Cached input is counted apart
-// from input_tokens, so the prompt is the sum of the three input counts.
+// from input_tokens, so the prompt is the sum of the three input counts;
+// the neutral model's prompt is that sum, its cache counts the parts.
 type usage struct {
 	InputTokens              int `json:"input_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
@@ -40,7 +41,15 @@ func (u usage) prompt() int {
 
 func (u usage) neutral() *llm.Usage {
 	p := u.prompt()
-	return &llm.Usage{PromptTokens: p, CompletionTokens: u.OutputTokens, TotalTokens: p + u.OutputTokens}
+	return &llm.Usage{PromptTokens: p, CompletionTokens: u.OutputTokens, TotalTokens: p + u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+}
+
+// usageOf is a neutral usage in Anthropic's terms, the cached input taken
+// out of input_tokens.
+func usageOf(u llm.Usage) usage {
+	return usage{InputTokens: u.Uncached(), CacheCreationInputTokens: u.CacheWriteTokens,
+		CacheReadInputTokens: u.CacheReadTokens, OutputTokens: u.CompletionTokens}
 }
 
 // finishReasons maps stop_reason to the neutral finish. pause_turn (a
@@ -149,7 +158,7 @@ func (codec) EncodeResponse(a *llm.Answer, o protocol.ResponseOptions) ([]byte, 
 	stop := stopReason(a.Finish, calls)
 	m.StopReason = &stop
 	if a.Usage != nil {
-		m.Usage = usage{InputTokens: a.Usage.PromptTokens, OutputTokens: a.Usage.CompletionTokens}
+		m.Usage = usageOf(*a.Usage)
 	}
 	return marshal(m), nil
 }

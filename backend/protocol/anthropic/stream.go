@@ -84,9 +84,9 @@ const (
 
 // decoder converts one upstream stream.
 type decoder struct {
-	// prompt is the input count of message_start, which message_delta
+	// start is the input counts of message_start, which message_delta
 	// does not always repeat.
-	prompt int
+	start usage
 	// blocks is the kind of each content block by its index, and tools
 	// the tool call number of each tool_use block.
 	blocks map[int]blockKind
@@ -113,7 +113,7 @@ func (d *decoder) Decode(dst []llm.Delta, name, data []byte) ([]llm.Delta, bool,
 		// The input count is known from the start; reporting it at once
 		// keeps it for a stream that breaks before message_delta.
 		if ev.Message != nil && ev.Message.Usage != nil {
-			d.prompt = ev.Message.Usage.prompt()
+			d.start = *ev.Message.Usage
 			dst = append(dst, llm.Delta{Kind: llm.DeltaUsage, Usage: ev.Message.Usage.neutral()})
 		}
 	case "content_block_start":
@@ -202,7 +202,8 @@ func (d *decoder) Decode(dst []llm.Delta, name, data []byte) ([]llm.Delta, bool,
 // message_start when the delta does not repeat it.
 func (d *decoder) usage(u usage) *llm.Usage {
 	if u.prompt() == 0 {
-		u.InputTokens = d.prompt
+		u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens =
+			d.start.InputTokens, d.start.CacheCreationInputTokens, d.start.CacheReadInputTokens
 	}
 	return u.neutral()
 }
@@ -215,7 +216,7 @@ func (d *decoder) Classify(name, data []byte) (llm.EventKind, *llm.Usage, error)
 	switch ev.Type {
 	case "message_start":
 		if ev.Message != nil && ev.Message.Usage != nil {
-			d.prompt = ev.Message.Usage.prompt()
+			d.start = *ev.Message.Usage
 			return llm.Held, ev.Message.Usage.neutral(), nil
 		}
 	case "content_block_start":
@@ -299,9 +300,13 @@ type (
 		} `json:"delta"`
 		Usage deltaUsage `json:"usage"`
 	}
+	// deltaUsage is message_delta's usage: the whole count, since the
+	// encoder's message_start goes out before the upstream has said it.
 	deltaUsage struct {
-		InputTokens  int `json:"input_tokens"`
-		OutputTokens int `json:"output_tokens"`
+		InputTokens              int `json:"input_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+		OutputTokens             int `json:"output_tokens"`
 	}
 	textDelta struct {
 		Type string `json:"type"`
@@ -335,7 +340,7 @@ func (e *encoder) start(dst []llm.Event) []llm.Event {
 	e.started = true
 	m := outMessage{ID: messageID(e.o.ID), Type: "message", Role: "assistant", Model: e.o.Model, Content: []any{}}
 	if e.usage != nil {
-		m.Usage.InputTokens, m.Usage.OutputTokens = e.usage.PromptTokens, e.usage.CompletionTokens
+		m.Usage = usageOf(*e.usage)
 	}
 	ev := event(llm.Held, messageStartEvent{"message_start", m})
 	if e.usage != nil {
@@ -456,7 +461,9 @@ func (e *encoder) End(dst []llm.Event) []llm.Event {
 	md := messageDeltaEvent{Type: "message_delta"}
 	md.Delta.StopReason = stopReason(e.finish, e.calls)
 	if e.usage != nil {
-		md.Usage = deltaUsage{InputTokens: e.usage.PromptTokens, OutputTokens: e.usage.CompletionTokens}
+		u := usageOf(*e.usage)
+		md.Usage = deltaUsage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+			CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
 	}
 	ev := event(llm.Held, md)
 	ev.Usage = e.usage

@@ -57,10 +57,13 @@ func (u *usageMetadata) usage() *llm.Usage {
 	if u == nil {
 		return nil
 	}
+	// promptTokenCount includes the cached content, as the neutral
+	// prompt does.
 	out := &llm.Usage{
 		PromptTokens:     u.PromptTokenCount,
 		CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
 		TotalTokens:      u.TotalTokenCount,
+		CacheReadTokens:  u.CachedContentTokenCount,
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens
@@ -76,7 +79,8 @@ func usageOf(u *llm.Usage) *usageMetadata {
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens
 	}
-	return &usageMetadata{PromptTokenCount: u.PromptTokens, CandidatesTokenCount: u.CompletionTokens, TotalTokenCount: total}
+	return &usageMetadata{PromptTokenCount: u.PromptTokens, CandidatesTokenCount: u.CompletionTokens, TotalTokenCount: total,
+		CachedContentTokenCount: u.CacheReadTokens}
 }
 
 // blocked returns the reason a response was refused by the safety filters

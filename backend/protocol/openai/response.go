@@ -14,10 +14,12 @@ type chatResponse struct {
 	ID      string `json:"id"`
 	Model   string `json:"model"`
 	Choices []struct {
-		Message      answerMessage `json:"message"`
-		FinishReason string        `json:"finish_reason"`
+		Message answerMessage `json:"message"`
+		// Text is a legacy completion's, which has no message.
+		Text         string `json:"text"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *llm.Usage      `json:"usage"`
+	Usage *usage          `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
@@ -49,7 +51,7 @@ func (codec) DecodeResponse(body []byte) (*llm.Answer, error) {
 		}
 		return nil, llm.SoftError(llm.SubMalformed, "error in a 200 answer: %s", llm.Truncate(msg, 120))
 	}
-	a := &llm.Answer{ID: r.ID, Model: r.Model, Usage: fillTotal(r.Usage)}
+	a := &llm.Answer{ID: r.ID, Model: r.Model, Usage: r.Usage.neutral()}
 	if len(r.Choices) == 0 {
 		return a, nil
 	}
@@ -59,6 +61,9 @@ func (codec) DecodeResponse(body []byte) (*llm.Answer, error) {
 		a.Parts = append(a.Parts, llm.Part{Kind: llm.PartReasoning, Text: s})
 	}
 	a.Parts = append(a.Parts, answerContent(m.Content)...)
+	if ch.Text != "" {
+		a.Parts = append(a.Parts, llm.Part{Kind: llm.PartText, Text: ch.Text})
+	}
 	if m.Refusal != nil && *m.Refusal != "" && len(a.Parts) == 0 {
 		a.Parts = append(a.Parts, llm.Part{Kind: llm.PartText, Text: *m.Refusal})
 	}
@@ -169,12 +174,52 @@ func finishReason(s string, calls bool) llm.FinishReason {
 	return llm.FinishStop
 }
 
-// fillTotal completes a usage whose total the vendor left out.
-func fillTotal(u *llm.Usage) *llm.Usage {
-	if u != nil && u.TotalTokens == 0 {
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+// usage is the usage member of answers and chunks. Its prompt_tokens
+// counts cached tokens too, as the neutral model's PromptTokens does;
+// prompt_tokens_details.cached_tokens says how many of them were read from
+// the cache (DeepSeek says it in prompt_cache_hit_tokens).
+type usage struct {
+	PromptTokens        int            `json:"prompt_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
+	CacheHitTokens      int            `json:"prompt_cache_hit_tokens,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// neutral is u in the neutral model, its total completed when the vendor
+// left it out; nil for none.
+func (u *usage) neutral() *llm.Usage {
+	if u == nil {
+		return nil
 	}
-	return u
+	n := &llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CacheReadTokens: u.CacheHitTokens}
+	if d := u.PromptTokensDetails; d != nil && d.CachedTokens > 0 {
+		n.CacheReadTokens = d.CachedTokens
+	}
+	if n.TotalTokens == 0 {
+		n.TotalTokens = n.PromptTokens + n.CompletionTokens
+	}
+	return n
+}
+
+// usageOf is u as answers write it; nil for none.
+func usageOf(u *llm.Usage) *usage {
+	if u == nil {
+		return nil
+	}
+	w := &usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if w.TotalTokens == 0 {
+		w.TotalTokens = w.PromptTokens + w.CompletionTokens
+	}
+	if u.CacheReadTokens > 0 {
+		w.PromptTokensDetails = &promptDetails{CachedTokens: u.CacheReadTokens}
+	}
+	return w
 }
 
 type outResponse struct {
@@ -183,7 +228,7 @@ type outResponse struct {
 	Created int64       `json:"created"`
 	Model   string      `json:"model"`
 	Choices []outChoice `json:"choices"`
-	Usage   *llm.Usage  `json:"usage,omitempty"`
+	Usage   *usage      `json:"usage,omitempty"`
 }
 
 type outChoice struct {
@@ -236,17 +281,9 @@ func (codec) EncodeResponse(a *llm.Answer, o protocol.ResponseOptions) ([]byte, 
 		Created: o.Created,
 		Model:   model,
 		Choices: []outChoice{{Message: msg, FinishReason: string(finish)}},
-		Usage:   fillTotal(copyUsage(a.Usage)),
+		Usage:   usageOf(a.Usage),
 	}
 	return marshal(r)
-}
-
-func copyUsage(u *llm.Usage) *llm.Usage {
-	if u == nil {
-		return nil
-	}
-	c := *u
-	return &c
 }
 
 // callID is a tool call's id, or one made from its position when the

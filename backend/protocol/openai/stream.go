@@ -57,13 +57,13 @@ func (d *streamDecoder) Decode(dst []llm.Delta, name, data []byte) ([]llm.Delta,
 	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
 		return dst, false, protocol.ErrMalformed
 	}
-	var choices, usage, errv []byte
+	var choices, used, errv []byte
 	jsonscan.EachMember(data, 0, func(k []byte, vs, ve int) bool {
 		switch string(k) {
 		case "choices":
 			choices = data[vs:ve]
 		case "usage":
-			usage = data[vs:ve]
+			used = data[vs:ve]
 		case "error":
 			errv = data[vs:ve]
 		}
@@ -88,13 +88,13 @@ func (d *streamDecoder) Decode(dst []llm.Delta, name, data []byte) ([]llm.Delta,
 	// Some servers report usage on the last chunk with choices rather than
 	// on one of its own; an all-zero usage, which others put on every
 	// chunk, says nothing.
-	if !isNull(usage) {
-		u := new(llm.Usage)
-		if usage[0] != '{' || json.Unmarshal(usage, u) != nil {
+	if !isNull(used) {
+		var u usage
+		if used[0] != '{' || json.Unmarshal(used, &u) != nil {
 			return dst, false, protocol.ErrMalformed
 		}
-		if *u != (llm.Usage{}) {
-			dst = append(dst, llm.Delta{Kind: llm.DeltaUsage, Usage: fillTotal(u)})
+		if n := u.neutral(); *n != (llm.Usage{}) {
+			dst = append(dst, llm.Delta{Kind: llm.DeltaUsage, Usage: n})
 		}
 	}
 	return dst, false, nil
@@ -107,7 +107,7 @@ func (d *streamDecoder) choice(dst []llm.Delta, c []byte) ([]llm.Delta, error) {
 		return dst, protocol.ErrMalformed
 	}
 	index := 0
-	var delta, finish []byte
+	var delta, text, finish []byte
 	bad := false
 	jsonscan.EachMember(c, 0, func(k []byte, vs, ve int) bool {
 		switch string(k) {
@@ -117,6 +117,8 @@ func (d *streamDecoder) choice(dst []llm.Delta, c []byte) ([]llm.Delta, error) {
 			bad = !ok
 		case "delta":
 			delta = c[vs:ve]
+		case "text":
+			text = c[vs:ve]
 		case "finish_reason":
 			finish = c[vs:ve]
 		}
@@ -133,6 +135,14 @@ func (d *streamDecoder) choice(dst []llm.Delta, c []byte) ([]llm.Delta, error) {
 		if dst, err = d.delta(dst, delta); err != nil {
 			return dst, err
 		}
+	}
+	// A legacy completion's chunk has its text in the choice.
+	legacy, ok := stringValue(text)
+	if !ok {
+		return dst, protocol.ErrMalformed
+	}
+	if legacy != "" {
+		dst = append(dst, llm.Delta{Kind: llm.DeltaText, Text: legacy})
 	}
 	reason, ok := stringValue(finish)
 	if !ok {
@@ -507,8 +517,10 @@ func (e *streamEncoder) finish(dst []llm.Event, reason llm.FinishReason) []llm.E
 
 // usage writes the trailing usage chunk, with empty choices.
 func (e *streamEncoder) usage(dst []llm.Event, u *llm.Usage) []llm.Event {
-	fillTotal(u)
-	b := make([]byte, 0, len(e.prefix)+96)
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	b := make([]byte, 0, len(e.prefix)+128)
 	b = append(b, e.prefix...)
 	b = append(b, `],"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
@@ -516,6 +528,11 @@ func (e *streamEncoder) usage(dst []llm.Event, u *llm.Usage) []llm.Event {
 	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	if u.CacheReadTokens > 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(u.CacheReadTokens), 10)
+		b = append(b, '}')
+	}
 	b = append(b, "}}"...)
 	return append(dst, llm.Event{Kind: llm.UsageOnly, Data: b, Usage: u})
 }

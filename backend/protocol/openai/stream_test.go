@@ -447,9 +447,10 @@ type referenceChunk struct {
 			} `json:"tool_calls"`
 			FunctionCall *function `json:"function_call"`
 		} `json:"delta"`
+		Text         *string `json:"text"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *llm.Usage `json:"usage"`
+	Usage *usage `json:"usage"`
 }
 
 // referenceDecode is Decode by reflection, for chunks without errors.
@@ -494,13 +495,16 @@ func (d *streamDecoder) referenceDecode(dst []llm.Delta, data []byte) ([]llm.Del
 				}
 			}
 		}
+		if ch.Text != nil && *ch.Text != "" {
+			dst = append(dst, llm.Delta{Kind: llm.DeltaText, Text: *ch.Text})
+		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			dst = d.closeCalls(dst)
 			dst = append(dst, llm.Delta{Kind: llm.DeltaFinish, Finish: finishReason(*ch.FinishReason, len(d.calls) > 0)})
 		}
 	}
-	if u := c.Usage; u != nil && *u != (llm.Usage{}) {
-		dst = append(dst, llm.Delta{Kind: llm.DeltaUsage, Usage: fillTotal(u)})
+	if u := c.Usage.neutral(); u != nil && *u != (llm.Usage{}) {
+		dst = append(dst, llm.Delta{Kind: llm.DeltaUsage, Usage: u})
 	}
 	return dst, nil
 }

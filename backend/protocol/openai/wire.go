@@ -105,9 +105,9 @@ type answer struct {
 		} `json:"message"`
 		Text seen `json:"text"`
 	} `json:"choices"`
-	Data  seen       `json:"data"`
-	Usage *llm.Usage `json:"usage"`
-	Error seen       `json:"error"`
+	Data  seen   `json:"data"`
+	Usage *usage `json:"usage"`
+	Error seen   `json:"error"`
 }
 
 // CheckAnswer decides whether a 200 body is a real answer (an empty or
@@ -120,8 +120,8 @@ func (codec) CheckAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 		return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
 	}
 	var usage llm.Usage
-	if a.Usage != nil {
-		usage = *a.Usage
+	if u := a.Usage.neutral(); u != nil {
+		usage = *u
 	}
 	if a.Error.set {
 		msg := llm.ErrorMessage(body)
@@ -196,7 +196,7 @@ type chunk struct {
 		} `json:"delta"`
 		Text *string `json:"text"`
 	} `json:"choices"`
-	Usage *llm.Usage      `json:"usage"`
+	Usage *usage          `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
@@ -230,15 +230,15 @@ func (r *relay) classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 		return 0, nil, streamError(data)
 	}
 	if len(c.Choices) == 0 && c.Usage != nil {
-		return llm.UsageOnly, c.Usage, nil
+		return llm.UsageOnly, c.Usage.neutral(), nil
 	}
 	for _, ch := range c.Choices {
 		d := ch.Delta
 		if nonEmpty(d.Content) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) || nonEmpty(d.Refusal) ||
 			nonEmpty(ch.Text) || (present(d.ToolCalls) && string(d.ToolCalls) != "[]") || present(d.FunctionCall) {
 			r.sawContent = true
-			return llm.Content, c.Usage, nil
+			return llm.Content, c.Usage.neutral(), nil
 		}
 	}
-	return llm.Held, c.Usage, nil
+	return llm.Held, c.Usage.neutral(), nil
 }

@@ -65,7 +65,8 @@ func usageOf(u *llm.Usage) *usage {
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens
 	}
-	return &usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: total}
+	return &usage{InputTokens: u.PromptTokens, InputTokensDetails: inputDetails{CachedTokens: u.CacheReadTokens},
+		OutputTokens: u.CompletionTokens, TotalTokens: total}
 }
 
 // The output items, one type each, so every item carries exactly the

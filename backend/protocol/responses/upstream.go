@@ -264,7 +264,9 @@ func (u *usage) neutral() *llm.Usage {
 	if u == nil {
 		return nil
 	}
-	return &llm.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	// input_tokens includes the cached tokens, as the neutral prompt does.
+	return &llm.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens,
+		CacheReadTokens: u.InputTokensDetails.CachedTokens}
 }
 
 // DecodeResponse reads a complete Response object.

@@ -1597,7 +1597,14 @@ export interface Update {
 }
 
 /**
- * Usage is the token accounting an upstream reported.
+ * Usage is the token accounting an upstream reported, in no particular
+ * dialect. PromptTokens counts every input token, whether the vendor read
+ * it from a prompt cache, wrote it to one or neither; a dialect that counts
+ * cached input apart from its input count adds the cache counts in when
+ * its usage is decoded and takes them out when it is encoded.
+ * CacheReadTokens and CacheWriteTokens are the parts of PromptTokens read
+ * from and written to the cache, kept for pricing them apart; the request
+ * log does not store them yet.
  *
  * Go: llm.Usage.
  */
@@ -1605,6 +1612,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
 }
 
 /** UsageGrouping is what /api/usage adds up by. */
