@@ -162,3 +162,21 @@ func TestCompletionEstimateIsTheSameInEveryDialectPair(t *testing.T) {
 		}
 	}
 }
+
+// A legacy completion has its text in the choice, not in a message; its
+// estimate is that text's count, streamed or not.
+func TestLegacyCompletionEstimate(t *testing.T) {
+	e := dialectsEnv(t)
+	e.up.Set("oa-m", fakeupstream.Behavior{NoUsage: true, Chunks: []string{"The answer ", "is forty-two."}})
+	want := tokens.Count([]byte("The answer is forty-two."))
+	for _, stream := range []bool{false, true} {
+		r := e.post("/v1/completions", `{"model":"`+upOpenAI+`","prompt":"Say it.","stream":`+boolText(stream)+`}`)
+		if r.status != 200 {
+			t.Fatalf("stream %v: %d %s", stream, r.status, r.body)
+		}
+		a := e.traceOf(r.header.Get("X-FreeLane-Request-Id")).Attempts[0]
+		if !a.Estimated || a.CompletionTokens != want || a.PromptTokens != tokens.Count([]byte("Say it.")) {
+			t.Errorf("stream %v: %+v, want %d completion tokens", stream, a, want)
+		}
+	}
+}
