@@ -184,6 +184,9 @@ type usage struct {
 	TotalTokens         int            `json:"total_tokens"`
 	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
 	CacheHitTokens      int            `json:"prompt_cache_hit_tokens,omitempty"`
+	// n is the neutral form neutral returns, held here so that reading a
+	// usage costs one allocation on the relay of every stream.
+	n llm.Usage
 }
 
 type promptDetails struct {
@@ -191,13 +194,14 @@ type promptDetails struct {
 }
 
 // neutral is u in the neutral model, its total completed when the vendor
-// left it out; nil for none.
+// left it out; nil for none. It points into u.
 func (u *usage) neutral() *llm.Usage {
 	if u == nil {
 		return nil
 	}
-	n := &llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+	u.n = llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		CacheReadTokens: u.CacheHitTokens}
+	n := &u.n
 	if d := u.PromptTokensDetails; d != nil && d.CachedTokens > 0 {
 		n.CacheReadTokens = d.CachedTokens
 	}

@@ -89,8 +89,8 @@ func (d *streamDecoder) Decode(dst []llm.Delta, name, data []byte) ([]llm.Delta,
 	// on one of its own; an all-zero usage, which others put on every
 	// chunk, says nothing.
 	if !isNull(used) {
-		var u usage
-		if used[0] != '{' || json.Unmarshal(used, &u) != nil {
+		u := new(usage)
+		if used[0] != '{' || json.Unmarshal(used, u) != nil {
 			return dst, false, protocol.ErrMalformed
 		}
 		if n := u.neutral(); *n != (llm.Usage{}) {
