@@ -180,3 +180,26 @@ func TestLegacyCompletionEstimate(t *testing.T) {
 		}
 	}
 }
+
+// A stream whose usage counts the prompt and never the answer (a Gemini
+// stream that ends without its last chunk's counts) keeps the prompt it
+// reported and has its completion estimated, in the attempt and the trace.
+func TestPromptOnlyUsageGetsACompletionEstimate(t *testing.T) {
+	e := dialectsEnv(t)
+	// The cached tokens tell the reported prompt from an estimate.
+	e.up.Set("ge-m", fakeupstream.Behavior{NoDone: true, CachedTokens: 1000, Chunks: []string{"The answer ", "is forty-two."}})
+	r := e.post("/v1/chat/completions", chat(upGemini, true))
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	tr := e.traceOf(r.header.Get("X-FreeLane-Request-Id"))
+	a := tr.Attempts[0]
+	want := tokens.Count([]byte("The answer is forty-two."))
+	if !a.Estimated || a.CompletionTokens != want || a.PromptTokens <= 1000 {
+		t.Fatalf("attempt %+v, want %d completion tokens", a, want)
+	}
+	if tr.Usage.PromptTokens != a.PromptTokens || tr.Usage.CompletionTokens != want || tr.Usage.TotalTokens != a.PromptTokens+want ||
+		tr.Usage.CacheReadTokens != 1000 {
+		t.Fatalf("trace usage %+v", tr.Usage)
+	}
+}

@@ -269,11 +269,15 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		if le == nil || committed {
 			tr.Backend, tr.TTFT, tr.Committed = b.name, a.TTFT, committed
 			switch {
+			case a.Estimated:
+				// Settle estimated what the usage (if any) left out.
+				if a.usage != nil {
+					tr.Usage = *a.usage
+				}
+				tr.Usage.PromptTokens, tr.Usage.CompletionTokens = a.PromptTokens, a.CompletionTokens
+				tr.Usage.TotalTokens = a.PromptTokens + a.CompletionTokens
 			case a.usage != nil:
 				tr.Usage = *a.usage
-			case a.Estimated:
-				tr.Usage = llm.Usage{PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
-					TotalTokens: a.PromptTokens + a.CompletionTokens}
 			}
 			if le != nil {
 				tr.Class, tr.Error = le.Class, le.Message
