@@ -40,7 +40,7 @@ func (s *Server) callerIdentity(r *http.Request) string {
 	if (c.Kind == CallerSelf || c.Kind == CallerOtherAccount) && c.UIDKnown {
 		return c.Identity()
 	}
-	if s.o.Token.Set() && s.o.Token.Match(presentedToken(r)) {
+	if s.o.Token.Set() && s.o.Token.Match(s.presentedToken(r)) {
 		return identityToken
 	}
 	if c.Kind == CallerNetwork {

@@ -195,7 +195,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
-		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Responses: g.responses, Redactor: g.redact})
+		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
+		Dialects: dialects.Registry()})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
