@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
 )
 
 // The /v1 guard keeps web pages of other sites away from inference. Local
