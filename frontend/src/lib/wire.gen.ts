@@ -1010,7 +1010,10 @@ export interface ModelList {
  * Go: api.ModelListInput.
  */
 export interface ModelListInput {
-  /** Kind is the provider's protocol: openai, anthropic or gemini. */
+  /**
+   * Kind is the provider's protocol, a provider kind as the config names
+   * it ("openai").
+   */
   kind: string;
   base_url: string;
   /**
