@@ -238,6 +238,25 @@ func TestInboundDialectFromRegistry(t *testing.T) {
 	})
 }
 
+// A dialect that claims nothing by itself still owns the requests that
+// match its routes: FreeLane's refusals of them come in its envelope, and
+// a path none of its routes match belongs to the first dialect.
+func TestInboundRouteOwnsItsRefusals(t *testing.T) {
+	quiet := kazoo
+	in := *kazoo.Inbound
+	in.Claims = nil
+	quiet.Inbound = &in
+	openai, _ := dialects.Registry().Lookup(llm.DialectOpenAI)
+	s := New(Options{Router: fakeRouter(&fakeUp{}, kazooName), Dialects: protocol.NewRegistry(openai, quiet),
+		Token: auth.NewToken("inbound-token-0123456789abcdef"), Logger: slog.New(slog.DiscardHandler)})
+	if r := do(s, "POST", "/kazoo/hum", `{}`); r.status != http.StatusUnauthorized || !strings.Contains(r.body, `"kazoo_error"`) {
+		t.Errorf("refused on kazoo's route: %d %s", r.status, r.body)
+	}
+	if r := do(s, "GET", "/kazoo/elsewhere", ""); r.status != http.StatusUnauthorized || !strings.Contains(r.body, `"type":"invalid_request_error"`) {
+		t.Errorf("refused off kazoo's routes: %d %s", r.status, r.body)
+	}
+}
+
 // A route outside every dialect's prefix would skip the guard, so a
 // registry that has one cannot make a server.
 func TestInboundRouteOutsidePrefixesPanics(t *testing.T) {

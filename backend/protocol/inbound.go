@@ -50,7 +50,8 @@ type Inbound struct {
 	// key.
 	KeyHeaders []KeyHeader
 	// KeyQuery is the query parameter the dialect's SDKs may send the key
-	// in ("key"), read only on requests the dialect claims.
+	// in ("key"), read only on requests that belong to the dialect (see
+	// Claims) and carry no key header.
 	KeyQuery string
 	// CORSHeaders are the other request headers a web page of this
 	// dialect's clients sends, allowed in a CORS preflight.
