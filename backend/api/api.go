@@ -18,6 +18,7 @@ import (
 
 	"freelane/backend/auth"
 	"freelane/backend/clock"
+	"freelane/backend/defaults"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 	"freelane/backend/protocol/anthropic"
@@ -28,7 +29,8 @@ import (
 // Options configure the API server.
 type Options struct {
 	Router *router.Router
-	// MaxBody is the largest request body accepted, in bytes.
+	// MaxBody is the largest request body accepted, in bytes (default
+	// 16 MiB).
 	MaxBody int64
 	// BodyReadTimeout bounds receiving one request body (default 60 s).
 	// It is a read deadline on the connection that is lifted once the body
@@ -123,7 +125,7 @@ func New(o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = 16 << 20
+		o.MaxBody = defaults.MaxBodyMB * defaults.MiB
 	}
 	o.Clock = clock.OrReal(o.Clock)
 	if o.Sessions == nil {
@@ -134,8 +136,8 @@ func New(o Options) *Server {
 	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions, tokens: newTokenLimiter(o.Clock, o.Logger)}
 	s.warnUnknownOwners()
 	s.maxBody.Store(o.MaxBody)
-	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaultBodyReadTimeout)))
-	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaultInflightBody))
+	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaults.BodyReadTimeout)))
+	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaults.MaxInflightBodyMB*defaults.MiB))
 	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(openai.Codec, llm.Chat)))
 	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(openai.Codec, llm.Completions)))
 	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(openai.Codec, llm.Embeddings)))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"freelane/backend/defaults"
 )
 
 // mustParse parses data and fails the test on a fatal problem.
@@ -108,7 +110,7 @@ func TestEnvCannotChangeStructure(t *testing.T) {
 
 	env["LISTEN"] = "127.0.0.1:9000"
 	cfg, _ := mustParse(t, data, env)
-	if len(cfg.Providers) != 1 || cfg.MaxBodyMB != DefaultMaxBodyMB {
+	if len(cfg.Providers) != 1 || cfg.MaxBodyMB != defaults.MaxBodyMB {
 		t.Errorf("structure changed: %d providers, max_body_mb %d", len(cfg.Providers), cfg.MaxBodyMB)
 	}
 	if cfg.Providers[0].APIKey != env["KEY"] {
@@ -230,7 +232,7 @@ func TestEmptyFileIsDefault(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	d := Default()
-	if d.Listen != DefaultListen || d.MaxBodyMB != 16 || len(d.Providers) != 0 || len(d.Chains) != 0 ||
+	if d.Listen != defaults.Listen || d.MaxBodyMB != 16 || len(d.Providers) != 0 || len(d.Chains) != 0 ||
 		d.Breaker != (Breaker{Failures: 2, Open: 30 * time.Second, RateLimitCooldown: 60 * time.Second, HealthThreshold: 0.6}) ||
 		d.Probes != (Probes{Interval: 5 * time.Minute, OpenInterval: 30 * time.Second, Daily: 24 * time.Hour}) {
 		t.Errorf("Default() = %+v", d)

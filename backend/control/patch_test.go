@@ -11,6 +11,7 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/defaults"
 )
 
 // patchSeed is one free provider with settings the edit form has no
@@ -75,7 +76,7 @@ func TestEditChangesOnlyWhatItCarries(t *testing.T) {
 	if err := edit(t, c, `{"timeouts": {"connect": ""}, "headers": {}}`); err != nil {
 		t.Fatal(err)
 	}
-	if got := stored(c); got.Timeouts.Connect != config.DefaultConnectTimeout || got.Timeouts.Header != 40*time.Second || len(got.Headers) != 0 {
+	if got := stored(c); got.Timeouts.Connect != defaults.ConnectTimeout || got.Timeouts.Header != 40*time.Second || len(got.Headers) != 0 {
 		t.Errorf("timeouts %+v headers %v", got.Timeouts, got.Headers)
 	}
 }

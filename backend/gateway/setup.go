@@ -146,9 +146,9 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 // list, and says whether the key was taken.
 func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, baseURL, key string) error {
 	wire := wires[e.Dialect]
+	// Zero timeouts are the defaults a provider added from the catalog
+	// gets.
 	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Wire: wire, Codecs: codecs,
-		ConnectTimeout: config.DefaultConnectTimeout, HeaderTimeout: config.DefaultHeaderTimeout,
-		FirstTokenTimeout: config.DefaultFirstTokenTimeout, IdleTimeout: config.DefaultIdleTimeout,
 		Logger: g.log, Clock: g.clock, Redactor: g.redact})
 	defer c.CloseIdle()
 	_, err := c.Complete(ctx, testRequest, e.Models[0].ID)
