@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"freelane/backend/defaults"
+	"freelane/backend/tier"
 )
 
 // Supported values and bounds. The defaults of keys left out are in
@@ -26,13 +27,6 @@ const (
 	KindAnthropic = "anthropic"
 	// KindGemini is Google's Generative Language API (generateContent).
 	KindGemini = "gemini"
-
-	// TierOwn marks a provider reached with the user's own paid key.
-	TierOwn = "own"
-	// TierFree marks a provider used through its free tier.
-	TierFree = "free"
-	// TierLocal marks a server running on the user's machine or network.
-	TierLocal = "local"
 
 	// MaxMaxBodyMB is the largest accepted max_body_mb.
 	MaxMaxBodyMB = 512
@@ -192,7 +186,7 @@ type Provider struct {
 	// Kind is the wire protocol: openai (the default), anthropic or gemini.
 	Kind string `yaml:"kind"`
 	// Tier is one of own, free or local.
-	Tier string `yaml:"tier"`
+	Tier tier.Tier `yaml:"tier"`
 	// Default puts this provider at the head of the auto chain. At most one
 	// provider sets it.
 	Default bool `yaml:"default"`
@@ -279,7 +273,7 @@ func (p Provider) Probed() bool {
 	if p.Probe != nil {
 		return *p.Probe
 	}
-	return p.Tier != TierOwn
+	return p.Tier != tier.Own
 }
 
 // WantsStreamUsage reports whether streamed requests to p should ask for

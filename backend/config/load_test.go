@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"freelane/backend/defaults"
+	"freelane/backend/tier"
 )
 
 // mustParse parses data and fails the test on a fatal problem.
@@ -301,17 +302,17 @@ func TestExample(t *testing.T) {
 		t.Errorf("example with keys set: problems %v", problems)
 	}
 
-	tiers := map[string]bool{}
+	tiers := map[tier.Tier]bool{}
 	for _, p := range cfg.Providers {
 		tiers[p.Tier] = true
 	}
-	if !tiers[TierOwn] || !tiers[TierFree] || !tiers[TierLocal] {
+	if !tiers[tier.Own] || !tiers[tier.Free] || !tiers[tier.Local] {
 		t.Errorf("example lacks a tier: %v", tiers)
 	}
 	if p, ok := cfg.Provider("openai"); !ok || !p.Default || !slices.Equal(p.APIKeyEnv, []string{"OPENAI_API_KEY"}) {
 		t.Errorf("openai provider: %+v", p)
 	}
-	if p, ok := cfg.Provider("lab-vllm"); !ok || !p.Keyless || p.Tier != TierLocal || !p.Disabled {
+	if p, ok := cfg.Provider("lab-vllm"); !ok || !p.Keyless || p.Tier != tier.Local || !p.Disabled {
 		t.Errorf("lab-vllm provider: %+v", p)
 	}
 	// The catalog supplies what the example leaves out.

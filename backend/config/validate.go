@@ -14,6 +14,7 @@ import (
 
 	"freelane/backend/defaults"
 	"freelane/backend/quota"
+	"freelane/backend/tier"
 )
 
 var (
@@ -28,7 +29,6 @@ var (
 	// Capabilities and Endpoints are the names models may declare.
 	Capabilities = []string{"tools", "vision", "json", "reasoning"}
 	Endpoints    = []string{"chat", "completions", "embeddings"}
-	tiers        = []string{TierOwn, TierFree, TierLocal}
 )
 
 // validator checks a decoded Config. It reports problems by field path and
@@ -218,9 +218,9 @@ func (v *validator) providers(c *Config) {
 		v.params(p.DropParams, f+".drop_params")
 		switch {
 		case p.Tier == "":
-			v.errorf(f+".tier", "is required: one of %s", strings.Join(tiers, ", "))
-		case !slices.Contains(tiers, p.Tier):
-			v.errorf(f+".tier", "must be one of %s, got %q", strings.Join(tiers, ", "), p.Tier)
+			v.errorf(f+".tier", "is required: one of %s", tier.Words(tier.Tiers()))
+		case !p.Tier.Valid():
+			v.errorf(f+".tier", "must be one of %s, got %q", tier.Words(tier.Tiers()), p.Tier)
 		}
 
 		if p.Default {

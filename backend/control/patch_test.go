@@ -12,6 +12,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/control"
 	"freelane/backend/defaults"
+	"freelane/backend/tier"
 )
 
 // patchSeed is one free provider with settings the edit form has no
@@ -19,7 +20,7 @@ import (
 func patchSeed() *config.Config {
 	cfg := config.Default()
 	cfg.Providers = []config.Provider{{
-		Name: "groq", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: "https://api.groq.com/openai/v1",
+		Name: "groq", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: "https://api.groq.com/openai/v1",
 		APIKey: "${GROQ_API_KEY}", APIKeyEnv: []string{"GROQ_API_KEY"},
 		Headers:     map[string]string{"X-Title": "${APP_TITLE}"},
 		StreamUsage: ptr(false),

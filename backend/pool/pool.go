@@ -32,6 +32,7 @@ import (
 	"freelane/backend/discovery"
 	"freelane/backend/events"
 	"freelane/backend/llm"
+	"freelane/backend/tier"
 )
 
 // Breakers is what the pool tells the breakers: backends that cannot
@@ -199,7 +200,7 @@ func (p *Pool) composeLocked(base *config.Config) *config.Config {
 // localProvider is the server s as the keyless local provider called
 // name, with the limits base records for it.
 func localProvider(name string, s discovery.Server, base *config.Config) config.Provider {
-	p := config.Provider{Name: name, Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: s.BaseURL, Keyless: true,
+	p := config.Provider{Name: name, Kind: config.KindOpenAI, Tier: tier.Local, BaseURL: s.BaseURL, Keyless: true,
 		Timeouts: config.Timeouts{Connect: defaults.ConnectTimeout, Header: defaults.HeaderTimeout,
 			FirstToken: defaults.LocalFirstTokenTimeout, Idle: defaults.IdleTimeout}}
 	if base != nil {
