@@ -622,11 +622,18 @@ func (v *validator) breaker(c *Config) {
 		v.errorf("breaker.health_threshold", "must be between 0 and 1 (exclusive), got %g", b.HealthThreshold)
 	}
 	pr := c.Probes
-	for field, d := range map[string]time.Duration{"probes.interval": pr.Interval, "probes.open_interval": pr.OpenInterval, "probes.daily": pr.Daily} {
-		if d < 0 {
-			v.errorf(field, "must not be negative; 0 or leaving it out means the default, got %s", d)
-		} else if d > 0 && d < time.Second {
-			v.errorf(field, "must be at least 1s: probes spend the providers' quota, got %s", d)
+	for _, p := range []struct {
+		field  string
+		d, def time.Duration
+	}{
+		{"probes.interval", pr.Interval, defaults.ProbeInterval},
+		{"probes.open_interval", pr.OpenInterval, defaults.ProbeOpenInterval},
+		{"probes.daily", pr.Daily, defaults.ProbeDaily},
+	} {
+		if p.d < 0 {
+			v.errorf(p.field, "must not be negative; 0 or leaving it out means the default (%s), got %s", p.def, p.d)
+		} else if p.d > 0 && p.d < time.Second {
+			v.errorf(p.field, "must be at least 1s: probes spend the providers' quota, got %s", p.d)
 		}
 	}
 }
