@@ -18,6 +18,7 @@ import (
 
 	"freelane/backend/auth"
 	"freelane/backend/clock"
+	"freelane/backend/defaults"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 	"freelane/backend/router"
@@ -31,7 +32,8 @@ type Options struct {
 	// written come from their Inbound parts. nil serves no inference
 	// route at all.
 	Dialects *protocol.Registry
-	// MaxBody is the largest request body accepted, in bytes.
+	// MaxBody is the largest request body accepted, in bytes (default
+	// 16 MiB).
 	MaxBody int64
 	// BodyReadTimeout bounds receiving one request body (default 60 s).
 	// It is a read deadline on the connection that is lifted once the body
@@ -128,7 +130,7 @@ func New(o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = 16 << 20
+		o.MaxBody = defaults.MaxBodyMB * defaults.MiB
 	}
 	o.Clock = clock.OrReal(o.Clock)
 	if o.Sessions == nil {
@@ -142,8 +144,8 @@ func New(o Options) *Server {
 	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions, tokens: newTokenLimiter(o.Clock, o.Logger), sf: newSurface(o.Dialects)}
 	s.warnUnknownOwners()
 	s.maxBody.Store(o.MaxBody)
-	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaultBodyReadTimeout)))
-	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaultInflightBody))
+	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaults.BodyReadTimeout)))
+	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaults.MaxInflightBodyMB*defaults.MiB))
 	for _, d := range s.sf.dialects {
 		for _, rt := range d.Inbound.Routes {
 			s.mux.HandleFunc(rt.Pattern, s.handler(d, rt))

@@ -15,12 +15,6 @@ import (
 // limit (max_body_mb), its arrival by a read deadline (body_read_timeout),
 // and all bodies held at once by a byte budget (max_inflight_body_mb).
 
-// Defaults for the body limits when Options leave them zero.
-const (
-	defaultBodyReadTimeout = 60 * time.Second
-	defaultInflightBody    = 256 << 20
-)
-
 // firstBodyChunk is the buffer a body of unknown or large length starts
 // with. Smaller bodies with a Content-Length are read into one allocation
 // of their size; larger ones grow with what actually arrives, so a client

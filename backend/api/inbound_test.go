@@ -17,6 +17,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 	"freelane/backend/router"
+	"freelane/backend/tier"
 )
 
 // kazoo is a dialect that exists only in this file: one route, a key
@@ -132,7 +133,7 @@ func (dropRecorder) Record(llm.Trace) {}
 // fakeRouter routes the model fake/m, of dialect d, to up.
 func fakeRouter(up router.Upstream, d llm.Dialect) *router.Router {
 	spec := router.Spec{Providers: []router.ProviderSpec{
-		{Name: "fake", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{{ID: "m"}}, Up: up, Dialect: d},
+		{Name: "fake", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{{ID: "m"}}, Up: up, Dialect: d},
 	}}
 	return router.New(router.Build(spec), openGate{}, dropRecorder{}, nil, slog.New(slog.DiscardHandler))
 }
