@@ -149,7 +149,7 @@ func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, baseURL, key 
 	wire := wires[e.Dialect]
 	// Zero timeouts are the defaults a provider added from the catalog
 	// gets.
-	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Wire: wire, Codecs: codecs,
+	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Wire: wire, Codecs: g.dialects,
 		Logger: g.log, Clock: g.clock, Redactor: g.redact})
 	defer c.CloseIdle()
 	_, err := c.Complete(ctx, testRequest, e.Models[0].ID)

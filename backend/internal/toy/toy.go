@@ -543,5 +543,24 @@ func (codec) CheckAnswer(_ llm.Endpoint, body []byte) (llm.Usage, error) {
 	return u, nil
 }
 
+// Prefix is where the toy's clients call FreeLane.
+const Prefix = "/toy/"
+
+// TalkPath is the toy's one route, on FreeLane and on a toy upstream.
+const TalkPath = "/toy/talk"
+
+// inbound is how toy clients call FreeLane: one route, a key header, and
+// every request under /toy/ answered in the toy's envelope.
+var inbound = &protocol.Inbound{
+	Prefixes: []string{Prefix},
+	Routes: []protocol.Route{{
+		Pattern: "POST " + TalkPath,
+		Call:    protocol.Call{Kind: protocol.CallGenerate, Endpoint: llm.Chat},
+		Listed:  TalkPath,
+	}},
+	Claims:     func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, Prefix) },
+	KeyHeaders: []protocol.KeyHeader{{Name: KeyHeader}},
+}
+
 // Dialect is the toy's registry entry.
-var Dialect = protocol.Dialect{Codec: Codec, Kind: Kind}
+var Dialect = protocol.Dialect{Codec: Codec, Inbound: inbound, Kind: Kind}
