@@ -211,7 +211,7 @@ func (s *Server) answering(r *http.Request, route protocol.Dialect, has func(*pr
 }
 
 // callPath is the API path a routed request came in on, as its route
-// names it, with the client's own data left out: "/v1/chat/completions".
+// names it, with the client's own data left out.
 // It is built from the route pattern the request matched, not from the
 // URL, so it is always one of a few known strings.
 func callPath(r *http.Request) string {
