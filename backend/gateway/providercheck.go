@@ -169,9 +169,8 @@ func (g *Gateway) tryRequest(ctx context.Context, p config.Provider) error {
 	// The key is not in the gateway's redactor until the provider is
 	// stored, so this client and its log lines get one that knows it.
 	red := redact.New(secrets(&config.Config{Providers: []config.Provider{p}})...)
-	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Wire: wires[p.Kind], Codecs: codecs,
-		ConnectTimeout: cmp.Or(p.Timeouts.Connect, config.DefaultConnectTimeout), HeaderTimeout: cmp.Or(p.Timeouts.Header, config.DefaultHeaderTimeout),
-		FirstTokenTimeout: cmp.Or(p.Timeouts.FirstToken, config.DefaultFirstTokenTimeout), IdleTimeout: cmp.Or(p.Timeouts.Idle, config.DefaultIdleTimeout),
+	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Wire: wires[p.Kind], Codecs: g.dialects,
+		ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header, FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 		Logger: slog.New(redact.Handler(g.log.Handler(), red)), Clock: g.clock, Redactor: red})
 	defer c.CloseIdle()
 	ctx, cancel := context.WithTimeout(ctx, listWait)

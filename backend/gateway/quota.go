@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"freelane/backend/config"
+	"freelane/backend/defaults"
 	"freelane/backend/llm"
 	"freelane/backend/quota"
 	"freelane/backend/router"
@@ -117,7 +118,7 @@ func (g *Gateway) housekeep(ctx context.Context) {
 
 func (g *Gateway) rollUp(ctx context.Context) {
 	g.mu.Lock()
-	days := config.DefaultRetentionDays
+	days := defaults.LedgerRetentionDays
 	if g.cfg != nil && g.cfg.Ledger.RetentionDays > 0 {
 		days = g.cfg.Ledger.RetentionDays
 	}
