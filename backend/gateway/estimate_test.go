@@ -9,6 +9,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/internal/fakeupstream"
 	"freelane/backend/llm"
+	"freelane/backend/tier"
 	"freelane/backend/tokens"
 )
 
@@ -34,11 +35,11 @@ func dialectsEnv(t *testing.T) *env {
 			return []config.Model{{ID: id, Context: 100000, MaxOutput: 4096, Capabilities: []string{"tools"}}}
 		}
 		cfg.Providers = append(cfg.Providers,
-			config.Provider{Name: "oa", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: base, APIKey: "sk-oa-test",
+			config.Provider{Name: "oa", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: base, APIKey: "sk-oa-test",
 				Models: models("oa-m"), Timeouts: fastTimeouts},
-			config.Provider{Name: "an", Kind: config.KindAnthropic, Tier: config.TierOwn, BaseURL: base, APIKey: "sk-ant-test",
+			config.Provider{Name: "an", Kind: config.KindAnthropic, Tier: tier.Own, BaseURL: base, APIKey: "sk-ant-test",
 				Models: models("an-m"), Timeouts: fastTimeouts},
-			config.Provider{Name: "ge", Kind: config.KindGemini, Tier: config.TierFree, BaseURL: gemURL, APIKey: "AIza-test",
+			config.Provider{Name: "ge", Kind: config.KindGemini, Tier: tier.Free, BaseURL: gemURL, APIKey: "AIza-test",
 				Models: models("ge-m"), Timeouts: fastTimeouts},
 		)
 	})

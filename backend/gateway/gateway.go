@@ -173,7 +173,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
 	g.quota = quota.New(o.Clock, g.bus, nil)
-	g.quota.ReadAnswersWith(codecs)
+	g.quota.ReadAnswersWith(g.dialects)
 	if !o.NoLedger {
 		g.router.SetAdmission(admission{g.quota})
 	}
