@@ -1550,9 +1550,9 @@ export interface Trace {
   /** chat, completions, embeddings */
   endpoint: RequestEndpoint;
   /**
-   * Path is the API path the client called, as Request.Path names it:
-   * "/v1/messages", "/v1beta/models/{model}:generateContent". Empty for
-   * requests logged before it was recorded.
+   * Path is the API path the client called, as Request.Path names it
+   * (the pattern of the dialect's route). Empty for requests logged
+   * before it was recorded.
    */
   path?: string;
   /** Dialect is the wire format the client spoke. */
