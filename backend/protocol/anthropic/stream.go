@@ -461,9 +461,7 @@ func (e *encoder) End(dst []llm.Event) []llm.Event {
 	md := messageDeltaEvent{Type: "message_delta"}
 	md.Delta.StopReason = stopReason(e.finish, e.calls)
 	if e.usage != nil {
-		u := usageOf(*e.usage)
-		md.Usage = deltaUsage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
-			CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
+		md.Usage = deltaUsage(usageOf(*e.usage))
 	}
 	ev := event(llm.Held, md)
 	ev.Usage = e.usage
