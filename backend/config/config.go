@@ -17,11 +17,14 @@ import (
 // Config by hand (tests, the GUI) uses the same values as the loader.
 const (
 	// KindOpenAI is the OpenAI-compatible chat completions protocol, which
-	// most servers speak.
+	// most servers speak, and the kind of a provider that names none. The
+	// kinds a configuration may name are those of the registry of
+	// dialects (package dialects); these names are for code that builds a
+	// provider by hand.
 	KindOpenAI = "openai"
 	// KindAnthropic is Anthropic's Messages API.
 	KindAnthropic = "anthropic"
-	// KindGemini is Google's Generative Language API (generateContent).
+	// KindGemini is Google's Generative Language API.
 	KindGemini = "gemini"
 
 	// TierOwn marks a provider reached with the user's own paid key.

@@ -71,9 +71,9 @@ func (a adminView) UpdateProvider(ctx context.Context, name string, in control.P
 func (a adminView) ProviderModels(ctx context.Context, in api.ModelListInput) (api.ModelList, error) {
 	g := a.g
 	kind := cmp.Or(strings.TrimSpace(in.Kind), config.KindOpenAI)
-	if _, ok := wires[kind]; !ok {
+	if _, ok := dialectOf(kind); !ok {
 		return api.ModelList{}, &control.Error{Status: http.StatusBadRequest, Param: "kind",
-			Message: fmt.Sprintf("kind must be %s, %s or %s, got %q", config.KindOpenAI, config.KindAnthropic, config.KindGemini, truncate(kind, 40))}
+			Message: fmt.Sprintf("kind must be %s, got %q", oneOf(codecs.Kinds()), truncate(kind, 40))}
 	}
 	base := strings.TrimSpace(in.BaseURL)
 	if len(base) > maxBaseURL {
@@ -169,7 +169,11 @@ func (g *Gateway) tryRequest(ctx context.Context, p config.Provider) error {
 	// The key is not in the gateway's redactor until the provider is
 	// stored, so this client and its log lines get one that knows it.
 	red := redact.New(secrets(&config.Config{Providers: []config.Provider{p}})...)
-	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Wire: wires[p.Kind], Codecs: codecs,
+	d, ok := dialectOf(p.Kind)
+	if !ok {
+		return fmt.Errorf("no dialect speaks the provider kind %q", p.Kind)
+	}
+	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Dialect: d, Codecs: codecs,
 		ConnectTimeout: cmp.Or(p.Timeouts.Connect, config.DefaultConnectTimeout), HeaderTimeout: cmp.Or(p.Timeouts.Header, config.DefaultHeaderTimeout),
 		FirstTokenTimeout: cmp.Or(p.Timeouts.FirstToken, config.DefaultFirstTokenTimeout), IdleTimeout: cmp.Or(p.Timeouts.Idle, config.DefaultIdleTimeout),
 		Logger: slog.New(redact.Handler(g.log.Handler(), red)), Clock: g.clock, Redactor: red})
@@ -305,6 +309,14 @@ func statusWords(err error) string {
 		return fmt.Sprintf("HTTP %d", me.Status)
 	}
 	return fmt.Sprintf("HTTP %d: %s", me.Status, me.Message)
+}
+
+// oneOf lists choices as a sentence does: "a", "a or b", "a, b or c".
+func oneOf(choices []string) string {
+	if len(choices) < 2 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }
 
 // urlHost is the host of a base URL, or the URL itself when it has none;

@@ -39,8 +39,11 @@ func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (fun
 // quotaSettings derives the quota manager's settings from a configuration.
 // Rules that do not parse were already refused by validation.
 func quotaSettings(cfg *config.Config) quota.Settings {
-	s := quota.Settings{Providers: map[string]quota.Limits{}}
+	s := quota.Settings{Providers: map[string]quota.Limits{}, RateHeaders: map[string]llm.RateHeaders{}}
 	for _, p := range cfg.Providers {
+		if d, ok := dialectOf(p.Kind); ok {
+			s.RateHeaders[p.Name] = d.Outbound.RateLimits
+		}
 		if p.Limits != nil {
 			s.Providers[p.Name] = toQuotaLimits(p.Limits)
 		}

@@ -145,8 +145,11 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 // tryKey sends one tiny request with a key to a provider that has no model
 // list, and says whether the key was taken.
 func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, baseURL, key string) error {
-	wire := wires[e.Dialect]
-	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Wire: wire, Codecs: codecs,
+	d, ok := dialectOf(e.Dialect)
+	if !ok {
+		return &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("%s speaks the provider kind %q, which FreeLane does not know", e.Name, e.Dialect)}
+	}
+	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Dialect: d, Codecs: codecs,
 		ConnectTimeout: config.DefaultConnectTimeout, HeaderTimeout: config.DefaultHeaderTimeout,
 		FirstTokenTimeout: config.DefaultFirstTokenTimeout, IdleTimeout: config.DefaultIdleTimeout,
 		Logger: g.log, Clock: g.clock, Redactor: g.redact})

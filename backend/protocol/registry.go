@@ -19,6 +19,10 @@ type Dialect struct {
 	// this dialect ("openai", "anthropic"); empty when no upstream is
 	// configured to speak it.
 	Kind string
+	// Outbound is how upstreams of this dialect are called: their wire,
+	// model list and rate-limit headers. A dialect with a Kind needs its
+	// Wire.
+	Outbound Outbound
 }
 
 // Name is the dialect's name in the neutral model.
@@ -47,6 +51,9 @@ func NewRegistry(ds ...Dialect) *Registry {
 		}
 		r.byName[d.Name()] = len(r.all)
 		if d.Kind != "" {
+			if d.Outbound.Wire == nil {
+				panic(fmt.Sprintf("protocol: provider kind %q without an outbound wire", d.Kind))
+			}
 			if _, dup := r.byKind[d.Kind]; dup {
 				panic(fmt.Sprintf("protocol: provider kind %q registered twice", d.Kind))
 			}

@@ -29,16 +29,17 @@ import (
 
 var codecs = protocol.NewRegistry(openai.Dialect, anthropic.Dialect, gemini.Dialect)
 
-// vendor is one dialect's upstream: its wire and where the fake serves it.
+// vendor is one dialect's upstream: its dialect and where the fake serves
+// it.
 type vendor struct {
-	wire upstream.Wire
-	url  func(*fakeupstream.Server) string
+	dialect protocol.Dialect
+	url     func(*fakeupstream.Server) string
 }
 
 var vendors = []vendor{
-	{openai.Codec, func(s *fakeupstream.Server) string { return s.URL }},
-	{anthropic.Codec, func(s *fakeupstream.Server) string { return s.AnthropicURL() }},
-	{gemini.Codec, func(s *fakeupstream.Server) string { return s.GeminiURL() }},
+	{openai.Dialect, func(s *fakeupstream.Server) string { return s.URL }},
+	{anthropic.Dialect, func(s *fakeupstream.Server) string { return s.AnthropicURL() }},
+	{gemini.Dialect, func(s *fakeupstream.Server) string { return s.GeminiURL() }},
 }
 
 // requests are the same chat in each client dialect.
@@ -149,13 +150,13 @@ func TestConformance(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, v := range vendors {
 		c := upstream.New(upstream.Options{
-			Name: "p", BaseURL: v.url(srv), APIKey: "sk-conformance", Wire: v.wire, Codecs: codecs,
+			Name: "p", BaseURL: v.url(srv), APIKey: "sk-conformance", Dialect: v.dialect, Codecs: codecs,
 			HeaderTimeout: fastLimit, FirstTokenTimeout: fastLimit, IdleTimeout: fastLimit,
 			StreamUsage: true, Logger: quiet,
 		})
 		for _, client := range []llm.Dialect{llm.DialectOpenAI, llm.DialectAnthropic, llm.DialectGemini} {
 			mode := "translated"
-			if client == v.wire.Dialect() {
+			if client == v.dialect.Name() {
 				mode = "relayed"
 			}
 			for _, row := range table {
@@ -164,7 +165,7 @@ func TestConformance(t *testing.T) {
 					if stream {
 						want = row.stream
 					}
-					name := fmt.Sprintf("%s/%s from %s/%s/stream=%v", v.wire.Dialect(), mode, client, row.name, stream)
+					name := fmt.Sprintf("%s/%s from %s/%s/stream=%v", v.dialect.Name(), mode, client, row.name, stream)
 					t.Run(name, func(t *testing.T) {
 						t.Parallel()
 						model := strings.NewReplacer("/", "-", " ", "-", "=", "-").Replace(name)

@@ -8,8 +8,7 @@ import (
 	"freelane/backend/llm"
 )
 
-// Codec is the dialect; it implements protocol.Codec and the upstream
-// client's Wire.
+// Codec is the dialect; it implements protocol.Codec and protocol.Wire.
 var Codec codec
 
 type codec struct{}
@@ -45,10 +44,17 @@ func (codec) Path(_ llm.Endpoint, model string, stream bool) string {
 	}
 	path := "/" + collection + "/" + url.PathEscape(model)
 	if stream {
-		return path + ":streamGenerateContent?alt=sse"
+		return path + ":" + methodStream + "?alt=sse"
 	}
-	return path + ":generateContent"
+	return path + ":" + methodGenerate
 }
+
+// The API's methods a chat request calls, for a whole answer and for a
+// stream.
+const (
+	methodGenerate = "generateContent"
+	methodStream   = "streamGenerateContent"
+)
 
 // Header sets the API key; the API takes it in x-goog-api-key.
 func (codec) Header(h http.Header, key string) {

@@ -5,6 +5,7 @@ import "freelane/backend/protocol"
 // Dialect is this wire format's entry in FreeLane's registry of dialects.
 // Upstreams of provider kind "gemini" speak it.
 var Dialect = protocol.Dialect{
-	Codec: Codec,
-	Kind:  "gemini",
+	Codec:    Codec,
+	Kind:     "gemini",
+	Outbound: outbound,
 }

@@ -9,12 +9,11 @@ import (
 
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
-	"freelane/backend/upstream"
 )
 
 var (
 	_ protocol.Codec = Codec
-	_ upstream.Wire  = Codec
+	_ protocol.Wire  = Codec
 )
 
 func TestPath(t *testing.T) {
@@ -95,7 +94,7 @@ func TestClassify(t *testing.T) {
 			if h == nil {
 				h = http.Header{}
 			}
-			e := llm.ClassifyResponse(c.status, h, []byte(c.body), now)
+			e := llm.ClassifyResponse(c.status, h, []byte(c.body), now, Dialect.Outbound.RateLimits)
 			Codec.Classify(e, c.status, h, []byte(c.body), now)
 			if e.Class != c.class || e.Code != c.code || e.RetryAfter != c.retry || e.Dialect != llm.DialectGemini {
 				t.Errorf("class %s code %q retry %s dialect %s, want %s %q %s", e.Class, e.Code, e.RetryAfter, e.Dialect, c.class, c.code, c.retry)
