@@ -150,3 +150,18 @@ func TestErrors(t *testing.T) {
 		t.Error("StreamEnd is not nil")
 	}
 }
+
+// The API sends no rate-limit headers: the wait after a refusal is its
+// RetryInfo or the standard Retry-After, never another vendor's reset.
+func TestNoRateLimitHeaders(t *testing.T) {
+	now := time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
+	if Dialect.Outbound.RateLimits.Requests != (llm.RateHeader{}) || Dialect.Outbound.RateLimits.Tokens != (llm.RateHeader{}) {
+		t.Errorf("rate-limit headers named: %+v", Dialect.Outbound.RateLimits)
+	}
+	h := http.Header{"X-Ratelimit-Reset-Requests": {"1h"}}
+	e := llm.ClassifyResponse(http.StatusTooManyRequests, h, nil, now, Dialect.Outbound.RateLimits)
+	Codec.Classify(e, http.StatusTooManyRequests, h, nil, now)
+	if e.Class != llm.RateLimited || e.RetryAfter != 0 {
+		t.Errorf("a bare 429: %s, wait %v; want rate limited with no wait", e.Class, e.RetryAfter)
+	}
+}
