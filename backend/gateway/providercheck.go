@@ -71,7 +71,8 @@ func (a adminView) UpdateProvider(ctx context.Context, name string, in control.P
 func (a adminView) ProviderModels(ctx context.Context, in api.ModelListInput) (api.ModelList, error) {
 	g := a.g
 	kind := cmp.Or(strings.TrimSpace(in.Kind), config.KindOpenAI)
-	if _, ok := dialectOf(kind); !ok {
+	d, ok := dialectOf(kind)
+	if !ok {
 		return api.ModelList{}, &control.Error{Status: http.StatusBadRequest, Param: "kind",
 			Message: fmt.Sprintf("kind must be %s, got %q", oneOf(codecs.Kinds()), truncate(kind, 40))}
 	}
@@ -111,9 +112,13 @@ func (a adminView) ProviderModels(ctx context.Context, in api.ModelListInput) (a
 				Chat: l.Chat, Priced: l.Priced, Free: l.Free})
 		}
 		return out, nil
-	case errors.Is(err, modellist.ErrNoList):
+	case errors.Is(err, modellist.ErrNoList) && d.Outbound.Models == nil:
 		return api.ModelList{Models: []api.ListedModel{},
-			Message: fmt.Sprintf("%s has no model list (GET %s/models answered %s); type the model ids", urlHost(base), strings.TrimRight(base, "/"), statusWords(err))}, nil
+			Message: fmt.Sprintf("servers of kind %s have no model list; type the model ids", kind)}, nil
+	case errors.Is(err, modellist.ErrNoList):
+		path, _, _ := strings.Cut(d.Outbound.Models.Path(), "?")
+		return api.ModelList{Models: []api.ListedModel{},
+			Message: fmt.Sprintf("%s has no model list (GET %s%s answered %s); type the model ids", urlHost(base), strings.TrimRight(base, "/"), path, statusWords(err))}, nil
 	}
 	if f := g.judge(p, err); f != nil {
 		if f.refused && p.APIKey == "" {
