@@ -13,6 +13,7 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/connect"
+	"freelane/backend/defaults"
 )
 
 // connectCmd prints a tool's settings for this FreeLane, or writes them into
@@ -106,7 +107,7 @@ func connectCmd(args []string, stdout, stderr io.Writer, clk clock.Clock) int {
 // required when FREELANE_TOKEN or server.token is set, as the server
 // decides.
 func connectOptions(cfgPath, rawURL, model string) (connect.Options, error) {
-	listen := config.DefaultListen
+	listen := defaults.Listen
 	token := os.Getenv("FREELANE_TOKEN") != ""
 	if cfgPath != "" {
 		cfg, _, err := config.Load(cfgPath)

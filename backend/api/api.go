@@ -1,34 +1,39 @@
-// Package api is FreeLane's HTTP surface: the OpenAI-compatible /v1 endpoints
-// that tools call, /healthz, and the dashboard's static files.
+// Package api is FreeLane's HTTP surface: the inference endpoints that
+// tools call, in every registered dialect (built from the registry, see
+// dialect.go), the admin plane under /api, /healthz, and the dashboard's
+// static files.
 package api
 
 import (
 	"cmp"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"freelane/backend/auth"
 	"freelane/backend/clock"
+	"freelane/backend/defaults"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
-	"freelane/backend/protocol/anthropic"
-	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
 )
 
 // Options configure the API server.
 type Options struct {
 	Router *router.Router
-	// MaxBody is the largest request body accepted, in bytes.
+	// Dialects are the wire formats clients may speak: every route under
+	// them, how a caller's key is read and in which envelope a refusal is
+	// written come from their Inbound parts. nil serves no inference
+	// route at all.
+	Dialects *protocol.Registry
+	// MaxBody is the largest request body accepted, in bytes (default
+	// 16 MiB).
 	MaxBody int64
 	// BodyReadTimeout bounds receiving one request body (default 60 s).
 	// It is a read deadline on the connection that is lifted once the body
@@ -52,9 +57,9 @@ type Options struct {
 	// the user's own (server.local_users: any); otherwise other accounts
 	// need the Token.
 	AllLocalUsers bool
-	// Responses stores Responses API answers; nil stores none, and a
-	// previous_response_id is then never found.
-	Responses ResponseStore
+	// Answers stores the answers clients continue by id; nil stores none,
+	// and a continued conversation is then never found.
+	Answers ResponseStore
 	// Redactor removes the configured secrets from every answer before it
 	// is stored; nil stores answers as they came.
 	Redactor Redactor
@@ -74,6 +79,8 @@ type Server struct {
 	budget      byteBudget
 	// tokens counts wrong inbound tokens and throttles their senders.
 	tokens *tokenLimiter
+	// sf is the inference surface the dialects make.
+	sf surface
 }
 
 // SetPaused pauses or resumes routing. While paused every /v1 request is
@@ -92,7 +99,7 @@ func (s *Server) unlessPaused(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.paused.Load() {
 			w.Header().Set("Retry-After", "30")
-			v1Error(w, r, http.StatusServiceUnavailable, "service_unavailable", "freelane_paused", PausedMessage, "")
+			s.v1Error(w, r, http.StatusServiceUnavailable, "service_unavailable", "freelane_paused", PausedMessage, "")
 			return
 		}
 		h(w, r)
@@ -123,7 +130,7 @@ func New(o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = 16 << 20
+		o.MaxBody = defaults.MaxBodyMB * defaults.MiB
 	}
 	o.Clock = clock.OrReal(o.Clock)
 	if o.Sessions == nil {
@@ -131,29 +138,23 @@ func New(o Options) *Server {
 		_, _ = rand.Read(secret)
 		o.Sessions = auth.New(secret, o.Clock)
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions, tokens: newTokenLimiter(o.Clock, o.Logger)}
+	if o.Dialects == nil {
+		o.Dialects = protocol.NewRegistry()
+	}
+	s := &Server{o: o, mux: http.NewServeMux(), sessions: o.Sessions, tokens: newTokenLimiter(o.Clock, o.Logger), sf: newSurface(o.Dialects)}
 	s.warnUnknownOwners()
 	s.maxBody.Store(o.MaxBody)
-	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaultBodyReadTimeout)))
-	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaultInflightBody))
-	s.mux.HandleFunc("POST /v1/chat/completions", s.unlessPaused(s.routed(openai.Codec, llm.Chat)))
-	s.mux.HandleFunc("POST /v1/completions", s.unlessPaused(s.routed(openai.Codec, llm.Completions)))
-	s.mux.HandleFunc("POST /v1/embeddings", s.unlessPaused(s.routed(openai.Codec, llm.Embeddings)))
-	s.mux.HandleFunc("POST /v1/messages", s.unlessPaused(s.routed(anthropic.Codec, llm.Chat)))
-	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.unlessPaused(s.countTokens(anthropic.Codec, anthropic.ParseCountTokens)))
-	s.mux.HandleFunc("POST /v1/responses", s.unlessPaused(s.responsesCreate))
-	s.mux.HandleFunc("POST /v1/responses/compact", s.unlessPaused(s.responsesCompact))
-	s.mux.HandleFunc("GET /v1/responses/{id}", s.unlessPaused(s.responsesGet))
-	s.mux.HandleFunc("GET /v1/responses", s.responsesSocket)
-	s.mux.HandleFunc("POST /v1beta/models/{call...}", s.unlessPaused(s.gemini))
-	s.mux.HandleFunc("POST /v1/models/{call...}", s.unlessPaused(s.gemini))
-	s.mux.HandleFunc("GET /v1beta/models", s.unlessPaused(s.geminiModels))
-	s.mux.HandleFunc("GET /v1beta/models/{model...}", s.unlessPaused(s.geminiModelInfo))
-	s.mux.HandleFunc("GET /v1/models", s.unlessPaused(s.models))
-	s.mux.HandleFunc("GET /v1/models/{model...}", s.unlessPaused(s.model))
+	s.readTimeout.Store(int64(cmp.Or(o.BodyReadTimeout, defaults.BodyReadTimeout)))
+	s.budget.max.Store(cmp.Or(o.MaxInflightBody, defaults.MaxInflightBodyMB*defaults.MiB))
+	for _, d := range s.sf.dialects {
+		for _, rt := range d.Inbound.Routes {
+			s.mux.HandleFunc(rt.Pattern, s.handler(d, rt))
+		}
+	}
+	for _, p := range s.sf.prefixes {
+		s.mux.HandleFunc(p, s.unknownEndpoint)
+	}
 	s.mux.HandleFunc("GET /healthz", s.health)
-	s.mux.HandleFunc("/v1/", s.unknownEndpoint)
-	s.mux.HandleFunc("/v1beta/", s.unknownEndpoint)
 	var files http.Handler = http.NotFoundHandler()
 	if o.Assets != nil {
 		files = http.FileServerFS(o.Assets)
@@ -173,7 +174,7 @@ func New(o Options) *Server {
 func (s *Server) Handler() http.Handler {
 	v1 := s.guardV1(s.mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/v1beta/") {
+		if s.sf.guarded(r.URL.Path) {
 			v1.ServeHTTP(w, r)
 			return
 		}
@@ -225,58 +226,33 @@ func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) (*heldBody,
 	return held, true
 }
 
-// routed serves one routed endpoint of a client dialect: the codec parses
-// the body, the router serves it, and answers and errors go back in the
-// client's dialect.
-func (s *Server) routed(codec protocol.Codec, ep llm.Endpoint) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		held, ok := s.requestBody(w, r)
-		if !ok {
-			return
-		}
-		defer held.release()
-		req, err := codec.ParseRequest(ep, held.data)
-		if err != nil {
-			writeBadRequest(w, codec, err)
-			return
-		}
-		req.Forward = forwarded(codec, r.Header)
-		s.serve(w, r, codec, req)
-	}
-}
-
 // serve routes a parsed request and writes the answer, or the failure, in
-// the codec's dialect.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, codec protocol.Codec, req *llm.Request) {
-	req.Path = callPath(r)
+// d's dialect.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request) {
 	if req.Stream {
-		s.stream(w, r, codec, req)
+		s.stream(w, r, d, req, nil)
 		return
 	}
 	res, f := s.o.Router.Complete(r.Context(), req)
 	if f != nil {
-		s.fail(w, codec, f)
+		s.fail(w, d.Codec, f)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(res.Response.Body)))
-	h.Set("X-FreeLane-Request-Id", res.ID)
-	h.Set("X-FreeLane-Backend", res.Backend.Name())
-	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res.Response.Body)
+	writeAnswer(w, res, res.Response.Body)
 }
 
-// unknownEndpoint answers a path under /v1 or /v1beta that FreeLane does
-// not serve with a JSON 404 in the dialect the path implies, and logs the
-// path (never the body), so a tool that calls something new shows up in
-// the log.
+// unknownEndpoint answers a path under a dialect's prefix that FreeLane
+// does not serve with a JSON 404 in the dialect the request implies, and
+// logs the path (never the body), so a tool that calls something new
+// shows up in the log.
 func (s *Server) unknownEndpoint(w http.ResponseWriter, r *http.Request) {
 	path := llm.Truncate(r.URL.Path, 200)
 	s.o.Logger.Info("unknown endpoint", "method", r.Method, "path", path, "status", http.StatusNotFound)
-	v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
-		fmt.Sprintf("%s %s is not an endpoint FreeLane serves; it routes /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/models, /v1/messages and /v1beta/models/MODEL:generateContent", r.Method, path), "")
+	msg := fmt.Sprintf("%s %s is not an endpoint FreeLane serves", r.Method, path)
+	if s.sf.listed != "" {
+		msg += "; it routes " + s.sf.listed
+	}
+	s.v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint", msg, "")
 }
 
 // fail writes a routing failure in the client's dialect. Caller errors
@@ -300,77 +276,7 @@ func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Fai
 		}
 	}
 	s.o.Logger.Warn("request failed", "status", f.Status, "code", f.Code, "reason", f.Message)
-	writeError(w, codec, protocol.ErrorInfo{Status: f.Status, Code: f.Code, Message: f.Message})
-}
-
-// writeBadRequest refuses a request the codec could not parse.
-func writeBadRequest(w http.ResponseWriter, codec protocol.Codec, err error) {
-	info := protocol.ErrorInfo{Status: http.StatusBadRequest, Code: "invalid_request", Message: err.Error()}
-	var bad *llm.BadRequestError
-	if errors.As(err, &bad) {
-		info.Code, info.Param = cmp.Or(bad.Code, "invalid_request"), bad.Param
-	}
-	writeError(w, codec, info)
-}
-
-// writeError writes an error body in the codec's dialect.
-func writeError(w http.ResponseWriter, codec protocol.Codec, e protocol.ErrorInfo) {
-	b := codec.EncodeError(e)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(b)
-}
-
-type modelEntry struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-func (s *Server) modelList() []modelEntry {
-	t := s.o.Router.Table()
-	var data []modelEntry
-	for _, c := range t.Chains() {
-		data = append(data, modelEntry{ID: c, Object: "model", OwnedBy: "freelane"})
-	}
-	for _, b := range t.Backends() {
-		data = append(data, modelEntry{ID: b.Name(), Object: "model", OwnedBy: b.ID.Provider})
-	}
-	return data
-}
-
-func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.Header.Get("Anthropic-Version") != "":
-		s.anthropicModels(w)
-		return
-	case fromGemini(r):
-		s.geminiModels(w, r)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.modelList()})
-}
-
-func (s *Server) model(w http.ResponseWriter, r *http.Request) {
-	if fromGemini(r) {
-		s.geminiModelInfo(w, r)
-		return
-	}
-	id := r.PathValue("model")
-	if len(id) > llm.MaxModelName {
-		e := llm.ModelTooLong(len(id))
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", e.Code, e.Message, e.Param)
-		return
-	}
-	for _, m := range s.modelList() {
-		if m.ID == id {
-			writeJSON(w, http.StatusOK, m)
-			return
-		}
-	}
-	WriteError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("model %q does not exist", id), "model")
+	protocol.WriteError(w, codec, protocol.ErrorInfo{Status: f.Status, Code: f.Code, Message: f.Message})
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

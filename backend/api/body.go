@@ -15,12 +15,6 @@ import (
 // limit (max_body_mb), its arrival by a read deadline (body_read_timeout),
 // and all bodies held at once by a byte budget (max_inflight_body_mb).
 
-// Defaults for the body limits when Options leave them zero.
-const (
-	defaultBodyReadTimeout = 60 * time.Second
-	defaultInflightBody    = 256 << 20
-)
-
 // firstBodyChunk is the buffer a body of unknown or large length starts
 // with. Smaller bodies with a Content-Length are read into one allocation
 // of their size; larger ones grow with what actually arrives, so a client
@@ -152,18 +146,18 @@ func (s *Server) bodyReadError(w http.ResponseWriter, r *http.Request, err error
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		v1Error(w, r, http.StatusBadRequest, "invalid_request_error", "request_too_large",
+		s.v1Error(w, r, http.StatusBadRequest, "invalid_request_error", "request_too_large",
 			fmt.Sprintf("request body is larger than the %d MiB limit (max_body_mb in the config)", limit>>20), "")
 	case errors.Is(err, errBodyBudget):
 		w.Header().Set("Retry-After", "1")
-		v1Error(w, r, http.StatusServiceUnavailable, "service_unavailable", "server_busy",
+		s.v1Error(w, r, http.StatusServiceUnavailable, "service_unavailable", "server_busy",
 			fmt.Sprintf("FreeLane is holding %d MiB of request bodies, its limit (requests.max_inflight_body_mb in the config); retry in a moment", s.budget.max.Load()>>20), "")
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The connection cannot carry another request after a cut body,
 		// so the server closes it after this answer.
-		v1Error(w, r, http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
+		s.v1Error(w, r, http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
 			fmt.Sprintf("the request body did not arrive within %s (requests.body_read_timeout in the config)", timeout), "")
 	default:
-		v1Error(w, r, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "could not read the request body: "+err.Error(), "")
+		s.v1Error(w, r, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "could not read the request body: "+err.Error(), "")
 	}
 }

@@ -255,15 +255,12 @@ func (s *Server) admitV1(w http.ResponseWriter, r *http.Request) bool {
 		if s.localTrusted(c) {
 			return true
 		}
-		v1Error(w, r, http.StatusUnauthorized, "invalid_request_error", "local_user_not_allowed", strangerMessage(c), "")
+		s.v1Error(w, r, http.StatusUnauthorized, "invalid_request_error", "local_user_not_allowed", strangerMessage(c), "")
 		return false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="FreeLane"`)
-	return s.checkToken(w, r, c, refusal{write: v1Error, typ: "invalid_request_error", code: "invalid_api_key", msg: tokenRequiredMessage})
+	return s.checkToken(w, r, c, refusal{write: s.v1Error, typ: "invalid_request_error", code: "invalid_api_key", msg: s.sf.tokenRequired})
 }
-
-// tokenRequiredMessage answers a /v1 request without the right token.
-const tokenRequiredMessage = "this FreeLane requires its inbound token: set it as your tool's API key (it is sent as Authorization: Bearer, x-api-key or x-goog-api-key); the token is server.token in FreeLane's config or its FREELANE_TOKEN environment variable"
 
 // metricsStrangerMessage answers another account's scrape of /metrics.
 const metricsStrangerMessage = "/metrics is open only to the account running FreeLane; other accounts and other machines send the inbound token (Authorization: Bearer) or a dashboard session (X-FreeLane-Session)"

@@ -1,126 +1,352 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"freelane/backend/tokens"
-
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
-	"freelane/backend/protocol/anthropic"
-	"freelane/backend/protocol/gemini"
-	"freelane/backend/protocol/openai"
-	"freelane/backend/protocol/responses"
+	"freelane/backend/tokens"
 )
 
-// clientCodec is the dialect a request's path implies, in which its
-// errors are written: clients parse errors only in their own shape, so a
-// Claude client refused for its token must read an Anthropic error.
-func clientCodec(r *http.Request) protocol.Codec {
-	p := r.URL.Path
-	switch {
-	case p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/"):
-		return anthropic.Codec
-	case p == "/v1/responses" || strings.HasPrefix(p, "/v1/responses/"):
-		return responses.Codec
-	case strings.HasPrefix(p, "/v1beta/") || strings.Contains(p, ":generateContent") ||
-		strings.Contains(p, ":streamGenerateContent") || strings.Contains(p, ":countTokens"):
-		return gemini.Codec
-	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
-		// The model list is one path for three vendors; the client's
-		// headers say whose it is.
-		if r.Header.Get("Anthropic-Version") != "" {
-			return anthropic.Codec
+// The inference surface is built from the registry of dialects: each
+// dialect's Inbound names its routes, how its clients send their key and
+// how their requests are told apart, and writes the answers that are its
+// own (model lists, token counts). Nothing here names a dialect.
+
+// surface is what the registry makes of the HTTP surface, worked out once
+// when the server is made.
+type surface struct {
+	// dialects are the registered dialects that have clients, in registry
+	// order: the order in which they claim a request.
+	dialects []protocol.Dialect
+	// owner is the dialect of each route, by its pattern.
+	owner map[string]protocol.Dialect
+	// prefixes are the guarded path prefixes ("/v1/").
+	prefixes []string
+	// keys are the headers a caller's key is read from, in order.
+	keys []protocol.KeyHeader
+	// corsAllow is the Access-Control-Allow-Headers of a preflight.
+	corsAllow string
+	// tokenRequired answers a request without the right inbound token.
+	tokenRequired string
+	// listed names the routes in the answer to an unknown path.
+	listed string
+}
+
+// newSurface reads the registry. A route outside every prefix would skip
+// the guard, and a call without the answer it needs would fail on every
+// request, so both are programming errors and panic.
+func newSurface(reg *protocol.Registry) surface {
+	sf := surface{owner: map[string]protocol.Dialect{}}
+	var listed, keyNames, cors []string
+	seenKey := map[string]bool{}
+	for _, d := range reg.Dialects() {
+		in := d.Inbound
+		if in == nil {
+			continue
 		}
-		if fromGemini(r) {
-			return gemini.Codec
+		sf.dialects = append(sf.dialects, d)
+		for _, p := range in.Prefixes {
+			if len(p) < 2 || p[0] != '/' || p[len(p)-1] != '/' {
+				panic(fmt.Sprintf("api: dialect %q: prefix %q must be a path of at least one segment that starts and ends with /", d.Name(), p))
+			}
+			if !contains(sf.prefixes, p) {
+				sf.prefixes = append(sf.prefixes, p)
+			}
+		}
+		for _, k := range in.KeyHeaders {
+			c := http.CanonicalHeaderKey(k.Name)
+			if seenKey[c+" "+k.Scheme] {
+				continue
+			}
+			seenKey[c+" "+k.Scheme] = true
+			sf.keys = append(sf.keys, k)
+			keyNames = append(keyNames, k.String())
+			cors = addHeader(cors, c)
+		}
+		for _, rt := range in.Routes {
+			if rt.Listed != "" && !contains(listed, rt.Listed) {
+				listed = append(listed, rt.Listed)
+			}
 		}
 	}
-	return openai.Codec
+	cors = addHeader(cors, "Content-Type")
+	for _, d := range sf.dialects {
+		for _, h := range d.Inbound.CORSHeaders {
+			cors = addHeader(cors, h)
+		}
+		for _, rt := range d.Inbound.Routes {
+			checkRoute(d, rt, sf.prefixes)
+			sf.owner[rt.Pattern] = d
+		}
+	}
+	sf.corsAllow = strings.Join(cors, ", ")
+	sf.tokenRequired = "this FreeLane requires its inbound token: set it as your tool's API key"
+	if len(keyNames) > 0 {
+		sf.tokenRequired += " (it is sent as " + joinList(keyNames, "or") + ")"
+	}
+	sf.tokenRequired += "; the token is server.token in FreeLane's config or its FREELANE_TOKEN environment variable"
+	sf.listed = joinList(listed, "and")
+	return sf
+}
+
+// checkRoute panics on a route the surface cannot serve safely.
+func checkRoute(d protocol.Dialect, rt protocol.Route, prefixes []string) {
+	_, path, ok := strings.Cut(rt.Pattern, " ")
+	if !ok || !strings.HasPrefix(path, "/") {
+		panic(fmt.Sprintf("api: dialect %q: route %q must be a method and a path", d.Name(), rt.Pattern))
+	}
+	under := false
+	for _, p := range prefixes {
+		under = under || strings.HasPrefix(path, p)
+	}
+	if !under {
+		panic(fmt.Sprintf("api: dialect %q: route %q lies under no dialect's prefix, so it would not be guarded", d.Name(), rt.Pattern))
+	}
+	if rt.Serve == nil && rt.Resolve == nil && !answers(d.Inbound, rt.Call.Kind) {
+		panic(fmt.Sprintf("api: dialect %q: route %q is a call its Inbound has no answer for", d.Name(), rt.Pattern))
+	}
+}
+
+// answers reports whether in has the answer a call of kind k needs.
+func answers(in *protocol.Inbound, k protocol.CallKind) bool {
+	switch k {
+	case protocol.CallGenerate:
+		return true
+	case protocol.CallCountTokens:
+		return in.CountTokens != nil
+	case protocol.CallListModels:
+		return in.ListModels != nil
+	case protocol.CallDescribeModel:
+		return in.DescribeModel != nil
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// addHeader adds a header name to a list once, whatever its case.
+func addHeader(list []string, h string) []string {
+	for _, x := range list {
+		if strings.EqualFold(x, h) {
+			return list
+		}
+	}
+	return append(list, h)
+}
+
+// joinList joins "a", "b" and "c" as "a, b or c", with conj for "or".
+func joinList(items []string, conj string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " " + conj + " " + items[len(items)-1]
+}
+
+// guarded reports whether a path lies under a dialect's prefix, where
+// every request passes the inference guard.
+func (sf *surface) guarded(p string) bool {
+	for _, pre := range sf.prefixes {
+		if strings.HasPrefix(p, pre) || p == pre[:len(pre)-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// claimed is the first dialect, in registry order, whose Claims holds
+// for r.
+func (sf *surface) claimed(r *http.Request) (protocol.Dialect, bool) {
+	for _, d := range sf.dialects {
+		if d.Inbound.Claims != nil && d.Inbound.Claims(r) {
+			return d, true
+		}
+	}
+	return protocol.Dialect{}, false
+}
+
+// clientDialect is the dialect a request speaks, in which FreeLane's own
+// refusals of it are written: clients parse errors only in their own
+// shape, so a client refused for its token must read its own envelope. It
+// is the dialect that claims the request, else the one whose route it
+// matched, else the first; ok is false only with no dialect at all.
+func (s *Server) clientDialect(r *http.Request) (protocol.Dialect, bool) {
+	if d, ok := s.sf.claimed(r); ok {
+		return d, true
+	}
+	pattern := r.Pattern
+	if pattern == "" {
+		_, pattern = s.mux.Handler(r)
+	}
+	if d, ok := s.sf.owner[pattern]; ok {
+		return d, true
+	}
+	if len(s.sf.dialects) > 0 {
+		return s.sf.dialects[0], true
+	}
+	return protocol.Dialect{}, false
+}
+
+// answering is the dialect whose answer a model list route writes: the
+// dialect that claims the request when it has that answer (has), else the
+// route's own.
+func (s *Server) answering(r *http.Request, route protocol.Dialect, has func(*protocol.Inbound) bool) protocol.Dialect {
+	if d, ok := s.sf.claimed(r); ok && has(d.Inbound) {
+		return d
+	}
+	return route
 }
 
 // callPath is the API path a routed request came in on, as its route
-// names it, with the client's own data left out: "/v1/messages",
-// "/v1beta/models/{model}:generateContent". It is built from the route
-// pattern the request matched, not from the URL, so it is always one of
-// a few known strings. The gemini handler calls the router only for the
-// methods it serves, so the method after the last colon is one of those.
+// names it, with the client's own data left out.
+// It is built from the route pattern the request matched, not from the
+// URL, so it is always one of a few known strings.
 func callPath(r *http.Request) string {
 	_, p, _ := strings.Cut(r.Pattern, " ")
-	if pre, ok := strings.CutSuffix(p, "{call...}"); ok {
-		call := r.PathValue("call")
-		return pre + "{model}:" + call[strings.LastIndexByte(call, ':')+1:]
-	}
 	return p
 }
 
-// v1Error writes an error for a /v1 request in its client's dialect. typ
-// is OpenAI's error type, used for OpenAI's clients (of chat completions
-// and of the Responses API); the other dialects take theirs from the
-// status.
-func v1Error(w http.ResponseWriter, r *http.Request, status int, typ, code, msg, param string) {
-	codec := clientCodec(r)
+// v1Error writes an error for a request under a dialect's prefix in its
+// client's dialect. typ is the error type of FreeLane's own vocabulary,
+// kept for the dialects that share it (Inbound.ErrorTypes); the others
+// take theirs from the status.
+func (s *Server) v1Error(w http.ResponseWriter, r *http.Request, status int, typ, code, msg, param string) {
 	info := protocol.ErrorInfo{Status: status, Code: code, Message: msg, Param: param}
-	if d := codec.Dialect(); d == llm.DialectOpenAI || d == llm.DialectResponses {
+	d, ok := s.clientDialect(r)
+	if !ok {
+		WriteError(w, status, typ, code, msg, param)
+		return
+	}
+	writeIn(w, d, typ, info)
+}
+
+// writeIn writes an error in d's envelope, with typ as its type where d
+// uses FreeLane's own error types and the error names none.
+func writeIn(w http.ResponseWriter, d protocol.Dialect, typ string, info protocol.ErrorInfo) {
+	if d.Inbound != nil && d.Inbound.ErrorTypes && info.Type == "" {
 		info.Type = typ
 	}
-	writeError(w, codec, info)
+	protocol.WriteError(w, d.Codec, info)
 }
 
-// forwardHeaders are the client headers each dialect's upstreams are sent
-// as they came: Anthropic's API version and the beta features a client
-// asked for change what the upstream accepts, and only the client knows
-// which it wants.
-var forwardHeaders = map[llm.Dialect][]string{
-	llm.DialectAnthropic: {"Anthropic-Version", "Anthropic-Beta"},
-}
-
-// forwarded picks the headers of h that go on to upstreams of the codec's
+// forwarded picks the headers of h that go on to upstreams of d's
 // dialect; nil when there are none.
-func forwarded(codec protocol.Codec, h http.Header) http.Header {
+func forwarded(d protocol.Dialect, h http.Header) http.Header {
 	var out http.Header
-	for _, k := range forwardHeaders[codec.Dialect()] {
+	for _, k := range d.Inbound.Forward {
 		if v := h.Values(k); len(v) > 0 {
 			if out == nil {
 				out = http.Header{}
 			}
-			out[k] = v
+			out[http.CanonicalHeaderKey(k)] = v
 		}
 	}
 	return out
 }
 
-// countTokens answers a token count request (Anthropic's
-// /v1/messages/count_tokens, parsed by parse and answered in the codec's
-// error shape) with an offline estimate of the request's input: the system
-// prompt, every message part and the tools. No upstream is asked, so it
-// costs nothing and works with any chain.
-func (s *Server) countTokens(codec protocol.Codec, parse func([]byte) (*llm.Request, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		held, ok := s.requestBody(w, r)
-		if !ok {
-			return
+// handler serves one route of dialect d.
+func (s *Server) handler(d protocol.Dialect, rt protocol.Route) http.HandlerFunc {
+	var h http.HandlerFunc
+	switch {
+	case rt.Serve != nil:
+		hst := &host{s: s, d: d}
+		h = func(w http.ResponseWriter, r *http.Request) { rt.Serve(hst, w, r) }
+	case rt.Resolve != nil:
+		h = func(w http.ResponseWriter, r *http.Request) {
+			c, err := rt.Resolve(r)
+			if err != nil {
+				protocol.WriteError(w, d.Codec, protocol.RequestError(err))
+				return
+			}
+			s.call(w, r, d, c)
 		}
-		defer held.release()
-		req, err := parse(held.data)
-		if err != nil {
-			writeBadRequest(w, codec, err)
-			return
-		}
-		conv, err := req.Conversation()
-		if err != nil {
-			writeBadRequest(w, codec, err)
-			return
-		}
-		n := inputTokens(conv)
-		if codec.Dialect() == llm.DialectGemini {
-			writeJSON(w, http.StatusOK, map[string]int{"totalTokens": n})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
+	default:
+		c := rt.Call
+		h = func(w http.ResponseWriter, r *http.Request) { s.call(w, r, d, c) }
 	}
+	if !rt.WhilePaused {
+		h = s.unlessPaused(h)
+	}
+	return h
+}
+
+// call serves one call of a client of dialect d.
+func (s *Server) call(w http.ResponseWriter, r *http.Request, d protocol.Dialect, c protocol.Call) {
+	if !answers(d.Inbound, c.Kind) {
+		s.unknownEndpoint(w, r)
+		return
+	}
+	switch c.Kind {
+	case protocol.CallGenerate:
+		s.generate(w, r, d, c)
+	case protocol.CallCountTokens:
+		s.countTokens(w, r, d, c)
+	case protocol.CallListModels:
+		s.listModels(w, r, d)
+	case protocol.CallDescribeModel:
+		s.describeModel(w, r, d)
+	}
+}
+
+// parse reads a call's body in d's dialect.
+func parse(d protocol.Dialect, c protocol.Call, body []byte) (*llm.Request, error) {
+	if c.Parse != nil {
+		return c.Parse(body)
+	}
+	return d.Codec.ParseRequest(c.Endpoint, body)
+}
+
+// generate serves a routed call: the dialect parses the body, the router
+// serves it, and answers and errors go back in the client's dialect.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, d protocol.Dialect, c protocol.Call) {
+	held, ok := s.requestBody(w, r)
+	if !ok {
+		return
+	}
+	defer held.release()
+	req, err := parse(d, c, held.data)
+	if err != nil {
+		protocol.WriteError(w, d.Codec, protocol.RequestError(err))
+		return
+	}
+	req.Forward = forwarded(d, r.Header)
+	req.Path = cmp.Or(c.Path, callPath(r))
+	s.serve(w, r, d, req)
+}
+
+// countTokens answers a token count with an offline estimate of the
+// request's input: the system prompt, every message part and the tools. No
+// upstream is asked, so it costs nothing and works with any chain.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, d protocol.Dialect, c protocol.Call) {
+	held, ok := s.requestBody(w, r)
+	if !ok {
+		return
+	}
+	defer held.release()
+	req, err := parse(d, c, held.data)
+	if err != nil {
+		protocol.WriteError(w, d.Codec, protocol.RequestError(err))
+		return
+	}
+	conv, err := req.Conversation()
+	if err != nil {
+		protocol.WriteError(w, d.Codec, protocol.RequestError(err))
+		return
+	}
+	writeBody(w, http.StatusOK, d.Inbound.CountTokens(inputTokens(conv)))
 }
 
 // inputTokens estimates a conversation's input tokens.
@@ -152,53 +378,4 @@ func inputTokens(c *llm.Conversation) int {
 	}
 	// Each message costs a few tokens of framing, as in OpenAI's count.
 	return tokens.Count(text) + 4*len(c.Messages) + 3
-}
-
-// gemini serves Google's Generative Language API paths,
-// /v1beta/models/{model}:{method} and the same under /v1 (the path the
-// @google/genai SDK uses by default). The model comes from the path and
-// may contain a slash (provider/model), so the call is split at its last
-// colon.
-func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
-	call := r.PathValue("call")
-	i := strings.LastIndexByte(call, ':')
-	if i <= 0 {
-		v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
-			fmt.Sprintf("%s %s is not an endpoint FreeLane serves; Gemini clients call /v1beta/models/MODEL:generateContent, :streamGenerateContent?alt=sse or :countTokens", r.Method, r.URL.Path), "")
-		return
-	}
-	model, method := call[:i], call[i+1:]
-	var stream bool
-	switch method {
-	case "generateContent":
-	case "streamGenerateContent":
-		// Without alt=sse Google answers one JSON array at the end, which
-		// no agent asks for; FreeLane streams events only.
-		if r.URL.Query().Get("alt") != "sse" {
-			v1Error(w, r, http.StatusBadRequest, "invalid_request_error", "invalid_request",
-				"FreeLane streams Gemini answers as server-sent events: call :streamGenerateContent?alt=sse", "alt")
-			return
-		}
-		stream = true
-	case "countTokens":
-		s.countTokens(gemini.Codec, func(b []byte) (*llm.Request, error) {
-			return gemini.ParseRequestFor(llm.Chat, model, false, b)
-		})(w, r)
-		return
-	default:
-		v1Error(w, r, http.StatusNotFound, "invalid_request_error", "unknown_endpoint",
-			fmt.Sprintf("the Gemini method %q is not one FreeLane serves; it serves generateContent, streamGenerateContent and countTokens", llm.Truncate(method, 40)), "")
-		return
-	}
-	held, ok := s.requestBody(w, r)
-	if !ok {
-		return
-	}
-	defer held.release()
-	req, err := gemini.ParseRequestFor(llm.Chat, model, stream, held.data)
-	if err != nil {
-		writeBadRequest(w, gemini.Codec, err)
-		return
-	}
-	s.serve(w, r, gemini.Codec, req)
 }

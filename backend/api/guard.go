@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"freelane/backend/llm"
 )
 
 // The /v1 guard keeps web pages of other sites away from inference. Local
@@ -15,10 +13,6 @@ import (
 // Sec-Fetch-Site on every request, so a page on another site is refused
 // before anything is routed or billed. Sites the user runs a web UI on can
 // be let in with allowed_origins, which also answers their CORS preflight.
-
-// corsAllowHeaders are the request headers a web UI in allowed_origins may
-// send: the body's type and the three ways SDKs send a key.
-const corsAllowHeaders = "Authorization, Content-Type, X-Api-Key, X-Goog-Api-Key, OpenAI-Organization, OpenAI-Project"
 
 // corsExposeHeaders are FreeLane's own answer headers a web UI may read.
 const corsExposeHeaders = "X-FreeLane-Request-Id, X-FreeLane-Backend, X-FreeLane-Attempts, Retry-After"
@@ -66,11 +60,11 @@ func (s *Server) guardV1(next http.Handler) http.Handler {
 		if !allowed {
 			switch {
 			case origin != "" && !ownOrigin(origin, r):
-				v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
+				s.v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
 					"FreeLane's /v1 does not answer web pages of other sites (Origin "+quoteHost(origin)+"), since any site could then spend your keys; if you run a web UI against FreeLane, add its origin to allowed_origins in the config", "")
 				return
 			case strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site"):
-				v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
+				s.v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
 					"FreeLane's /v1 does not answer cross-site browser requests (Sec-Fetch-Site: cross-site), since any site could then spend your keys; if you run a web UI against FreeLane, add its origin to allowed_origins in the config", "")
 				return
 			}
@@ -82,7 +76,7 @@ func (s *Server) guardV1(next http.Handler) http.Handler {
 			if ct := r.Header.Get("Content-Type"); ct != "" {
 				mt, _, err := mime.ParseMediaType(ct)
 				if err != nil || mt != "application/json" {
-					v1Error(w, r, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+					s.v1Error(w, r, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
 						"the request body must be JSON sent with Content-Type: application/json, got "+quoteHost(ct)+"; with curl, add -H 'Content-Type: application/json'", "")
 					return
 				}
@@ -102,7 +96,9 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request, origin string
 	switch {
 	case allowed:
 		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+		// The request headers a web UI may send: the body's type, and
+		// the key headers and the others of every dialect.
+		h.Set("Access-Control-Allow-Headers", s.sf.corsAllow)
 		h.Set("Access-Control-Max-Age", "600")
 		// Chrome asks before a public page may reach a private address;
 		// an origin the user listed may.
@@ -113,26 +109,23 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request, origin string
 	case origin == "":
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
+		s.v1Error(w, r, http.StatusForbidden, "invalid_request_error", "origin_not_allowed",
 			"FreeLane's /v1 does not answer web pages of other sites (Origin "+quoteHost(origin)+"); if you run a web UI against FreeLane, add its origin to allowed_origins in the config", "")
 	}
 }
 
-// presentedToken is the key a caller sent, in any of the ways the OpenAI,
-// Anthropic and Google SDKs send one.
-func presentedToken(r *http.Request) string {
-	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:])
+// presentedToken is the key a caller sent, in any of the ways the SDKs of
+// the registered dialects send one: a key header of any dialect, in
+// registry order, or the query parameter of the dialect the request
+// claims.
+func (s *Server) presentedToken(r *http.Request) string {
+	for _, k := range s.sf.keys {
+		if key, ok := k.Key(r.Header); ok {
+			return key
+		}
 	}
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return k
-	}
-	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
-		return k
-	}
-	// Google's clients may send the key as ?key=, on Gemini's paths only.
-	if clientCodec(r).Dialect() == llm.DialectGemini {
-		return r.URL.Query().Get("key")
+	if d, ok := s.clientDialect(r); ok && d.Inbound.KeyQuery != "" {
+		return r.URL.Query().Get(d.Inbound.KeyQuery)
 	}
 	return ""
 }

@@ -14,9 +14,8 @@ const (
 )
 
 // callerIdentity names who made a request, for what FreeLane keeps on a
-// caller's behalf: a stored Responses API answer is read (GET
-// /v1/responses/{id}) and continued (previous_response_id, compaction)
-// only by a caller of the identity that stored it. It is the one place that
+// caller's behalf: a stored answer is read back and continued only by a
+// caller of the identity that stored it. It is the one place that
 // decides who a caller is; everything that files or finds something by
 // caller asks it.
 //
@@ -40,7 +39,7 @@ func (s *Server) callerIdentity(r *http.Request) string {
 	if (c.Kind == CallerSelf || c.Kind == CallerOtherAccount) && c.UIDKnown {
 		return c.Identity()
 	}
-	if s.o.Token.Set() && s.o.Token.Match(presentedToken(r)) {
+	if s.o.Token.Set() && s.o.Token.Match(s.presentedToken(r)) {
 		return identityToken
 	}
 	if c.Kind == CallerNetwork {

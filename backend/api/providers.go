@@ -22,7 +22,8 @@ const (
 // ModelListInput asks for the models a provider's server lists, before
 // the provider is added or while it is edited.
 type ModelListInput struct {
-	// Kind is the provider's protocol: openai, anthropic or gemini.
+	// Kind is the provider's protocol, a provider kind as the config names
+	// it ("openai").
 	Kind    string `json:"kind"`
 	BaseURL string `json:"base_url"`
 	// APIKey is the key to list with; "" lists without one, or with the

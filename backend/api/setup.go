@@ -8,6 +8,7 @@ import (
 
 	"freelane/backend/control"
 	"freelane/backend/llm"
+	"freelane/backend/tier"
 )
 
 // CatalogView is the provider catalog in use, as the "Add provider" list
@@ -27,11 +28,11 @@ type CatalogView struct {
 
 // CatalogEntry is one provider of the catalog.
 type CatalogEntry struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Tier    string `json:"tier"`
-	Dialect string `json:"dialect"`
-	BaseURL string `json:"base_url"`
+	ID      string     `json:"id"`
+	Name    string     `json:"name"`
+	Tier    tier.Offer `json:"tier"`
+	Dialect string     `json:"dialect"`
+	BaseURL string     `json:"base_url"`
 	// Placeholders are the values the base URL needs besides the key,
 	// such as CLOUDFLARE_ACCOUNT_ID.
 	Placeholders []string `json:"placeholders"`

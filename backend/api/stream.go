@@ -15,6 +15,16 @@ type sseSink struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	codec protocol.Codec
+	// bare writes the error that ends a broken stream as bare data
+	// (Inbound.BareStreamError).
+	bare bool
+	// filter, when set, is the dialect's own edit of every event.
+	filter protocol.StreamFilter
+}
+
+// newSink is the stream writer for a client of dialect d.
+func newSink(w http.ResponseWriter, d protocol.Dialect, f protocol.StreamFilter) *sseSink {
+	return &sseSink{w: w, rc: http.NewResponseController(w), codec: d.Codec, bare: d.Inbound.BareStreamError, filter: f}
 }
 
 var (
@@ -37,7 +47,11 @@ func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 }
 
 func (s *sseSink) Send(data []byte, flush bool) error {
-	return s.sendNamed(s.codec.EventName(data), data, flush)
+	name := s.codec.EventName(data)
+	if s.filter != nil {
+		data = s.filter.Event(name, data)
+	}
+	return s.sendNamed(name, data, flush)
 }
 
 // sendNamed is Send for an event whose name the caller has read already.
@@ -71,23 +85,30 @@ func (s *sseSink) sendNamed(name string, data []byte, flush bool) error {
 }
 
 func (s *sseSink) Fail(e *llm.Error) {
-	ev := s.codec.EncodeStreamError(protocol.ErrorInfo{
+	info := protocol.ErrorInfo{
 		Status:  http.StatusBadGateway,
 		Type:    "upstream_error",
 		Code:    "stream_interrupted",
 		Message: "the upstream stream failed after it had started, so the answer is incomplete: " + e.Message,
-	})
-	if s.codec.Dialect() == llm.DialectGemini {
-		// Google ends a failed stream with the bare error object on a line
-		// of its own, not as an event, and that is the only form Google's
-		// JavaScript SDK (and so Gemini CLI) takes for an error; its Go and
-		// Python SDKs read it too.
+	}
+	if s.filter != nil {
+		if evs := s.filter.Fail(info); evs != nil {
+			for i, ev := range evs {
+				if err := s.sendNamed(s.codec.EventName(ev), ev, i == len(evs)-1); err != nil {
+					return
+				}
+			}
+			return
+		}
+	}
+	ev := s.codec.EncodeStreamError(info)
+	if s.bare {
 		_, _ = s.w.Write(ev.Data)
 		_, _ = s.w.Write(lineEnd)
 		_ = s.rc.Flush()
 		return
 	}
-	_ = s.Send(ev.Data, true)
+	_ = s.sendNamed(s.codec.EventName(ev.Data), ev.Data, true)
 }
 
 func (s *sseSink) Done() error {
@@ -99,9 +120,10 @@ func (s *sseSink) Done() error {
 	return s.rc.Flush()
 }
 
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, codec protocol.Codec, req *llm.Request) {
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), codec: codec}
-	if f := s.o.Router.Stream(r.Context(), req, sink); f != nil {
-		s.fail(w, codec, f)
+// stream routes a streamed request and writes it to a client of dialect
+// d, each event through f when it is set.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request, f protocol.StreamFilter) {
+	if fl := s.o.Router.Stream(r.Context(), req, newSink(w, d, f)); fl != nil {
+		s.fail(w, d.Codec, fl)
 	}
 }

@@ -234,7 +234,7 @@ func (s *Server) checkToken(w http.ResponseWriter, r *http.Request, c Caller, no
 			return false
 		}
 	}
-	if s.o.Token.Match(presentedToken(r)) {
+	if s.o.Token.Match(s.presentedToken(r)) {
 		return true
 	}
 	if wait, ok := s.tokens.fail(key, throttle); ok {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"freelane/backend/clock"
+	"freelane/backend/defaults"
 	"freelane/backend/events"
 	"freelane/backend/llm"
 )
@@ -25,7 +26,8 @@ import (
 // Publisher receives state changes; events.Bus implements it.
 type Publisher interface{ Publish(events.Event) }
 
-// Settings tune the breakers. Zero values mean the defaults in brackets.
+// Settings tune the breakers. Zero values mean the defaults in brackets,
+// which come from package defaults.
 type Settings struct {
 	Failures int // consecutive failures that trip a closed backend [2]
 	// HealthThreshold trips a backend whose health score falls below it on
@@ -55,6 +57,8 @@ type Settings struct {
 	ProbeSuccesses int
 }
 
+// withDefaults is s with every unset or unusable value replaced by the
+// default from package defaults.
 func (s Settings) withDefaults() Settings {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
@@ -62,33 +66,33 @@ func (s Settings) withDefaults() Settings {
 		}
 	}
 	if s.Failures <= 0 {
-		s.Failures = 2
+		s.Failures = defaults.BreakerFailures
 	}
 	if s.HealthThreshold <= 0 {
-		s.HealthThreshold = 0.6
+		s.HealthThreshold = defaults.HealthThreshold
 	}
 	if s.Alpha <= 0 || s.Alpha > 1 {
-		s.Alpha = 0.25
+		s.Alpha = defaults.HealthAlpha
 	}
 	if len(s.OpenTimes) == 0 {
-		s.OpenTimes = []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute}
+		s.OpenTimes = defaults.OpenTimes(defaults.BreakerOpen)
 	}
-	def(&s.FlapWindow, 5*time.Minute)
-	def(&s.HealthyStretch, 10*time.Minute)
-	def(&s.RateLimitCooldown, 60*time.Second)
-	def(&s.CredentialCooldown, time.Hour)
-	def(&s.RetireFallback, 24*time.Hour)
+	def(&s.FlapWindow, defaults.FlapWindow)
+	def(&s.HealthyStretch, defaults.HealthyStretch)
+	def(&s.RateLimitCooldown, defaults.RateLimitCooldown)
+	def(&s.CredentialCooldown, defaults.CredentialCooldown)
+	def(&s.RetireFallback, defaults.RetireFallback)
 	if s.SlowFactor <= 0 {
-		s.SlowFactor = 3
+		s.SlowFactor = defaults.SlowFactor
 	}
 	if s.SlowSamples <= 0 {
-		s.SlowSamples = 10
+		s.SlowSamples = defaults.SlowSamples
 	}
 	if s.ProbeFailures <= 0 {
-		s.ProbeFailures = 2
+		s.ProbeFailures = defaults.ProbeFailures
 	}
 	if s.ProbeSuccesses <= 0 {
-		s.ProbeSuccesses = 2
+		s.ProbeSuccesses = defaults.ProbeSuccesses
 	}
 	return s
 }

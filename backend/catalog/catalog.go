@@ -25,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"freelane/backend/quota"
+	"freelane/backend/tier"
 )
 
 //go:embed catalog.yaml
@@ -32,14 +33,6 @@ var embedded []byte
 
 // MaxFile bounds a catalog file; the embedded one is about 14 KiB.
 const MaxFile = 1 << 20
-
-// Tiers, in the order a user meets them.
-const (
-	TierFree  = "free"
-	TierTrial = "trial"
-	TierPaid  = "paid"
-	TierLocal = "local"
-)
 
 // Catalog is one catalog file.
 type Catalog struct {
@@ -54,8 +47,9 @@ type Provider struct {
 	// ID names the provider in the config ("groq"); unique.
 	ID   string `yaml:"id" json:"id"`
 	Name string `yaml:"name" json:"name"`
-	// Tier is free, trial, paid or local.
-	Tier string `yaml:"tier" json:"tier"`
+	// Tier is how the vendor offers the provider: free, trial, paid or
+	// local.
+	Tier tier.Offer `yaml:"tier" json:"tier"`
 	// Dialect is the wire protocol: openai, anthropic or gemini.
 	Dialect string `yaml:"dialect" json:"dialect"`
 	// BaseURL may hold ${NAME} placeholders, each listed in Placeholders,
@@ -154,7 +148,6 @@ var (
 	idPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	envPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 	dialects   = []string{"openai", "anthropic", "gemini"}
-	tiers      = []string{TierFree, TierTrial, TierPaid, TierLocal}
 	caps       = []string{"tools", "vision", "json", "reasoning"}
 )
 
@@ -309,13 +302,13 @@ func (c *Catalog) check() []string {
 		if strings.TrimSpace(p.Name) == "" {
 			bad("name is required")
 		}
-		if !slices.Contains(tiers, p.Tier) {
-			bad("tier must be one of %s", strings.Join(tiers, ", "))
+		if !p.Tier.Valid() {
+			bad("tier must be one of %s", tier.Words(tier.Offers()))
 		}
 		if !slices.Contains(dialects, p.Dialect) {
 			bad("dialect must be one of %s", strings.Join(dialects, ", "))
 		}
-		if msg := checkURL(p.BaseURL, p.Placeholders, p.Tier == TierLocal); msg != "" {
+		if msg := checkURL(p.BaseURL, p.Placeholders, p.Tier == tier.OfferLocal); msg != "" {
 			bad("base_url %s", msg)
 		}
 		if p.SignupURL != "" {
@@ -335,7 +328,7 @@ func (c *Catalog) check() []string {
 				break
 			}
 		}
-		if p.Tier != TierLocal && len(p.KeyEnv) == 0 {
+		if p.Tier != tier.OfferLocal && len(p.KeyEnv) == 0 {
 			bad("key_env must name the variables a key is read from")
 		}
 		if len(p.Models) == 0 && !p.ListModels {

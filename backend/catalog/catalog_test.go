@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"freelane/backend/tier"
 )
 
 func TestEmbeddedCatalog(t *testing.T) {
@@ -11,11 +13,11 @@ func TestEmbeddedCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tiers := map[string]int{}
+	tiers := map[tier.Offer]int{}
 	for _, p := range c.Providers {
 		tiers[p.Tier]++
 	}
-	if remote := tiers[TierFree] + tiers[TierTrial] + tiers[TierPaid]; remote < 18 {
+	if remote := tiers[tier.OfferFree] + tiers[tier.OfferTrial] + tiers[tier.OfferPaid]; remote < 18 {
 		t.Errorf("%d remote providers (%v), want at least 18", remote, tiers)
 	}
 	for _, id := range []string{"openai", "anthropic", "google", "deepseek", "mistral", "xai", "openrouter-paid", "openrouter", "groq", "gemini", "cerebras", "cloudflare"} {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"freelane/backend/catalog"
+	"freelane/backend/tier"
 )
 
 // CatalogSettings say how the provider catalog is used.
@@ -39,19 +40,6 @@ type Discovery struct {
 // MaxDiscoveryPorts bounds discovery.ports: every port is asked every
 // minute.
 const MaxDiscoveryPorts = 32
-
-// tierOf maps a catalog tier to a provider tier: trial credits are spent
-// like a free tier, paid vendors take the user's own key.
-func tierOf(catalogTier string) string {
-	switch catalogTier {
-	case catalog.TierPaid:
-		return TierOwn
-	case catalog.TierLocal:
-		return TierLocal
-	default:
-		return TierFree
-	}
-}
 
 // limitsOf folds a catalog entry's published limits into one allowance:
 // each figure from the first limit that gives it, and the first reset
@@ -163,9 +151,9 @@ func (d *decoder) fillProvider(p *Provider, e *catalog.Provider, f string) {
 		p.Kind = e.Dialect
 	}
 	if p.Tier == "" {
-		p.Tier = tierOf(e.Tier)
+		p.Tier = e.Tier.Tier()
 	}
-	if e.Tier == catalog.TierLocal && p.APIKey == "" {
+	if e.Tier == tier.OfferLocal && p.APIKey == "" {
 		p.Keyless = true
 	}
 	var missing []string

@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"freelane/backend/catalog"
+	"freelane/backend/tier"
 )
 
 func TestCatalogProviderIsCompletedFromTheCatalog(t *testing.T) {
@@ -23,7 +24,7 @@ chains:
 		t.Fatalf("problems: %v", problems)
 	}
 	p := cfg.Providers[0]
-	if p.Name != "groq" || p.Kind != KindOpenAI || p.Tier != TierFree || p.BaseURL != "https://api.groq.com/openai/v1" {
+	if p.Name != "groq" || p.Kind != KindOpenAI || p.Tier != tier.Free || p.BaseURL != "https://api.groq.com/openai/v1" {
 		t.Fatalf("provider = %+v", p)
 	}
 	if p.APIKey != "gsk-test" || strings.Join(p.APIKeyEnv, ",") != "GROQ_API_KEY" {

@@ -8,13 +8,17 @@
 package config
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
+
+	"freelane/backend/defaults"
+	"freelane/backend/tier"
 )
 
-// Supported values and defaults. They are exported so that code building a
-// Config by hand (tests, the GUI) uses the same values as the loader.
+// Supported values and bounds. The defaults of keys left out are in
+// package defaults, which the components read too.
 const (
 	// KindOpenAI is the OpenAI-compatible chat completions protocol, which
 	// most servers speak, and the kind of a provider that names none. The
@@ -27,77 +31,22 @@ const (
 	// KindGemini is Google's Generative Language API.
 	KindGemini = "gemini"
 
-	// TierOwn marks a provider reached with the user's own paid key.
-	TierOwn = "own"
-	// TierFree marks a provider used through its free tier.
-	TierFree = "free"
-	// TierLocal marks a server running on the user's machine or network.
-	TierLocal = "local"
-
-	// DefaultListen is the address the router listens on when listen is unset.
-	// It is on loopback because anyone who can reach the router can spend the
-	// keys configured in it.
-	DefaultListen = "127.0.0.1:7788"
-	// DefaultMaxBodyMB is the request body limit in MiB when max_body_mb is unset.
-	DefaultMaxBodyMB = 16
 	// MaxMaxBodyMB is the largest accepted max_body_mb.
 	MaxMaxBodyMB = 512
-	// DefaultBodyReadTimeout bounds receiving one request body when
-	// body_read_timeout is unset.
-	DefaultBodyReadTimeout = 60 * time.Second
 	// MaxBodyReadTimeout is the largest accepted body_read_timeout.
 	MaxBodyReadTimeout = time.Hour
-	// DefaultMaxInflightBodyMB caps the request bodies held at once, in
-	// MiB, when max_inflight_body_mb is unset.
-	DefaultMaxInflightBodyMB = 256
 	// MaxMaxInflightBodyMB is the largest accepted max_inflight_body_mb.
 	MaxMaxInflightBodyMB = 16384
-	// DefaultResponseRetentionDays is how long stored Responses API answers
-	// are kept when response_retention_days is unset: as long as OpenAI
-	// keeps them.
-	DefaultResponseRetentionDays = 30
 	// MaxResponseRetentionDays bounds response_retention_days: stored
 	// answers hold whole conversations, which should not pile up.
 	MaxResponseRetentionDays = 90
-	// DefaultResponseStoreMB bounds, in MiB, the bytes of all stored
-	// Responses API answers when response_store_mb is unset; past it the
-	// oldest are deleted.
-	DefaultResponseStoreMB = 512
 	// MaxResponseStoreMB is the largest accepted response_store_mb.
 	MaxResponseStoreMB = 65536
-
-	// DefaultConnectTimeout bounds establishing the upstream connection.
-	DefaultConnectTimeout = 10 * time.Second
-	// DefaultHeaderTimeout bounds waiting for the upstream response headers.
-	DefaultHeaderTimeout = 30 * time.Second
-	// DefaultFirstTokenTimeout bounds waiting for the first content token.
-	DefaultFirstTokenTimeout = 20 * time.Second
-	// DefaultIdleTimeout bounds the silence between two streamed chunks.
-	DefaultIdleTimeout = 30 * time.Second
-
-	// DefaultBreakerFailures is how many consecutive failures trip a backend.
-	DefaultBreakerFailures = 2
-	// DefaultBreakerOpen is how long a tripped backend is skipped.
-	DefaultBreakerOpen = 30 * time.Second
-	// DefaultHealthThreshold is the health score below which a backend trips.
-	DefaultHealthThreshold = 0.6
-	// DefaultProbeInterval, DefaultProbeOpenInterval and DefaultProbeDaily
-	// are the probe schedules: healthy backends, tripped ones, the catalog.
-	DefaultProbeInterval     = 5 * time.Minute
-	DefaultProbeOpenInterval = 30 * time.Second
-	DefaultProbeDaily        = 24 * time.Hour
-	// DefaultRateLimitCooldown is how long a backend rests after a 429 that
-	// did not say when to retry.
-	DefaultRateLimitCooldown = 60 * time.Second
 
 	// MinTokenLength is the shortest inbound token (server.token,
 	// FREELANE_TOKEN) accepted: anything shorter could be guessed by a peer
 	// on the network.
 	MinTokenLength = 16
-
-	// DefaultRetentionDays is how long ledger rows are kept one by one
-	// before they are rolled up into daily totals.
-	DefaultRetentionDays = 30
 )
 
 // Config is the whole file after defaults are applied.
@@ -240,7 +189,7 @@ type Provider struct {
 	// Kind is the wire protocol: openai (the default), anthropic or gemini.
 	Kind string `yaml:"kind"`
 	// Tier is one of own, free or local.
-	Tier string `yaml:"tier"`
+	Tier tier.Tier `yaml:"tier"`
 	// Default puts this provider at the head of the auto chain. At most one
 	// provider sets it.
 	Default bool `yaml:"default"`
@@ -327,7 +276,7 @@ func (p Provider) Probed() bool {
 	if p.Probe != nil {
 		return *p.Probe
 	}
-	return p.Tier != TierOwn
+	return p.Tier != tier.Own
 }
 
 // WantsStreamUsage reports whether streamed requests to p should ask for
@@ -418,9 +367,7 @@ type Breaker struct {
 
 // OpenTimes are the open periods a flapping backend climbs through: open,
 // then 10x and 60x open (30 s, 5 min, 30 min by default).
-func (b Breaker) OpenTimes() []time.Duration {
-	return []time.Duration{b.Open, 10 * b.Open, 60 * b.Open}
-}
+func (b Breaker) OpenTimes() []time.Duration { return defaults.OpenTimes(b.Open) }
 
 // Probes configures the active health probes.
 type Probes struct {
@@ -435,24 +382,31 @@ type Probes struct {
 	Disabled bool `yaml:"disabled"`
 }
 
-// Default returns a config with every default filled in and no providers.
+// Default returns a config with every default filled in and no providers:
+// each value from package defaults, which the components read as well.
 func Default() *Config {
 	return &Config{
-		Listen:    DefaultListen,
-		MaxBodyMB: DefaultMaxBodyMB,
+		Listen:    defaults.Listen,
+		MaxBodyMB: defaults.MaxBodyMB,
 		// Both body limits are set so a Config built from Default, as
 		// tests and the GUI do, has them as the loader would.
-		Requests: Requests{BodyReadTimeout: DefaultBodyReadTimeout, MaxInflightBodyMB: DefaultMaxInflightBodyMB,
-			ResponseRetentionDays: DefaultResponseRetentionDays, ResponseStoreMB: DefaultResponseStoreMB},
+		Requests: Requests{BodyReadTimeout: defaults.BodyReadTimeout, MaxInflightBodyMB: defaults.MaxInflightBodyMB,
+			ResponseRetentionDays: defaults.ResponseRetentionDays, ResponseStoreMB: defaults.ResponseStoreMB},
 		Breaker: Breaker{
-			Failures:          DefaultBreakerFailures,
-			Open:              DefaultBreakerOpen,
-			RateLimitCooldown: DefaultRateLimitCooldown,
-			HealthThreshold:   DefaultHealthThreshold,
+			Failures:          defaults.BreakerFailures,
+			Open:              defaults.BreakerOpen,
+			RateLimitCooldown: defaults.RateLimitCooldown,
+			HealthThreshold:   defaults.HealthThreshold,
 		},
-		Probes: Probes{Interval: DefaultProbeInterval, OpenInterval: DefaultProbeOpenInterval, Daily: DefaultProbeDaily},
-		Ledger: Ledger{RetentionDays: DefaultRetentionDays},
+		Probes: Probes{Interval: defaults.ProbeInterval, OpenInterval: defaults.ProbeOpenInterval, Daily: defaults.ProbeDaily},
+		Ledger: Ledger{RetentionDays: defaults.LedgerRetentionDays},
 	}
+}
+
+// DefaultTimeouts are the time limits of a provider that sets none.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{Connect: defaults.ConnectTimeout, Header: defaults.HeaderTimeout,
+		FirstToken: defaults.FirstTokenTimeout, Idle: defaults.IdleTimeout}
 }
 
 // Provider returns the provider called name. The pointer refers into
@@ -477,51 +431,29 @@ func SplitRef(ref string) (provider, model string, ok bool) {
 	return provider, model, true
 }
 
-// applyDefaults fills in every value left unset. It runs after validation,
-// so that validation can tell an explicit bad value from an absent one.
+// applyDefaults fills in every value left unset from Default and
+// DefaultTimeouts. It runs after validation, so that validation can tell
+// an explicit bad value from an absent one.
 func applyDefaults(c *Config) {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	if c.MaxBodyMB == 0 {
-		c.MaxBodyMB = DefaultMaxBodyMB
-	}
-	if c.Requests.BodyReadTimeout == 0 {
-		c.Requests.BodyReadTimeout = DefaultBodyReadTimeout
-	}
-	if c.Requests.MaxInflightBodyMB == 0 {
-		c.Requests.MaxInflightBodyMB = DefaultMaxInflightBodyMB
-	}
-	if c.Requests.ResponseRetentionDays == 0 {
-		c.Requests.ResponseRetentionDays = DefaultResponseRetentionDays
-	}
-	if c.Requests.ResponseStoreMB == 0 {
-		c.Requests.ResponseStoreMB = DefaultResponseStoreMB
-	}
-	if c.Breaker.Failures == 0 {
-		c.Breaker.Failures = DefaultBreakerFailures
-	}
-	if c.Breaker.Open == 0 {
-		c.Breaker.Open = DefaultBreakerOpen
-	}
-	if c.Breaker.RateLimitCooldown == 0 {
-		c.Breaker.RateLimitCooldown = DefaultRateLimitCooldown
-	}
-	if c.Breaker.HealthThreshold == 0 {
-		c.Breaker.HealthThreshold = DefaultHealthThreshold
-	}
-	if c.Probes.Interval == 0 {
-		c.Probes.Interval = DefaultProbeInterval
-	}
-	if c.Probes.OpenInterval == 0 {
-		c.Probes.OpenInterval = DefaultProbeOpenInterval
-	}
-	if c.Probes.Daily == 0 {
-		c.Probes.Daily = DefaultProbeDaily
-	}
-	if c.Ledger.RetentionDays == 0 {
-		c.Ledger.RetentionDays = DefaultRetentionDays
-	}
+	d := Default()
+	c.Listen = cmp.Or(c.Listen, d.Listen)
+	c.MaxBodyMB = cmp.Or(c.MaxBodyMB, d.MaxBodyMB)
+	rq := &c.Requests
+	rq.BodyReadTimeout = cmp.Or(rq.BodyReadTimeout, d.Requests.BodyReadTimeout)
+	rq.MaxInflightBodyMB = cmp.Or(rq.MaxInflightBodyMB, d.Requests.MaxInflightBodyMB)
+	rq.ResponseRetentionDays = cmp.Or(rq.ResponseRetentionDays, d.Requests.ResponseRetentionDays)
+	rq.ResponseStoreMB = cmp.Or(rq.ResponseStoreMB, d.Requests.ResponseStoreMB)
+	br := &c.Breaker
+	br.Failures = cmp.Or(br.Failures, d.Breaker.Failures)
+	br.Open = cmp.Or(br.Open, d.Breaker.Open)
+	br.RateLimitCooldown = cmp.Or(br.RateLimitCooldown, d.Breaker.RateLimitCooldown)
+	br.HealthThreshold = cmp.Or(br.HealthThreshold, d.Breaker.HealthThreshold)
+	pr := &c.Probes
+	pr.Interval = cmp.Or(pr.Interval, d.Probes.Interval)
+	pr.OpenInterval = cmp.Or(pr.OpenInterval, d.Probes.OpenInterval)
+	pr.Daily = cmp.Or(pr.Daily, d.Probes.Daily)
+	c.Ledger.RetentionDays = cmp.Or(c.Ledger.RetentionDays, d.Ledger.RetentionDays)
+	dt := DefaultTimeouts()
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		if p.Kind == "" && p.Catalog == "" {
@@ -533,17 +465,9 @@ func applyDefaults(c *Config) {
 		// slash would double it.
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
 		t := &p.Timeouts
-		if t.Connect == 0 {
-			t.Connect = DefaultConnectTimeout
-		}
-		if t.Header == 0 {
-			t.Header = DefaultHeaderTimeout
-		}
-		if t.FirstToken == 0 {
-			t.FirstToken = DefaultFirstTokenTimeout
-		}
-		if t.Idle == 0 {
-			t.Idle = DefaultIdleTimeout
-		}
+		t.Connect = cmp.Or(t.Connect, dt.Connect)
+		t.Header = cmp.Or(t.Header, dt.Header)
+		t.FirstToken = cmp.Or(t.FirstToken, dt.FirstToken)
+		t.Idle = cmp.Or(t.Idle, dt.Idle)
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"freelane/backend/defaults"
+	"freelane/backend/tier"
 )
 
 // mustParse parses data and fails the test on a fatal problem.
@@ -108,7 +111,7 @@ func TestEnvCannotChangeStructure(t *testing.T) {
 
 	env["LISTEN"] = "127.0.0.1:9000"
 	cfg, _ := mustParse(t, data, env)
-	if len(cfg.Providers) != 1 || cfg.MaxBodyMB != DefaultMaxBodyMB {
+	if len(cfg.Providers) != 1 || cfg.MaxBodyMB != defaults.MaxBodyMB {
 		t.Errorf("structure changed: %d providers, max_body_mb %d", len(cfg.Providers), cfg.MaxBodyMB)
 	}
 	if cfg.Providers[0].APIKey != env["KEY"] {
@@ -230,7 +233,7 @@ func TestEmptyFileIsDefault(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	d := Default()
-	if d.Listen != DefaultListen || d.MaxBodyMB != 16 || len(d.Providers) != 0 || len(d.Chains) != 0 ||
+	if d.Listen != defaults.Listen || d.MaxBodyMB != 16 || len(d.Providers) != 0 || len(d.Chains) != 0 ||
 		d.Breaker != (Breaker{Failures: 2, Open: 30 * time.Second, RateLimitCooldown: 60 * time.Second, HealthThreshold: 0.6}) ||
 		d.Probes != (Probes{Interval: 5 * time.Minute, OpenInterval: 30 * time.Second, Daily: 24 * time.Hour}) {
 		t.Errorf("Default() = %+v", d)
@@ -299,17 +302,17 @@ func TestExample(t *testing.T) {
 		t.Errorf("example with keys set: problems %v", problems)
 	}
 
-	tiers := map[string]bool{}
+	tiers := map[tier.Tier]bool{}
 	for _, p := range cfg.Providers {
 		tiers[p.Tier] = true
 	}
-	if !tiers[TierOwn] || !tiers[TierFree] || !tiers[TierLocal] {
+	if !tiers[tier.Own] || !tiers[tier.Free] || !tiers[tier.Local] {
 		t.Errorf("example lacks a tier: %v", tiers)
 	}
 	if p, ok := cfg.Provider("openai"); !ok || !p.Default || !slices.Equal(p.APIKeyEnv, []string{"OPENAI_API_KEY"}) {
 		t.Errorf("openai provider: %+v", p)
 	}
-	if p, ok := cfg.Provider("lab-vllm"); !ok || !p.Keyless || p.Tier != TierLocal || !p.Disabled {
+	if p, ok := cfg.Provider("lab-vllm"); !ok || !p.Keyless || p.Tier != tier.Local || !p.Disabled {
 		t.Errorf("lab-vllm provider: %+v", p)
 	}
 	// The catalog supplies what the example leaves out.

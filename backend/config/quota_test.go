@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"freelane/backend/defaults"
 )
 
 func TestQuotaKeysAreValidatedWithLines(t *testing.T) {
@@ -58,7 +60,7 @@ budgets:
 		t.Fatal(err)
 	}
 	m := cfg.Providers[0].Models[0]
-	if m.Price.Output != 0.6 || m.CreditDate().Format("2006-01-02") != "2026-12-31" || m.Limits.RPD != 5 || cfg.Ledger.RetentionDays != DefaultRetentionDays {
+	if m.Price.Output != 0.6 || m.CreditDate().Format("2006-01-02") != "2026-12-31" || m.Limits.RPD != 5 || cfg.Ledger.RetentionDays != defaults.LedgerRetentionDays {
 		t.Fatalf("decoded %+v %+v", m, cfg.Ledger)
 	}
 }

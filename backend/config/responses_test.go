@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"freelane/backend/defaults"
 )
 
 // The stored Responses answers are bounded in time and in total size; both
@@ -13,10 +15,10 @@ func TestResponseStoreSettings(t *testing.T) {
 		t.Fatalf("got %+v, %v", cfg.Requests, err)
 	}
 	cfg, _, err = Parse("t.yaml", doc("listen: 127.0.0.1:1"), nil)
-	if err != nil || cfg.Requests.ResponseRetentionDays != DefaultResponseRetentionDays || cfg.Requests.ResponseStoreMB != DefaultResponseStoreMB {
+	if err != nil || cfg.Requests.ResponseRetentionDays != defaults.ResponseRetentionDays || cfg.Requests.ResponseStoreMB != defaults.ResponseStoreMB {
 		t.Fatalf("defaults: got %+v, %v", cfg.Requests, err)
 	}
-	if d := Default(); d.Requests.ResponseStoreMB != DefaultResponseStoreMB {
+	if d := Default(); d.Requests.ResponseStoreMB != defaults.ResponseStoreMB {
 		t.Fatalf("Default() has response_store_mb %d", d.Requests.ResponseStoreMB)
 	}
 	for bad, want := range map[string]string{

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"freelane/backend/defaults"
 	"freelane/backend/dialects"
 	"freelane/backend/llm"
 	"freelane/backend/quota"
+	"freelane/backend/tier"
 )
 
 var (
@@ -28,7 +30,6 @@ var (
 	// Capabilities and Endpoints are the names models may declare.
 	Capabilities = []string{"tools", "vision", "json", "reasoning"}
 	Endpoints    = []string{"chat", "completions", "embeddings"}
-	tiers        = []string{TierOwn, TierFree, TierLocal}
 )
 
 // kindEndpoints is what the registry of dialects says of a provider kind:
@@ -147,10 +148,10 @@ func (v *validator) validate(c *Config) {
 	}
 	// Zero means the default for both, as it does for the breaker's times.
 	if rq := c.Requests; rq.BodyReadTimeout != 0 && (rq.BodyReadTimeout < time.Second || rq.BodyReadTimeout > MaxBodyReadTimeout) {
-		v.errorf("requests.body_read_timeout", "must be from 1s to %s; 0 or leaving it out means the default (%s), got %s", MaxBodyReadTimeout, DefaultBodyReadTimeout, rq.BodyReadTimeout)
+		v.errorf("requests.body_read_timeout", "must be from 1s to %s; 0 or leaving it out means the default (%s), got %s", MaxBodyReadTimeout, defaults.BodyReadTimeout, rq.BodyReadTimeout)
 	}
 	if rq := c.Requests; rq.MaxInflightBodyMB != 0 && (rq.MaxInflightBodyMB < 1 || rq.MaxInflightBodyMB > MaxMaxInflightBodyMB) {
-		v.errorf("requests.max_inflight_body_mb", "must be from 1 to %d (MiB); 0 or leaving it out means the default (%d), got %d", MaxMaxInflightBodyMB, DefaultMaxInflightBodyMB, rq.MaxInflightBodyMB)
+		v.errorf("requests.max_inflight_body_mb", "must be from 1 to %d (MiB); 0 or leaving it out means the default (%d), got %d", MaxMaxInflightBodyMB, defaults.MaxInflightBodyMB, rq.MaxInflightBodyMB)
 	}
 	v.providers(c)
 	v.discovery(c)
@@ -160,13 +161,13 @@ func (v *validator) validate(c *Config) {
 	v.breaker(c)
 	v.budgets(c)
 	if d := c.Requests.ResponseRetentionDays; d < 0 || d > MaxResponseRetentionDays {
-		v.errorf("requests.response_retention_days", "must be from 1 to %d (days); 0 or leaving it out means %d, got %d", MaxResponseRetentionDays, DefaultResponseRetentionDays, d)
+		v.errorf("requests.response_retention_days", "must be from 1 to %d (days); 0 or leaving it out means %d, got %d", MaxResponseRetentionDays, defaults.ResponseRetentionDays, d)
 	}
 	if mb := c.Requests.ResponseStoreMB; mb < 0 || mb > MaxResponseStoreMB {
-		v.errorf("requests.response_store_mb", "must be from 1 to %d (MiB); 0 or leaving it out means %d, got %d", MaxResponseStoreMB, DefaultResponseStoreMB, mb)
+		v.errorf("requests.response_store_mb", "must be from 1 to %d (MiB); 0 or leaving it out means %d, got %d", MaxResponseStoreMB, defaults.ResponseStoreMB, mb)
 	}
 	if c.Ledger.RetentionDays < 0 {
-		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", DefaultRetentionDays, c.Ledger.RetentionDays)
+		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", defaults.LedgerRetentionDays, c.Ledger.RetentionDays)
 	}
 	v.unsetEnv()
 }
@@ -198,7 +199,7 @@ func (v *validator) listen(c *Config) {
 	}
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		v.errorf("listen", "must be host:port, e.g. %q, got %q", DefaultListen, c.Listen)
+		v.errorf("listen", "must be host:port, e.g. %q, got %q", defaults.Listen, c.Listen)
 		return
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
@@ -237,9 +238,9 @@ func (v *validator) providers(c *Config) {
 		v.params(p.DropParams, f+".drop_params")
 		switch {
 		case p.Tier == "":
-			v.errorf(f+".tier", "is required: one of %s", strings.Join(tiers, ", "))
-		case !slices.Contains(tiers, p.Tier):
-			v.errorf(f+".tier", "must be one of %s, got %q", strings.Join(tiers, ", "), p.Tier)
+			v.errorf(f+".tier", "is required: one of %s", tier.Words(tier.Tiers()))
+		case !p.Tier.Valid():
+			v.errorf(f+".tier", "must be one of %s, got %q", tier.Words(tier.Tiers()), p.Tier)
 		}
 
 		if p.Default {
@@ -453,10 +454,10 @@ func (v *validator) timeouts(p *Provider, f string) {
 		val time.Duration
 		def time.Duration
 	}{
-		{"connect", p.Timeouts.Connect, DefaultConnectTimeout},
-		{"header", p.Timeouts.Header, DefaultHeaderTimeout},
-		{"first_token", p.Timeouts.FirstToken, DefaultFirstTokenTimeout},
-		{"idle", p.Timeouts.Idle, DefaultIdleTimeout},
+		{"connect", p.Timeouts.Connect, defaults.ConnectTimeout},
+		{"header", p.Timeouts.Header, defaults.HeaderTimeout},
+		{"first_token", p.Timeouts.FirstToken, defaults.FirstTokenTimeout},
+		{"idle", p.Timeouts.Idle, defaults.IdleTimeout},
 	} {
 		if t.val < 0 {
 			v.errorf(f+".timeouts."+t.key, "must not be negative; 0 or leaving it out means the default (%s), got %s", t.def, t.val)
@@ -632,20 +633,27 @@ func (v *validator) breaker(c *Config) {
 		v.errorf("breaker.failures", "must be at least 1, got %d", b.Failures)
 	}
 	if b.Open < 0 {
-		v.errorf("breaker.open", "must not be negative; 0 or leaving it out means the default (%s), got %s", DefaultBreakerOpen, b.Open)
+		v.errorf("breaker.open", "must not be negative; 0 or leaving it out means the default (%s), got %s", defaults.BreakerOpen, b.Open)
 	}
 	if b.RateLimitCooldown < 0 {
-		v.errorf("breaker.rate_limit_cooldown", "must not be negative; 0 or leaving it out means the default (%s), got %s", DefaultRateLimitCooldown, b.RateLimitCooldown)
+		v.errorf("breaker.rate_limit_cooldown", "must not be negative; 0 or leaving it out means the default (%s), got %s", defaults.RateLimitCooldown, b.RateLimitCooldown)
 	}
 	if v.d.set["breaker.health_threshold"] && (b.HealthThreshold <= 0 || b.HealthThreshold >= 1) {
 		v.errorf("breaker.health_threshold", "must be between 0 and 1 (exclusive), got %g", b.HealthThreshold)
 	}
 	pr := c.Probes
-	for field, d := range map[string]time.Duration{"probes.interval": pr.Interval, "probes.open_interval": pr.OpenInterval, "probes.daily": pr.Daily} {
-		if d < 0 {
-			v.errorf(field, "must not be negative; 0 or leaving it out means the default, got %s", d)
-		} else if d > 0 && d < time.Second {
-			v.errorf(field, "must be at least 1s: probes spend the providers' quota, got %s", d)
+	for _, p := range []struct {
+		field  string
+		d, def time.Duration
+	}{
+		{"probes.interval", pr.Interval, defaults.ProbeInterval},
+		{"probes.open_interval", pr.OpenInterval, defaults.ProbeOpenInterval},
+		{"probes.daily", pr.Daily, defaults.ProbeDaily},
+	} {
+		if p.d < 0 {
+			v.errorf(p.field, "must not be negative; 0 or leaving it out means the default (%s), got %s", p.def, p.d)
+		} else if p.d > 0 && p.d < time.Second {
+			v.errorf(p.field, "must be at least 1s: probes spend the providers' quota, got %s", p.d)
 		}
 	}
 }

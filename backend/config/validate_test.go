@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"freelane/backend/defaults"
 )
 
 // doc joins lines with newlines, so that a case's line numbers can be read
@@ -570,7 +572,7 @@ func TestRequestLimits(t *testing.T) {
 		t.Fatalf("got %+v, %v", cfg.Requests, err)
 	}
 	cfg, _, err = Parse("t.yaml", doc("listen: 127.0.0.1:1"), nil)
-	if err != nil || cfg.Requests.BodyReadTimeout != DefaultBodyReadTimeout || cfg.Requests.MaxInflightBodyMB != DefaultMaxInflightBodyMB {
+	if err != nil || cfg.Requests.BodyReadTimeout != defaults.BodyReadTimeout || cfg.Requests.MaxInflightBodyMB != defaults.MaxInflightBodyMB {
 		t.Fatalf("defaults: got %+v, %v", cfg.Requests, err)
 	}
 	for _, bad := range []string{"  body_read_timeout: 10ms", "  body_read_timeout: 2h", "  max_inflight_body_mb: -1", "  max_inflight_body_mb: 20000"} {

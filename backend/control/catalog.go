@@ -13,6 +13,7 @@ import (
 
 	"freelane/backend/catalog"
 	"freelane/backend/config"
+	"freelane/backend/tier"
 )
 
 // docAdopted names the state document listing the providers added because
@@ -103,7 +104,7 @@ func (c *Control) adoptEnvKeys(ctx context.Context) error {
 	if c.doc.PicksUpEnvKeys() {
 		for i := range c.cat.Providers {
 			e := &c.cat.Providers[i]
-			if e.Tier == catalog.TierLocal || c.envValue(e.KeyEnv) == "" || standsFor(c.doc, e, c.cat) {
+			if e.Tier == tier.OfferLocal || c.envValue(e.KeyEnv) == "" || standsFor(c.doc, e, c.cat) {
 				continue
 			}
 			missing := false
@@ -218,7 +219,7 @@ func (c *Control) AddFromCatalog(ctx context.Context, id string, in CatalogInput
 		}
 	}
 	key := strings.TrimSpace(in.Key)
-	if key == "" && e.Tier != catalog.TierLocal {
+	if key == "" && e.Tier != tier.OfferLocal {
 		return ProviderView{}, userErr(http.StatusBadRequest, "key", "paste the key from %s", cmp.Or(e.SignupURL, e.Name))
 	}
 	if len(models) == 0 && len(e.Models) == 0 {

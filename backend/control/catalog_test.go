@@ -9,6 +9,7 @@ import (
 	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/tier"
 )
 
 func mustCatalog(t *testing.T, doc string) *catalog.Catalog {
@@ -105,7 +106,7 @@ func TestEnvKeysAdoptOneProviderPerAccount(t *testing.T) {
 	r2 := newRig(t)
 	r2.env["GROQ_API_KEY"] = "gsk-1"
 	seed := config.Default()
-	seed.Providers = []config.Provider{{Name: "mygroq", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: "https://api.groq.com/openai/v1",
+	seed.Providers = []config.Provider{{Name: "mygroq", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: "https://api.groq.com/openai/v1",
 		APIKey: "gsk-1", APIKeyEnv: []string{"GROQ_API_KEY"}, Models: []config.Model{{ID: "m"}}}}
 	c2 := r2.open(seed)
 	if ps := c2.Providers(); len(ps) != 1 || ps[0].Name != "mygroq" {

@@ -24,6 +24,7 @@ import (
 
 	"freelane/backend/catalog"
 	"freelane/backend/config"
+	"freelane/backend/defaults"
 	"freelane/backend/store"
 	"freelane/backend/vault"
 )
@@ -260,7 +261,7 @@ func Open(ctx context.Context, o Options) (*Control, error) {
 	c.bindKeys(c.doc)
 	c.maxBodyMB = c.doc.MaxBodyMB
 	if o.Seed == nil {
-		c.maxBodyMB = max(c.maxBodyMB, config.DefaultMaxBodyMB)
+		c.maxBodyMB = max(c.maxBodyMB, defaults.MaxBodyMB)
 	}
 	if err := c.persist(ctx, c.doc); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"freelane/backend/config"
+	"freelane/backend/tier"
 	"freelane/backend/vault"
 )
 
@@ -58,13 +59,13 @@ type ProviderView struct {
 	Name string `json:"name"`
 	// Catalog is the catalog entry the provider comes from; "" for one
 	// set up by hand.
-	Catalog  string `json:"catalog"`
-	Kind     string `json:"kind"`
-	Tier     string `json:"tier"`
-	Default  bool   `json:"default"`
-	BaseURL  string `json:"base_url"`
-	Keyless  bool   `json:"keyless"`
-	Disabled bool   `json:"disabled"`
+	Catalog  string    `json:"catalog"`
+	Kind     string    `json:"kind"`
+	Tier     tier.Tier `json:"tier"`
+	Default  bool      `json:"default"`
+	BaseURL  string    `json:"base_url"`
+	Keyless  bool      `json:"keyless"`
+	Disabled bool      `json:"disabled"`
 	// Probe and StreamUsage show what the settings mean, with the
 	// defaults applied, rather than whether they are set explicitly.
 	Probe       bool              `json:"probe"`
@@ -133,7 +134,7 @@ type ProviderView struct {
 type ProviderInput struct {
 	Name        string            `json:"name"`
 	Kind        string            `json:"kind"`
-	Tier        string            `json:"tier"`
+	Tier        tier.Tier         `json:"tier"`
 	Default     bool              `json:"default"`
 	BaseURL     string            `json:"base_url"`
 	Keyless     bool              `json:"keyless"`
@@ -231,7 +232,7 @@ func (c *Control) Providers() []ProviderView {
 // view shows the stored provider p, whose effective key is key.
 func (c *Control) view(p config.Provider, key string) ProviderView {
 	v := ProviderView{
-		Name: config.Unescape(p.Name), Catalog: p.Catalog, Kind: config.Unescape(p.Kind), Tier: config.Unescape(p.Tier), Default: p.Default,
+		Name: config.Unescape(p.Name), Catalog: p.Catalog, Kind: config.Unescape(p.Kind), Tier: tier.Tier(config.Unescape(string(p.Tier))), Default: p.Default,
 		BaseURL: config.Unescape(p.BaseURL), Keyless: p.Keyless, Disabled: p.Disabled, Probe: p.Probed(), StreamUsage: p.WantsStreamUsage(),
 		Headers:  make(map[string]string, len(p.Headers)),
 		Timeouts: Timeouts{Connect: dur(p.Timeouts.Connect), Header: dur(p.Timeouts.Header), FirstToken: dur(p.Timeouts.FirstToken), Idle: dur(p.Timeouts.Idle)},
@@ -291,7 +292,7 @@ func (in *ProviderInput) applyTo(p *config.Provider, create bool) error {
 		p.Kind = config.Escape(in.Kind)
 	}
 	if in.has("tier") {
-		p.Tier = config.Escape(in.Tier)
+		p.Tier = tier.Tier(config.Escape(string(in.Tier)))
 	}
 	if in.has("default") {
 		p.Default = in.Default

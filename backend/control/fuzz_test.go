@@ -11,6 +11,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/control"
 	"freelane/backend/store"
+	"freelane/backend/tier"
 	"freelane/backend/vault"
 )
 
@@ -34,7 +35,7 @@ func fuzzControl(tb testing.TB) *control.Control {
 		tb.Fatal(err)
 	}
 	seed := config.Default()
-	seed.Providers = []config.Provider{{Name: "groq", Kind: config.KindOpenAI, Tier: config.TierFree,
+	seed.Providers = []config.Provider{{Name: "groq", Kind: config.KindOpenAI, Tier: tier.Free,
 		BaseURL: "https://api.groq.com/openai/v1", Models: []config.Model{{ID: "llama", ParamsB: 70, Context: 8192}}}}
 	c, err := control.Open(context.Background(), control.Options{DB: db, Vault: v, Seed: seed,
 		Apply: func(*config.Config) error { return nil }, LookupEnv: func(string) (string, bool) { return "", false }})

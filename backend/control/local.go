@@ -10,6 +10,7 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/llm"
+	"freelane/backend/tier"
 )
 
 // ProviderSource is where a provider comes from.
@@ -111,7 +112,7 @@ func allLocal(doc *config.Config, found []LocalServer) []LocalServer {
 		}
 		base := fmt.Sprintf("http://127.0.0.1:%d/v1", r.Port)
 		out = append(out, LocalServer{
-			Provider: config.Provider{Name: r.Name, Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: base, Keyless: true, Limits: r.Limits},
+			Provider: config.Provider{Name: r.Name, Kind: config.KindOpenAI, Tier: tier.Local, BaseURL: base, Keyless: true, Limits: r.Limits},
 			Local: ProviderLocal{Kind: r.Kind, Port: r.Port, BaseURL: base, Status: status,
 				Found: fmt.Sprintf("recorded on port %d; it has not answered since FreeLane started", r.Port)},
 		})

@@ -11,6 +11,8 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/defaults"
+	"freelane/backend/tier"
 )
 
 // patchSeed is one free provider with settings the edit form has no
@@ -18,7 +20,7 @@ import (
 func patchSeed() *config.Config {
 	cfg := config.Default()
 	cfg.Providers = []config.Provider{{
-		Name: "groq", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: "https://api.groq.com/openai/v1",
+		Name: "groq", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: "https://api.groq.com/openai/v1",
 		APIKey: "${GROQ_API_KEY}", APIKeyEnv: []string{"GROQ_API_KEY"},
 		Headers:     map[string]string{"X-Title": "${APP_TITLE}"},
 		StreamUsage: ptr(false),
@@ -75,7 +77,7 @@ func TestEditChangesOnlyWhatItCarries(t *testing.T) {
 	if err := edit(t, c, `{"timeouts": {"connect": ""}, "headers": {}}`); err != nil {
 		t.Fatal(err)
 	}
-	if got := stored(c); got.Timeouts.Connect != config.DefaultConnectTimeout || got.Timeouts.Header != 40*time.Second || len(got.Headers) != 0 {
+	if got := stored(c); got.Timeouts.Connect != defaults.ConnectTimeout || got.Timeouts.Header != 40*time.Second || len(got.Headers) != 0 {
 		t.Errorf("timeouts %+v headers %v", got.Timeouts, got.Headers)
 	}
 }

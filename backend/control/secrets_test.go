@@ -11,6 +11,7 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/tier"
 )
 
 const (
@@ -21,7 +22,7 @@ const (
 func secretSeed(url string) *config.Config {
 	cfg := config.Default()
 	cfg.Providers = []config.Provider{{
-		Name: "groq", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: url,
+		Name: "groq", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: url,
 		Headers: map[string]string{"X-Token": testHeader, "X-Title": "${APP_TITLE}"},
 		Models:  []config.Model{{ID: "big", Context: 8192}},
 	}}

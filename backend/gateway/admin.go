@@ -21,6 +21,7 @@ import (
 	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/tier"
 )
 
 // BackendView is one backend as the dashboard shows it.
@@ -31,7 +32,7 @@ type BackendView struct {
 	Name     string                    `json:"name"`
 	Provider string                    `json:"provider"`
 	Model    string                    `json:"model"`
-	Tier     string                    `json:"tier"`
+	Tier     tier.Tier                 `json:"tier"`
 	Status   string                    `json:"status"`
 	State    breaker.State             `json:"state"`
 	Health   float64                   `json:"health"`

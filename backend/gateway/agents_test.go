@@ -49,6 +49,7 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/tier"
 )
 
 // The backends every agentEnv has: two models on a fake vendor of each
@@ -103,11 +104,11 @@ func newAgentEnvWith(t *testing.T, mutate func(*config.Config), chains ...config
 			return ms
 		}
 		cfg.Providers = []config.Provider{
-			{Name: "oai", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: base, APIKey: "sk-oai-vendor-key",
+			{Name: "oai", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: base, APIKey: "sk-oai-vendor-key",
 				Models: models("gpt-1", "gpt-2"), Timeouts: agentTimeouts},
-			{Name: "ant", Kind: config.KindAnthropic, Tier: config.TierOwn, BaseURL: base, APIKey: "sk-ant-vendor-key",
+			{Name: "ant", Kind: config.KindAnthropic, Tier: tier.Own, BaseURL: base, APIKey: "sk-ant-vendor-key",
 				Models: models("claude-1", "claude-2"), Timeouts: agentTimeouts},
-			{Name: "gem", Kind: config.KindGemini, Tier: config.TierFree, BaseURL: gemURL, APIKey: "AIza-vendor-key",
+			{Name: "gem", Kind: config.KindGemini, Tier: tier.Free, BaseURL: gemURL, APIKey: "AIza-vendor-key",
 				Models: models("gemini-1", "gemini-2"), Timeouts: agentTimeouts},
 		}
 		cfg.Chains = chains

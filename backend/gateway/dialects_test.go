@@ -17,6 +17,7 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/tier"
 )
 
 // A chain of three dialects, the way users mix their own Anthropic key, a
@@ -37,13 +38,13 @@ func mixedEnv(t *testing.T) *env {
 		base := cfg.Providers[0].BaseURL // the fake's OpenAI wire, .../v1
 		gemURL := strings.TrimSuffix(base, "/v1") + "/v1beta"
 		cfg.Providers = append(cfg.Providers,
-			config.Provider{Name: "claude", Kind: config.KindAnthropic, Tier: config.TierOwn, BaseURL: base, APIKey: "sk-ant-test-key",
+			config.Provider{Name: "claude", Kind: config.KindAnthropic, Tier: tier.Own, BaseURL: base, APIKey: "sk-ant-test-key",
 				Models: []config.Model{{ID: "claude-x", Context: 200000, MaxOutput: 8192,
 					Capabilities: []string{"tools", "vision", "reasoning"}}}, Timeouts: fastTimeouts},
-			config.Provider{Name: "gem", Kind: config.KindGemini, Tier: config.TierFree, BaseURL: gemURL, APIKey: "AIza-test-key",
+			config.Provider{Name: "gem", Kind: config.KindGemini, Tier: tier.Free, BaseURL: gemURL, APIKey: "AIza-test-key",
 				Models: []config.Model{{ID: "gemini-y", Context: 1000000, MaxOutput: 65536,
 					Capabilities: []string{"tools", "vision", "json", "reasoning"}}}, Timeouts: fastTimeouts},
-			config.Provider{Name: "groq", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: base, APIKey: "gsk-test-key",
+			config.Provider{Name: "groq", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: base, APIKey: "gsk-test-key",
 				Models: []config.Model{{ID: "llama-z", Context: 131072}}, Timeouts: fastTimeouts},
 		)
 		cfg.Chains = append(cfg.Chains, config.Chain{Name: "mixed", Backends: []string{claude, gem, groq}})
@@ -424,12 +425,12 @@ func TestQuirksFromTheConfig(t *testing.T) {
 	e := newEnv(t, func(cfg *config.Config) {
 		base := cfg.Providers[0].BaseURL
 		cfg.Providers = append(cfg.Providers,
-			config.Provider{Name: "quirky", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: base, APIKey: "k-quirky-0123456789",
+			config.Provider{Name: "quirky", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: base, APIKey: "k-quirky-0123456789",
 				DropParams: []string{"parallel_tool_calls"},
 				Models: []config.Model{{ID: "plain", MaxOutput: 1000, Capabilities: []string{"tools"}},
 					{ID: "thinker", MaxOutput: 1000, Capabilities: []string{"tools", "reasoning"}, DropParams: []string{"seed"}}},
 				Timeouts: fastTimeouts},
-			config.Provider{Name: "claude", Kind: config.KindAnthropic, Tier: config.TierOwn, BaseURL: base, APIKey: "sk-ant-quirks-0123",
+			config.Provider{Name: "claude", Kind: config.KindAnthropic, Tier: tier.Own, BaseURL: base, APIKey: "sk-ant-quirks-0123",
 				Models: []config.Model{{ID: "claude-x", MaxOutput: 2000, Capabilities: []string{"tools"}}}, Timeouts: fastTimeouts},
 		)
 	})

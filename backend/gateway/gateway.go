@@ -78,6 +78,10 @@ type Options struct {
 	// connection, so that local servers of other accounts are not used;
 	// nil means the platform's own lookup.
 	SocketOwner func(c net.Conn) (uid uint32, err error)
+	// Dialects are the wire formats the gateway speaks to clients and
+	// upstreams; nil means every dialect FreeLane has. Tests add a
+	// dialect of their own here.
+	Dialects *protocol.Registry
 }
 
 // Gateway is a running FreeLane.
@@ -105,6 +109,8 @@ type Gateway struct {
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
 	token  auth.Token
+	// dialects are the wire formats spoken, read-only.
+	dialects *protocol.Registry
 	// dashEvents feeds events to the dashboard's updates; lastUpdate is
 	// only touched by the hub's update callback.
 	dashEvents *events.Subscription
@@ -141,7 +147,10 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	// Every part logs through the redactor: log lines carry upstream text.
 	red := redact.New()
 	o.Logger = slog.New(redact.Handler(o.Logger.Handler(), red))
-	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, serving: loops.New(), loops: loops.New(), writers: loops.New()}
+	if o.Dialects == nil {
+		o.Dialects = dialects.Registry()
+	}
+	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, dialects: o.Dialects, serving: loops.New(), loops: loops.New(), writers: loops.New()}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock), store.WithRedactor(red))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
@@ -193,7 +202,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
-		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Responses: g.responses, Redactor: g.redact})
+		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
+		Dialects: g.dialects})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
@@ -268,7 +278,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	cfg := v.Config
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
-	g.quota.Configure(quotaSettings(cfg))
+	g.quota.Configure(quotaSettings(cfg, g.dialects))
 	// The secrets first too: answers to requests still in flight are
 	// redacted with the new set, which holds the keys they were sent with
 	// unless those were removed.
@@ -282,7 +292,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
 			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
 		}
-		d, ok := dialectOf(p.Kind)
+		d, ok := g.dialectOf(p.Kind)
 		if !ok {
 			return fmt.Errorf("provider %s: no dialect speaks the provider kind %q", p.Name, p.Kind)
 		}
@@ -297,7 +307,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		if ps.HasKey && !p.Disabled {
 			c := upstream.New(upstream.Options{
 				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
-				Dialect: d, Codecs: codecs, Drop: p.DropParams, Models: models,
+				Dialect: d, Codecs: g.dialects, Drop: p.DropParams, Models: models,
 				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
@@ -348,13 +358,10 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	return nil
 }
 
-// codecs are the dialects answers can be written in for clients.
-var codecs = dialects.Registry()
-
 // dialectOf is the dialect upstreams of a provider kind speak, from the
-// registry: adding a dialect is a package under protocol and its line in
-// package dialects.
-func dialectOf(kind string) (protocol.Dialect, bool) { return codecs.ByKind(kind) }
+// gateway's registry: adding a dialect is a package under protocol and
+// its line in package dialects.
+func (g *Gateway) dialectOf(kind string) (protocol.Dialect, bool) { return g.dialects.ByKind(kind) }
 
 // capsOf reads a model's declared capabilities; known is false when it
 // declares none.

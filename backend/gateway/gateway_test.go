@@ -23,6 +23,7 @@ import (
 	"freelane/backend/internal/logtest"
 	"freelane/backend/llm"
 	"freelane/backend/store"
+	"freelane/backend/tier"
 )
 
 // env is one FreeLane gateway in front of one fake upstream. Providers a
@@ -48,8 +49,8 @@ var fastTimeouts = config.Timeouts{Connect: time.Second, Header: 500 * time.Mill
 func testConfig(url string) *config.Config {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
-	p := func(name, tier, model string, params float64, ctxLen int) config.Provider {
-		return config.Provider{Name: name, Kind: "openai", Tier: tier, BaseURL: url, APIKey: "sk-test-" + name,
+	p := func(name string, t tier.Tier, model string, params float64, ctxLen int) config.Provider {
+		return config.Provider{Name: name, Kind: "openai", Tier: t, BaseURL: url, APIKey: "sk-test-" + name,
 			Models: []config.Model{{ID: model, ParamsB: params, Context: ctxLen}}, Timeouts: fastTimeouts}
 	}
 	local := p("l", "local", "ml", 7, 8192)

@@ -13,6 +13,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/control"
 	"freelane/backend/internal/fakelocal"
+	"freelane/backend/tier"
 )
 
 // localEnv is the test gateway (providers a, b, c, l on the fake vendor)
@@ -73,7 +74,7 @@ func TestDiscoveredServerIsAProviderOfChains(t *testing.T) {
 	v, ok := e.providerView(name)
 	if !ok || v.Source != control.FromDiscovery || v.Local == nil || v.Local.Status != control.LocalServing ||
 		v.Local.Found != fmt.Sprintf("found on port %d", srv.Port()) || v.Local.Kind != "ollama" || v.Key.Set || !v.Keyless ||
-		len(v.Models) != 1 || v.Models[0].ID != "qwen2.5:7b" || v.Tier != config.TierLocal {
+		len(v.Models) != 1 || v.Models[0].ID != "qwen2.5:7b" || v.Tier != tier.Local {
 		t.Fatalf("the discovered provider's view: %v %+v local %+v", ok, v, v.Local)
 	}
 	if a, _ := e.providerView("a"); a.Source != control.FromConfig || a.Local != nil {

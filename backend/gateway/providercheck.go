@@ -71,10 +71,10 @@ func (a adminView) UpdateProvider(ctx context.Context, name string, in control.P
 func (a adminView) ProviderModels(ctx context.Context, in api.ModelListInput) (api.ModelList, error) {
 	g := a.g
 	kind := cmp.Or(strings.TrimSpace(in.Kind), config.KindOpenAI)
-	d, ok := dialectOf(kind)
+	d, ok := g.dialectOf(kind)
 	if !ok {
 		return api.ModelList{}, &control.Error{Status: http.StatusBadRequest, Param: "kind",
-			Message: fmt.Sprintf("kind must be %s, got %q", oneOf(codecs.Kinds()), truncate(kind, 40))}
+			Message: fmt.Sprintf("kind must be %s, got %q", oneOf(g.dialects.Kinds()), truncate(kind, 40))}
 	}
 	base := strings.TrimSpace(in.BaseURL)
 	if len(base) > maxBaseURL {
@@ -174,13 +174,12 @@ func (g *Gateway) tryRequest(ctx context.Context, p config.Provider) error {
 	// The key is not in the gateway's redactor until the provider is
 	// stored, so this client and its log lines get one that knows it.
 	red := redact.New(secrets(&config.Config{Providers: []config.Provider{p}})...)
-	d, ok := dialectOf(p.Kind)
+	d, ok := g.dialectOf(p.Kind)
 	if !ok {
 		return fmt.Errorf("no dialect speaks the provider kind %q", p.Kind)
 	}
-	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Dialect: d, Codecs: codecs,
-		ConnectTimeout: cmp.Or(p.Timeouts.Connect, config.DefaultConnectTimeout), HeaderTimeout: cmp.Or(p.Timeouts.Header, config.DefaultHeaderTimeout),
-		FirstTokenTimeout: cmp.Or(p.Timeouts.FirstToken, config.DefaultFirstTokenTimeout), IdleTimeout: cmp.Or(p.Timeouts.Idle, config.DefaultIdleTimeout),
+	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Dialect: d, Codecs: g.dialects,
+		ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header, FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 		Logger: slog.New(redact.Handler(g.log.Handler(), red)), Clock: g.clock, Redactor: red})
 	defer c.CloseIdle()
 	ctx, cancel := context.WithTimeout(ctx, listWait)

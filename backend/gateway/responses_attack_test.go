@@ -22,6 +22,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"freelane/backend/config"
+	"freelane/backend/tier"
 )
 
 // A hostile upstream, speaking OpenAI's chat completions: it answers every
@@ -89,7 +90,7 @@ func (h *hostileUpstream) last() string {
 // hostileConfig routes the chain "h" to the hostile upstream only.
 func hostileConfig(url string) func(*config.Config) {
 	return func(cfg *config.Config) {
-		cfg.Providers = []config.Provider{{Name: "hostile", Kind: config.KindOpenAI, Tier: config.TierOwn, BaseURL: url + "/v1",
+		cfg.Providers = []config.Provider{{Name: "hostile", Kind: config.KindOpenAI, Tier: tier.Own, BaseURL: url + "/v1",
 			APIKey: hostileKey, Models: []config.Model{{ID: "m", Context: 1000000}}, Timeouts: fastTimeouts}}
 		cfg.Chains = []config.Chain{{Name: "h", Backends: []string{"hostile/m"}}}
 	}

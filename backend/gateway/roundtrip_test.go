@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"freelane/backend/config"
+	"freelane/backend/tier"
 )
 
 const (
@@ -38,7 +39,7 @@ func roundTripConfig(upstream string) *config.Config {
 		Requests:       config.Requests{BodyReadTimeout: 90 * time.Second, MaxInflightBodyMB: 512, ResponseRetentionDays: 7, ResponseStoreMB: 64},
 		Providers: []config.Provider{
 			{
-				Name: "paid", Kind: config.KindOpenAI, Tier: config.TierOwn, Default: true, BaseURL: upstream,
+				Name: "paid", Kind: config.KindOpenAI, Tier: tier.Own, Default: true, BaseURL: upstream,
 				APIKey: rtEnvKey, APIKeyEnv: []string{"FREELANE_RT_KEY"}, KeyFile: "freelane.yaml",
 				Headers: map[string]string{"HTTP-Referer": "https://freelane.example", "X-Title": "${FREELANE_RT_TITLE}"},
 				// The upstream rejects stream_options: the setting the
@@ -59,7 +60,7 @@ func roundTripConfig(upstream string) *config.Config {
 				Limits: &config.Limits{RPM: 60, RPD: 5000, TPM: 100000, TPD: 9000000, Concurrency: 4, Reset: "monthly 1 06:00 UTC"},
 			},
 			{
-				Name: "lit", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: upstream, APIKey: rtLiteralKey,
+				Name: "lit", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: upstream, APIKey: rtLiteralKey,
 				Headers:     map[string]string{"X-Team": "router"},
 				StreamUsage: ptrTo(true),
 				// Quirks and capabilities have no dashboard field yet; edits
@@ -75,7 +76,7 @@ func roundTripConfig(upstream string) *config.Config {
 				Limits: &config.Limits{TPM: 6000, Reset: "daily 04:00 UTC"},
 			},
 			{
-				Name: "box", Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: upstream, Keyless: true,
+				Name: "box", Kind: config.KindOpenAI, Tier: tier.Local, BaseURL: upstream, Keyless: true,
 				Headers:  map[string]string{"X-Local": "yes"},
 				Models:   []config.Model{{ID: "qwen2.5-coder:7b", ParamsB: 7, Context: 32768, MaxOutput: 1024}},
 				Timeouts: config.Timeouts{Connect: 2 * time.Second, Header: 90 * time.Second, FirstToken: 60 * time.Second, Idle: 45 * time.Second},
@@ -83,7 +84,7 @@ func roundTripConfig(upstream string) *config.Config {
 			{
 				// A provider from the catalog, pointed at the fake vendor:
 				// it is stored as given and completed from the catalog.
-				Name: "cat", Catalog: "groq", Tier: config.TierFree, BaseURL: upstream, APIKey: rtLiteralKey,
+				Name: "cat", Catalog: "groq", Tier: tier.Free, BaseURL: upstream, APIKey: rtLiteralKey,
 				Headers:  map[string]string{"X-Cat": "1"},
 				Models:   []config.Model{{ID: "llama-3.1-8b-instant", Context: 8000}},
 				Timeouts: config.Timeouts{Connect: 5 * time.Second, Header: 51 * time.Second, FirstToken: 22 * time.Second, Idle: 32 * time.Second},

@@ -20,6 +20,7 @@ import (
 	"freelane/backend/pool"
 	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
+	"freelane/backend/tier"
 	"freelane/backend/upstream"
 )
 
@@ -93,7 +94,7 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 	if len(in.Key) > maxKey {
 		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("the key is longer than %d characters; paste the key alone", maxKey)}
 	}
-	if in.Key == "" && e.Tier != catalog.TierLocal {
+	if in.Key == "" && e.Tier != tier.OfferLocal {
 		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Message: "paste the key from " + cmp.Or(e.SignupURL, e.Name)}
 	}
 	baseURL, err := control.CatalogBaseURL(e, in.Values)
@@ -145,13 +146,13 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 // tryKey sends one tiny request with a key to a provider that has no model
 // list, and says whether the key was taken.
 func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, baseURL, key string) error {
-	d, ok := dialectOf(e.Dialect)
+	d, ok := g.dialectOf(e.Dialect)
 	if !ok {
 		return &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("%s speaks the provider kind %q, which FreeLane does not know", e.Name, e.Dialect)}
 	}
-	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Dialect: d, Codecs: codecs,
-		ConnectTimeout: config.DefaultConnectTimeout, HeaderTimeout: config.DefaultHeaderTimeout,
-		FirstTokenTimeout: config.DefaultFirstTokenTimeout, IdleTimeout: config.DefaultIdleTimeout,
+	// Zero timeouts are the defaults a provider added from the catalog
+	// gets.
+	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Dialect: d, Codecs: g.dialects,
 		Logger: g.log, Clock: g.clock, Redactor: g.redact})
 	defer c.CloseIdle()
 	_, err := c.Complete(ctx, testRequest, e.Models[0].ID)
@@ -190,9 +191,9 @@ func (a adminView) Setup() api.SetupView {
 	v.Needed = v.Serving == 0
 	seen := map[string]bool{}
 	cat := g.control.Catalog()
-	for _, tier := range []string{catalog.TierFree, catalog.TierTrial, catalog.TierPaid} {
+	for _, offer := range []tier.Offer{tier.OfferFree, tier.OfferTrial, tier.OfferPaid} {
 		for _, e := range cat.Providers {
-			if e.Tier == tier && len(e.KeyEnv) > 0 && !seen[e.KeyEnv[0]] {
+			if e.Tier == offer && len(e.KeyEnv) > 0 && !seen[e.KeyEnv[0]] {
 				seen[e.KeyEnv[0]] = true
 				v.EnvNames = append(v.EnvNames, e.KeyEnv[0])
 			}

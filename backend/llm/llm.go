@@ -191,9 +191,9 @@ type Trace struct {
 	ID       string    `json:"id"`
 	Start    time.Time `json:"start"`
 	Endpoint string    `json:"endpoint"` // chat, completions, embeddings
-	// Path is the API path the client called, as Request.Path names it:
-	// "/v1/messages", "/v1beta/models/{model}:generateContent". Empty for
-	// requests logged before it was recorded.
+	// Path is the API path the client called, as Request.Path names it
+	// (the pattern of the dialect's route). Empty for requests logged
+	// before it was recorded.
 	Path string `json:"path,omitempty"`
 	// Dialect is the wire format the client spoke.
 	Dialect Dialect `json:"dialect,omitempty"`

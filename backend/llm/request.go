@@ -110,12 +110,10 @@ type Edits struct {
 // gets the neutral Conversation, decoded once when first needed.
 type Request struct {
 	Endpoint Endpoint
-	// Path is the API path the client called, with the client's own data
-	// (a model in a Gemini path) left out: "/v1/chat/completions",
-	// "/v1/messages", "/v1/responses",
-	// "/v1beta/models/{model}:streamGenerateContent". Endpoint says what
-	// kind of request it is; Path says which API it came in on, for the
-	// request log and the usage ledger.
+	// Path is the API path the client called, as the dialect's route
+	// names it, with the client's own data (a model in the path) left out.
+	// Endpoint says what kind of request it is; Path says which API it
+	// came in on, for the request log and the usage ledger.
 	Path string
 	// Dialect is the client's wire format.
 	Dialect Dialect

@@ -10,6 +10,7 @@ import (
 
 	"freelane/backend/atomicfile"
 	"freelane/backend/catalog"
+	"freelane/backend/tier"
 )
 
 // catalogFile is the newer catalog kept in the data directory: dropped
@@ -84,7 +85,7 @@ func (p *Pool) KeepCatalog(data []byte) {
 func envNames(cat *catalog.Catalog) []string {
 	var names []string
 	for _, e := range cat.Providers {
-		if e.Tier == catalog.TierFree && len(e.KeyEnv) > 0 && len(names) < 6 {
+		if e.Tier == tier.OfferFree && len(e.KeyEnv) > 0 && len(names) < 6 {
 			names = append(names, e.KeyEnv[0])
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/modellist"
+	"freelane/backend/tier"
 )
 
 // MaxJoin bounds how many models one model list adds at once, so a
@@ -33,16 +34,16 @@ func (p *Pool) ReadList(ctx context.Context, c config.Provider) ([]modellist.Lis
 	return modellist.Fetch(ctx, p.lists, d.Outbound.Models, c.BaseURL, c.APIKey, c.Headers)
 }
 
-// Joinable are the listed models that may serve from a provider of the
-// tier: chat models, and of a list with prices only the free ones for a
-// free tier.
-func Joinable(tier string, listed []modellist.Listed) []modellist.Listed {
+// Joinable are the listed models that may serve from a provider the
+// catalog offers so: chat models, and of a list with prices only the free
+// ones for a free tier.
+func Joinable(offer tier.Offer, listed []modellist.Listed) []modellist.Listed {
 	var out []modellist.Listed
 	for _, l := range listed {
 		if !l.Chat {
 			continue
 		}
-		if tier == catalog.TierFree && l.Priced && !l.Free {
+		if offer == tier.OfferFree && l.Priced && !l.Free {
 			continue
 		}
 		out = append(out, l)
@@ -69,8 +70,8 @@ func NewModels(e *catalog.Provider, listed []modellist.Listed, have []string) []
 
 // RetireUnlisted retires the provider's models its list no longer names
 // (withdrawn, or no longer free), and restores those it names again.
-func (p *Pool) RetireUnlisted(provider string, models []string, listed []modellist.Listed, tier string) {
-	ids := modellist.IDs(Joinable(tier, listed))
+func (p *Pool) RetireUnlisted(provider string, models []string, listed []modellist.Listed, offer tier.Offer) {
+	ids := modellist.IDs(Joinable(offer, listed))
 	for _, model := range models {
 		id := llm.BackendID{Provider: provider, Model: model}
 		p.retiredMu.Lock()
@@ -133,7 +134,7 @@ func (p *Pool) RefreshModels(ctx context.Context, ctl Models) {
 		}
 		// Paid vendors list everything they sell; new ones are not added
 		// to a paid key behind the user's back.
-		if e.Tier != catalog.TierPaid {
+		if e.Tier != tier.OfferPaid {
 			if add := NewModels(e, Joinable(e.Tier, listed), have); len(add) > 0 {
 				add = add[:min(len(add), MaxJoin)]
 				if err := ctl.AddModels(ctx, c.Name, add); err != nil {

@@ -28,9 +28,11 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/defaults"
 	"freelane/backend/discovery"
 	"freelane/backend/events"
 	"freelane/backend/llm"
+	"freelane/backend/tier"
 )
 
 // Breakers is what the pool tells the breakers: backends that cannot
@@ -198,10 +200,9 @@ func (p *Pool) composeLocked(base *config.Config) *config.Config {
 // localProvider is the server s as the keyless local provider called
 // name, with the limits base records for it.
 func localProvider(name string, s discovery.Server, base *config.Config) config.Provider {
-	p := config.Provider{Name: name, Kind: config.KindOpenAI, Tier: config.TierLocal, BaseURL: s.BaseURL, Keyless: true,
-		Timeouts: config.Timeouts{Connect: config.DefaultConnectTimeout, Header: config.DefaultHeaderTimeout,
-			// Loading a model from disk can take a while.
-			FirstToken: 2 * time.Minute, Idle: config.DefaultIdleTimeout}}
+	p := config.Provider{Name: name, Kind: config.KindOpenAI, Tier: tier.Local, BaseURL: s.BaseURL, Keyless: true,
+		Timeouts: config.Timeouts{Connect: defaults.ConnectTimeout, Header: defaults.HeaderTimeout,
+			FirstToken: defaults.LocalFirstTokenTimeout, Idle: defaults.IdleTimeout}}
 	if base != nil {
 		if r, ok := base.LocalAt(s.Kind, s.Port); ok {
 			p.Limits = r.Limits

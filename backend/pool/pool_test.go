@@ -14,6 +14,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/llm"
+	"freelane/backend/tier"
 )
 
 // record keeps what the pool tells the breakers and the events.
@@ -75,7 +76,7 @@ func names(cfg *config.Config) []string {
 func TestPoolComposesTheServersFound(t *testing.T) {
 	p, r := newPool(t)
 	base := config.Default()
-	base.Providers = []config.Provider{{Name: "acme", Kind: config.KindOpenAI, Tier: config.TierFree, BaseURL: "https://acme.example/v1",
+	base.Providers = []config.Provider{{Name: "acme", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: "https://acme.example/v1",
 		Models: []config.Model{{ID: "m"}}}}
 	if v := p.View(); v.Config != nil {
 		t.Fatalf("a pool without a configuration composes %v", names(v.Config))

@@ -16,11 +16,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"freelane/backend/atomicfile"
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/defaults"
 	"freelane/backend/discovery"
 	"freelane/backend/sockowner"
 )
@@ -210,7 +210,7 @@ func (v View) Transport(p config.Provider) http.RoundTripper {
 		return nil
 	}
 	owner := v.lookup
-	d := &net.Dialer{Timeout: p.Timeouts.Connect, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: p.Timeouts.Connect, KeepAlive: defaults.KeepAlive}
 	return &http.Transport{
 		// Loopback only: no proxy may see the prompts.
 		Proxy: nil,
@@ -234,6 +234,6 @@ func (v View) Transport(p config.Provider) http.RoundTripper {
 		},
 		ResponseHeaderTimeout: p.Timeouts.Header,
 		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       defaults.IdleConnTimeout,
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"freelane/backend/clock"
+	"freelane/backend/defaults"
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/protocol/openai"
@@ -59,7 +60,8 @@ type Keys interface {
 // provider allows; a Credential error means it is still refused.
 type KeyCheck func(ctx context.Context, k llm.KeyID) *llm.Error
 
-// Settings are the schedules. Zero values mean the defaults in brackets.
+// Settings are the schedules. Zero values mean the defaults in brackets,
+// which come from package defaults.
 type Settings struct {
 	Interval     time.Duration // healthy backends [5m]
 	OpenInterval time.Duration // backends that are down [30s]
@@ -70,19 +72,19 @@ type Settings struct {
 
 func (s Settings) withDefaults() Settings {
 	if s.Interval <= 0 {
-		s.Interval = 5 * time.Minute
+		s.Interval = defaults.ProbeInterval
 	}
 	if s.OpenInterval <= 0 {
-		s.OpenInterval = 30 * time.Second
+		s.OpenInterval = defaults.ProbeOpenInterval
 	}
 	if s.Daily <= 0 {
-		s.Daily = 24 * time.Hour
+		s.Daily = defaults.ProbeDaily
 	}
 	if s.Timeout <= 0 {
-		s.Timeout = 20 * time.Second
+		s.Timeout = defaults.ProbeTimeout
 	}
 	if s.Parallel <= 0 {
-		s.Parallel = 4
+		s.Parallel = defaults.ProbeParallel
 	}
 	return s
 }

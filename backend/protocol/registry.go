@@ -19,6 +19,9 @@ type Dialect struct {
 	// this dialect ("openai", "anthropic"); empty when no upstream is
 	// configured to speak it.
 	Kind string
+	// Inbound is how the dialect's clients call FreeLane; nil for a
+	// dialect spoken only by upstreams.
+	Inbound *Inbound
 	// Outbound is how upstreams of this dialect are called: their wire,
 	// model list and rate-limit headers. A dialect with a Kind needs its
 	// Wire.

@@ -11,6 +11,7 @@ import (
 	"freelane/backend/protocol/openai"
 	"freelane/backend/quota"
 	"freelane/backend/router"
+	"freelane/backend/tier"
 )
 
 // The benchmarks measure the router's own work per request: resolving the
@@ -82,9 +83,9 @@ func benchRouter(b *testing.B) *router.Router {
 		events: events,
 	}
 	spec := router.Spec{Providers: []router.ProviderSpec{
-		{Name: "groq", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{{ID: "llama-3.3-70b", ParamsB: 70}}, Up: up},
-		{Name: "cerebras", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{{ID: "qwen-3-32b", ParamsB: 32}}, Up: up},
-		{Name: "ollama", Tier: router.TierLocal, HasKey: true, Models: []router.ModelSpec{{ID: "qwen2.5:7b", ParamsB: 7}}, Up: up},
+		{Name: "groq", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{{ID: "llama-3.3-70b", ParamsB: 70}}, Up: up},
+		{Name: "cerebras", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{{ID: "qwen-3-32b", ParamsB: 32}}, Up: up},
+		{Name: "ollama", Tier: tier.Local, HasKey: true, Models: []router.ModelSpec{{ID: "qwen2.5:7b", ParamsB: 7}}, Up: up},
 	}}
 	return router.New(router.Build(spec), nopGate{}, nopRecorder{}, nil, quiet)
 }

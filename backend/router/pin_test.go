@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"freelane/backend/router"
+	"freelane/backend/tier"
 )
 
 // pinSpec has a configured provider "openai" that lacks gpt-4o, an
@@ -17,13 +18,13 @@ import (
 // ("paid/gpt-x"), beside Ollama's ordinary "library/model:tag".
 func pinSpec() router.Spec {
 	return router.Spec{Providers: []router.ProviderSpec{
-		{Name: "openai", Tier: router.TierOwn, HasKey: true, Models: []router.ModelSpec{{ID: "gpt-4.1"}}},
-		{Name: "groq", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{{ID: "llama-3.3-70b"}}},
-		{Name: "mistral", Tier: router.TierFree, HasKey: false, KeyHint: mistralHint, Models: []router.ModelSpec{{ID: "mistral-large"}}},
-		{Name: "off", Tier: router.TierFree, Disabled: true, HasKey: true, Models: []router.ModelSpec{{ID: "huge"}}},
-		{Name: "openrouter", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{
+		{Name: "openai", Tier: tier.Own, HasKey: true, Models: []router.ModelSpec{{ID: "gpt-4.1"}}},
+		{Name: "groq", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{{ID: "llama-3.3-70b"}}},
+		{Name: "mistral", Tier: tier.Free, HasKey: false, KeyHint: mistralHint, Models: []router.ModelSpec{{ID: "mistral-large"}}},
+		{Name: "off", Tier: tier.Free, Disabled: true, HasKey: true, Models: []router.ModelSpec{{ID: "huge"}}},
+		{Name: "openrouter", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{
 			{ID: "openai/gpt-4o"}, {ID: "meta-llama/llama-3.3-70b-instruct:free"}, {ID: "paid/configured"}}},
-		{Name: "ollama-11500", Tier: router.TierLocal, HasKey: true, Discovered: true, Models: []router.ModelSpec{
+		{Name: "ollama-11500", Tier: tier.Local, HasKey: true, Discovered: true, Models: []router.ModelSpec{
 			{ID: "openai/gpt-4o"}, {ID: "openai/gpt-5"}, {ID: "groq/llama-3.1-8b"}, {ID: "mistral/mistral-small"},
 			{ID: "off/huge"}, {ID: "paid/gpt-x"}, {ID: "library/llama3.2:3b"}, {ID: "qwen2.5:7b"}, {ID: "paid/configured"}}},
 	}}

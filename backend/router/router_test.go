@@ -20,6 +20,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
+	"freelane/backend/tier"
 )
 
 // step is one scripted answer of a fake stream's Next.
@@ -429,7 +430,7 @@ func newHarnessGate(t *testing.T, inner router.Gate, contexts ...int) *harness {
 		if i < len(contexts) {
 			ctxLen = contexts[i]
 		}
-		spec.Providers = append(spec.Providers, router.ProviderSpec{Name: p, Tier: router.TierFree, HasKey: true,
+		spec.Providers = append(spec.Providers, router.ProviderSpec{Name: p, Tier: tier.Free, HasKey: true,
 			Models: []router.ModelSpec{{ID: "m", Context: ctxLen}}, Up: up})
 	}
 	spec.Chains = []router.ChainSpec{{Name: "main", Backends: ids("a/m", "b/m", "c/m")}}
@@ -960,7 +961,7 @@ func TestSwapTable(t *testing.T) {
 	h := newHarness(t)
 	old := h.r.Table()
 	up := &fakeUp{t: t, resp: &llm.Response{Status: 200, Body: []byte(`{"from":"z"}`)}}
-	h.r.Swap(router.Build(router.Spec{Providers: []router.ProviderSpec{{Name: "z", Tier: router.TierLocal, HasKey: true, Models: []router.ModelSpec{{ID: "m"}}, Up: up}}}))
+	h.r.Swap(router.Build(router.Spec{Providers: []router.ProviderSpec{{Name: "z", Tier: tier.Local, HasKey: true, Models: []router.ModelSpec{{ID: "m"}}, Up: up}}}))
 	if h.r.Table() == old {
 		t.Fatal("Swap did not install the table")
 	}

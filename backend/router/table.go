@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"freelane/backend/llm"
+	"freelane/backend/tier"
 )
 
 // Upstream is what the router needs from a provider client.
@@ -18,13 +19,6 @@ type Upstream interface {
 	Complete(ctx context.Context, req *llm.Request, model string) (*llm.Response, error)
 	Stream(ctx context.Context, req *llm.Request, model string) (llm.EventStream, error)
 }
-
-// Tiers of providers, in the order the default chain uses them.
-const (
-	TierOwn   = "own"
-	TierFree  = "free"
-	TierLocal = "local"
-)
 
 // ModelSpec is one model a provider serves.
 type ModelSpec struct {
@@ -47,7 +41,7 @@ type ModelSpec struct {
 // ProviderSpec is a provider as the router needs to know it.
 type ProviderSpec struct {
 	Name     string
-	Tier     string
+	Tier     tier.Tier
 	Default  bool
 	Disabled bool
 	// HasKey is false when the provider needs a key and none is set; such a
@@ -102,7 +96,7 @@ type Backend struct {
 	// name is ID's text form, made once when the table is built so that
 	// traces and logs do not build it per request.
 	name    string
-	Tier    string
+	Tier    tier.Tier
 	ParamsB float64
 	Context int
 	Up      Upstream
@@ -239,7 +233,7 @@ func Build(spec Spec) *Table {
 			b.alone = []*Backend{b}
 			t.backends[id] = b
 			switch {
-			case p.Tier == TierOwn && p.Default:
+			case p.Tier == tier.Own && p.Default:
 				ownDefault = append(ownDefault, b)
 			case spec.Now.Before(m.CreditUntil):
 				credit = append(credit, b)
@@ -247,9 +241,9 @@ func Build(spec Spec) *Table {
 				if t.creditEnds.IsZero() || m.CreditUntil.Before(t.creditEnds) {
 					t.creditEnds = m.CreditUntil
 				}
-			case p.Tier == TierOwn:
+			case p.Tier == tier.Own:
 				own = append(own, b)
-			case p.Tier == TierFree:
+			case p.Tier == tier.Free:
 				free = append(free, b)
 			default:
 				local = append(local, b)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"freelane/backend/router"
+	"freelane/backend/tier"
 )
 
 func names(bs []*router.Backend) []string {
@@ -28,18 +29,18 @@ const mistralHint = "add a Mistral key in the dashboard or set MISTRAL_API_KEY"
 func catalogSpec() router.Spec {
 	return router.Spec{
 		Providers: []router.ProviderSpec{
-			{Name: "openai", Tier: router.TierOwn, HasKey: true, Models: []router.ModelSpec{{ID: "gpt-4o-mini"}, {ID: "gpt-4o"}}},
-			{Name: "mine", Tier: router.TierOwn, Default: true, HasKey: true, Models: []router.ModelSpec{{ID: "claude-sonnet"}}},
-			{Name: "groq", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{
+			{Name: "openai", Tier: tier.Own, HasKey: true, Models: []router.ModelSpec{{ID: "gpt-4o-mini"}, {ID: "gpt-4o"}}},
+			{Name: "mine", Tier: tier.Own, Default: true, HasKey: true, Models: []router.ModelSpec{{ID: "claude-sonnet"}}},
+			{Name: "groq", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{
 				{ID: "llama-3.1-8b", ParamsB: 8, Context: 131072}, {ID: "llama-3.3-70b", ParamsB: 70, Context: 131072}}},
-			{Name: "mistral", Tier: router.TierFree, HasKey: false, KeyHint: mistralHint, Models: []router.ModelSpec{{ID: "mistral-large", ParamsB: 123}}},
-			{Name: "cerebras", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{
+			{Name: "mistral", Tier: tier.Free, HasKey: false, KeyHint: mistralHint, Models: []router.ModelSpec{{ID: "mistral-large", ParamsB: 123}}},
+			{Name: "cerebras", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{
 				{ID: "llama-3.3-70b", ParamsB: 70, Context: 8192}, {ID: "qwen-3-32b", ParamsB: 32}}},
-			{Name: "ollama", Tier: router.TierLocal, HasKey: true, Models: []router.ModelSpec{{ID: "qwen2.5:72b", ParamsB: 72}}},
-			{Name: "openrouter", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{
+			{Name: "ollama", Tier: tier.Local, HasKey: true, Models: []router.ModelSpec{{ID: "qwen2.5:72b", ParamsB: 72}}},
+			{Name: "openrouter", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{
 				{ID: "meta-llama/llama-3.3-70b-instruct:free", ParamsB: 70}, {ID: "deepseek/deepseek-r1:free", ParamsB: 671}}},
-			{Name: "off", Tier: router.TierFree, Disabled: true, HasKey: true, Models: []router.ModelSpec{{ID: "huge", ParamsB: 1000}}},
-			{Name: "offnokey", Tier: router.TierFree, Disabled: true, HasKey: false, KeyHint: "set OFF_KEY", Models: []router.ModelSpec{{ID: "x"}}},
+			{Name: "off", Tier: tier.Free, Disabled: true, HasKey: true, Models: []router.ModelSpec{{ID: "huge", ParamsB: 1000}}},
+			{Name: "offnokey", Tier: tier.Free, Disabled: true, HasKey: false, KeyHint: "set OFF_KEY", Models: []router.ModelSpec{{ID: "x"}}},
 		},
 		Chains: []router.ChainSpec{
 			{Name: "fast", Backends: ids("groq/llama-3.1-8b", "nope/missing", "cerebras/qwen-3-32b", "off/huge")},
@@ -71,7 +72,7 @@ func TestBuildDefaultChainOrder(t *testing.T) {
 	}
 	// Backends carry what the router needs.
 	b := tb.Chain("auto")[4]
-	if b.ID.Provider != "groq" || b.ID.Model != "llama-3.3-70b" || b.Tier != router.TierFree || b.ParamsB != 70 || b.Context != 131072 {
+	if b.ID.Provider != "groq" || b.ID.Model != "llama-3.3-70b" || b.Tier != tier.Free || b.ParamsB != 70 || b.Context != 131072 {
 		t.Errorf("backend = %+v", b)
 	}
 	// Listing copies: changing the result does not change the table.
@@ -84,10 +85,10 @@ func TestBuildDefaultChainOrder(t *testing.T) {
 
 func TestBuildDefaultOwnWithoutDefaultMark(t *testing.T) {
 	tb := router.Build(router.Spec{Providers: []router.ProviderSpec{
-		{Name: "local", Tier: router.TierLocal, HasKey: true, Models: []router.ModelSpec{{ID: "l"}}},
-		{Name: "free", Tier: router.TierFree, HasKey: true, Models: []router.ModelSpec{{ID: "f"}}},
-		{Name: "b", Tier: router.TierOwn, HasKey: true, Models: []router.ModelSpec{{ID: "b"}}},
-		{Name: "a", Tier: router.TierOwn, HasKey: true, Models: []router.ModelSpec{{ID: "a"}}},
+		{Name: "local", Tier: tier.Local, HasKey: true, Models: []router.ModelSpec{{ID: "l"}}},
+		{Name: "free", Tier: tier.Free, HasKey: true, Models: []router.ModelSpec{{ID: "f"}}},
+		{Name: "b", Tier: tier.Own, HasKey: true, Models: []router.ModelSpec{{ID: "b"}}},
+		{Name: "a", Tier: tier.Own, HasKey: true, Models: []router.ModelSpec{{ID: "a"}}},
 	}})
 	want := []string{"b/b", "a/a", "free/f", "local/l"}
 	if got := names(tb.Chain("auto")); !slices.Equal(got, want) {
@@ -184,7 +185,7 @@ func TestResolveUnknownListIsCapped(t *testing.T) {
 	for _, id := range strings.Fields("a b c d e f g h i j k l m n o p q r s t u v w x y z") {
 		models = append(models, router.ModelSpec{ID: id})
 	}
-	tb := router.Build(router.Spec{Providers: []router.ProviderSpec{{Name: "p", Tier: router.TierFree, HasKey: true, Models: models}}})
+	tb := router.Build(router.Spec{Providers: []router.ProviderSpec{{Name: "p", Tier: tier.Free, HasKey: true, Models: models}}})
 	re := resolveErr(t, tb, "nope")
 	if !strings.Contains(re.Message, "auto, p/a, ") || !strings.HasSuffix(re.Message, " and 2 more (GET /v1/models)") {
 		t.Fatalf("message = %s", re.Message)
@@ -221,9 +222,9 @@ func TestResolveMissingKeys(t *testing.T) {
 
 func TestResolveEmptyAutoNamesEveryMissingKey(t *testing.T) {
 	tb := router.Build(router.Spec{Providers: []router.ProviderSpec{
-		{Name: "groq", Tier: router.TierFree, KeyHint: "set GROQ_API_KEY", Models: []router.ModelSpec{{ID: "g"}}},
-		{Name: "off", Tier: router.TierFree, Disabled: true, HasKey: true, Models: []router.ModelSpec{{ID: "o"}}},
-		{Name: "cerebras", Tier: router.TierFree, KeyHint: "set CEREBRAS_API_KEY", Models: []router.ModelSpec{{ID: "c"}}},
+		{Name: "groq", Tier: tier.Free, KeyHint: "set GROQ_API_KEY", Models: []router.ModelSpec{{ID: "g"}}},
+		{Name: "off", Tier: tier.Free, Disabled: true, HasKey: true, Models: []router.ModelSpec{{ID: "o"}}},
+		{Name: "cerebras", Tier: tier.Free, KeyHint: "set CEREBRAS_API_KEY", Models: []router.ModelSpec{{ID: "c"}}},
 	}})
 	re := resolveErr(t, tb, "auto")
 	if re.Status != http.StatusServiceUnavailable || re.Code != "missing_api_key" {
@@ -303,7 +304,7 @@ func TestBuildFreeOrderIsStable(t *testing.T) {
 		for i, size := range sizes {
 			models = append(models, router.ModelSpec{ID: fmt.Sprintf("m%d", i), ParamsB: size})
 		}
-		spec.Providers = append(spec.Providers, router.ProviderSpec{Name: fmt.Sprintf("p%d", p), Tier: router.TierFree, HasKey: true, Models: models})
+		spec.Providers = append(spec.Providers, router.ProviderSpec{Name: fmt.Sprintf("p%d", p), Tier: tier.Free, HasKey: true, Models: models})
 	}
 	for _, size := range []float64{70, 32, 8, 0} {
 		for p := range 4 {

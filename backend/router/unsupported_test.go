@@ -9,6 +9,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/protocol/openai"
 	"freelane/backend/router"
+	"freelane/backend/tier"
 )
 
 // capsRouter routes "auto" over three backends: a chat-only backend of
@@ -22,11 +23,11 @@ func capsRouter(t *testing.T) (*router.Router, map[string]*fakeUp) {
 		ups[n] = &fakeUp{t: t, name: n, resp: ok}
 	}
 	spec := router.Spec{Providers: []router.ProviderSpec{
-		{Name: "claude", Tier: router.TierOwn, HasKey: true, Up: ups["claude"], Dialect: llm.DialectAnthropic,
+		{Name: "claude", Tier: tier.Own, HasKey: true, Up: ups["claude"], Dialect: llm.DialectAnthropic,
 			Endpoints: []llm.Endpoint{llm.Chat}, Models: []router.ModelSpec{{ID: "m", Caps: llm.CapTools, CapsKnown: true}}},
-		{Name: "any", Tier: router.TierFree, HasKey: true, Up: ups["any"], Dialect: llm.DialectOpenAI,
+		{Name: "any", Tier: tier.Free, HasKey: true, Up: ups["any"], Dialect: llm.DialectOpenAI,
 			Models: []router.ModelSpec{{ID: "m"}}},
-		{Name: "eyes", Tier: router.TierLocal, HasKey: true, Up: ups["eyes"], Dialect: llm.DialectOpenAI,
+		{Name: "eyes", Tier: tier.Local, HasKey: true, Up: ups["eyes"], Dialect: llm.DialectOpenAI,
 			Models: []router.ModelSpec{{ID: "m", Caps: llm.CapVision, CapsKnown: true}}},
 	}}
 	return router.New(router.Build(spec), &recGate{}, nil, nil, quiet), ups

@@ -13,7 +13,7 @@ const (
 	ByBackend    = "backend"
 	ByChain      = "chain"
 	ByDayBackend = "day,backend"
-	// ByPath adds up by the API path the client called ("/v1/messages");
+	// ByPath adds up by the API path the client called;
 	// rows stored before the path was recorded add up under "".
 	ByPath = "path"
 )

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"freelane/backend/clock"
+	"freelane/backend/defaults"
 )
 
 // StoredResponse is one stored Responses API answer.
@@ -52,11 +53,9 @@ type ResponseOptions struct {
 
 // Defaults for ResponseOptions.
 const (
-	DefaultResponseRetention = 30 * 24 * time.Hour
-	DefaultResponseMaxTotal  = 512 << 20
-	defaultResponseMaxBytes  = 16 << 20
-	defaultResponseBuffer    = 256
-	defaultResponsePrune     = time.Hour
+	defaultResponseMaxBytes = 16 << 20
+	defaultResponseBuffer   = 256
+	defaultResponsePrune    = time.Hour
 )
 
 // Errors of Put.
@@ -103,7 +102,7 @@ type ResponseStore struct {
 // NewResponseStore returns a store writing to db.
 func NewResponseStore(db *DB, o ResponseOptions) *ResponseStore {
 	if o.Retention <= 0 {
-		o.Retention = DefaultResponseRetention
+		o.Retention = defaults.ResponseRetention
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = defaultResponseMaxBytes
@@ -112,7 +111,7 @@ func NewResponseStore(db *DB, o ResponseOptions) *ResponseStore {
 		o.Buffer = defaultResponseBuffer
 	}
 	if o.MaxTotal <= 0 {
-		o.MaxTotal = DefaultResponseMaxTotal
+		o.MaxTotal = defaults.ResponseStoreMB * defaults.MiB
 	}
 	if o.PruneEvery <= 0 {
 		o.PruneEvery = defaultResponsePrune

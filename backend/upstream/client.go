@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"freelane/backend/clock"
+	"freelane/backend/defaults"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 	"freelane/backend/redact"
@@ -163,13 +164,13 @@ func (b both) covered() bool {
 }
 
 // New returns a Client for the provider. Zero timeouts get FreeLane's
-// defaults: connect 10 s, headers 30 s, first token 20 s, idle 30 s.
+// defaults, from package defaults.
 func New(o Options) *Client {
 	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
-	o.ConnectTimeout = orDefault(o.ConnectTimeout, 10*time.Second)
-	o.HeaderTimeout = orDefault(o.HeaderTimeout, 30*time.Second)
-	o.FirstTokenTimeout = orDefault(o.FirstTokenTimeout, 20*time.Second)
-	o.IdleTimeout = orDefault(o.IdleTimeout, 30*time.Second)
+	o.ConnectTimeout = orDefault(o.ConnectTimeout, defaults.ConnectTimeout)
+	o.HeaderTimeout = orDefault(o.HeaderTimeout, defaults.HeaderTimeout)
+	o.FirstTokenTimeout = orDefault(o.FirstTokenTimeout, defaults.FirstTokenTimeout)
+	o.IdleTimeout = orDefault(o.IdleTimeout, defaults.IdleTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -183,13 +184,13 @@ func New(o Options) *Client {
 	if tr == nil {
 		tr = &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: defaults.KeepAlive}).DialContext,
 			TLSHandshakeTimeout:   o.ConnectTimeout,
 			ResponseHeaderTimeout: o.HeaderTimeout,
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          256,
 			MaxIdleConnsPerHost:   128,
-			IdleConnTimeout:       90 * time.Second,
+			IdleConnTimeout:       defaults.IdleConnTimeout,
 		}
 	}
 	// No Client.Timeout: it would also bound reading a stream, and a long

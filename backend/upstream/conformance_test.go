@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"freelane/backend/dialects"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/internal/toy"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 	"freelane/backend/protocol/anthropic"
@@ -27,19 +30,29 @@ import (
 // between dialects without knowing them. A new adapter is done when it
 // passes this table.
 
-var codecs = protocol.NewRegistry(openai.Dialect, anthropic.Dialect, gemini.Dialect)
+// codecs are every dialect FreeLane speaks and the test-only toy dialect,
+// added with this one line: each is run as a client of every upstream
+// dialect, and as an upstream for every client.
+var codecs = protocol.NewRegistry(append(dialects.Registry().Dialects(), toy.Dialect)...)
 
-// vendor is one dialect's upstream: its dialect and where the fake serves
-// it.
-type vendor struct {
-	dialect protocol.Dialect
-	url     func(*fakeupstream.Server) string
+// fakes are where each upstream dialect is served: the fake vendor speaks
+// the real ones, and the toy bridge puts the toy format in front of the
+// fake vendor's OpenAI API, so its scripted behaviours apply to the toy.
+type fakes struct {
+	vendor *fakeupstream.Server
+	toy    string
 }
 
-var vendors = []vendor{
-	{openai.Dialect, func(s *fakeupstream.Server) string { return s.URL }},
-	{anthropic.Dialect, func(s *fakeupstream.Server) string { return s.AnthropicURL() }},
-	{gemini.Dialect, func(s *fakeupstream.Server) string { return s.GeminiURL() }},
+func (f fakes) url(kind string) string {
+	switch kind {
+	case "anthropic":
+		return f.vendor.AnthropicURL()
+	case "gemini":
+		return f.vendor.GeminiURL()
+	case toy.Kind:
+		return f.toy
+	}
+	return f.vendor.URL
 }
 
 // requests are the same chat in each client dialect.
@@ -57,6 +70,13 @@ var requests = map[llm.Dialect]struct {
 	llm.DialectGemini: {gemini.Codec,
 		`{"systemInstruction":{"parts":[{"text":"Be brief."}]},"contents":[{"role":"user","parts":[{"text":"Say hello"}]}],"generationConfig":{"maxOutputTokens":64}}`,
 		`{"systemInstruction":{"parts":[{"text":"Be brief."}]},"contents":[{"role":"user","parts":[{"text":"Say hello"}]}],"generationConfig":{"maxOutputTokens":64}}`},
+}
+
+// neutralChat is the same chat in the neutral model.
+var neutralChat = llm.Conversation{
+	System:    []llm.Part{{Kind: llm.PartText, Text: "Be brief."}},
+	Messages:  []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText, Text: "Say hello"}}}},
+	MaxOutput: 64,
 }
 
 // outcome is what one call came to, in words common to every dialect.
@@ -147,16 +167,23 @@ func TestConformance(t *testing.T) {
 	srv := fakeupstream.Start()
 	t.Cleanup(srv.Close)
 	srv.RequireKey("sk-conformance")
+	bridge := httptest.NewServer(toy.Bridge(srv.URL, nil))
+	t.Cleanup(bridge.Close)
+	at := fakes{vendor: srv, toy: bridge.URL}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, v := range vendors {
+	for _, up := range codecs.Dialects() {
+		if up.Kind == "" {
+			continue
+		}
 		c := upstream.New(upstream.Options{
-			Name: "p", BaseURL: v.url(srv), APIKey: "sk-conformance", Dialect: v.dialect, Codecs: codecs,
+			Name: "p", BaseURL: at.url(up.Kind), APIKey: "sk-conformance", Dialect: up, Codecs: codecs,
 			HeaderTimeout: fastLimit, FirstTokenTimeout: fastLimit, IdleTimeout: fastLimit,
 			StreamUsage: true, Logger: quiet,
 		})
-		for _, client := range []llm.Dialect{llm.DialectOpenAI, llm.DialectAnthropic, llm.DialectGemini} {
+		for _, cd := range codecs.Dialects() {
+			client := cd.Name()
 			mode := "translated"
-			if client == v.dialect.Name() {
+			if client == up.Name() {
 				mode = "relayed"
 			}
 			for _, row := range table {
@@ -165,7 +192,7 @@ func TestConformance(t *testing.T) {
 					if stream {
 						want = row.stream
 					}
-					name := fmt.Sprintf("%s/%s from %s/%s/stream=%v", v.dialect.Name(), mode, client, row.name, stream)
+					name := fmt.Sprintf("%s/%s from %s/%s/stream=%v", up.Name(), mode, client, row.name, stream)
 					t.Run(name, func(t *testing.T) {
 						t.Parallel()
 						model := strings.NewReplacer("/", "-", " ", "-", "=", "-").Replace(name)
@@ -185,7 +212,24 @@ func TestConformance(t *testing.T) {
 // call sends the chat in the client's dialect and sums up what came back.
 func call(t *testing.T, c *upstream.Client, client llm.Dialect, model string, stream bool) outcome {
 	t.Helper()
-	rq := requests[client]
+	rq, ok := requests[client]
+	if !ok {
+		// A dialect without a hand-written request gets the same chat
+		// written by its own encoder.
+		codec, _ := codecs.Codec(client)
+		rq.codec = codec
+		chat := neutralChat
+		b, err := codec.EncodeRequest(&chat, "m", llm.Edits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chat.Stream = true
+		sb, err := codec.EncodeRequest(&chat, "m", llm.Edits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rq.body, rq.stream = string(b), string(sb)
+	}
 	body := rq.body
 	if stream {
 		body = rq.stream

@@ -14,6 +14,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/quota"
 	"freelane/backend/store"
+	"freelane/backend/tier"
 )
 
 // File is where the TypeScript goes, relative to the repository.
@@ -179,9 +180,10 @@ var freelane = contract{
 			Fields: []fieldKey{field[llm.Trace]("Endpoint")}, Dir: "backend/llm", ConstType: "Endpoint",
 			Values: values(llm.Chat, llm.Completions, llm.Embeddings)},
 		{Name: "Tier", Doc: "Tier is how a provider is paid for: the user's own key, a free tier, or a local server.",
-			Fields: []fieldKey{field[gateway.BackendView]("Tier"), field[control.ProviderView]("Tier"), field[control.ProviderInput]("Tier")},
-			Dir:    "backend/config", Prefix: "Tier",
-			Values: values(config.TierOwn, config.TierFree, config.TierLocal)},
+			Type: typeOf[tier.Tier](), Dir: "backend/tier",
+			Values: values(tier.Own, tier.Free, tier.Local)},
+		{Name: "Offer", Type: typeOf[tier.Offer](), Dir: "backend/tier",
+			Values: values(tier.OfferFree, tier.OfferTrial, tier.OfferPaid, tier.OfferLocal)},
 		{Name: "ProviderKind", Doc: "ProviderKind is a provider's wire protocol.",
 			Fields: []fieldKey{field[control.ProviderView]("Kind"), field[control.ProviderInput]("Kind")},
 			Dir:    "backend/config", Prefix: "Kind",

@@ -139,11 +139,38 @@ func stringLit(e ast.Expr) (string, bool) {
 
 // constants lists the string constants declared in dir, by name, whose
 // declared type is typeName or, for typeName "", which are untyped and
-// whose names start with prefix.
+// whose names start with prefix. A value is a string literal, or the
+// conversion T(C) of another constant C of dir written as one.
 func (s *sources) constants(dir, typeName, prefix string) (map[string]string, error) {
 	fs, err := s.files(dir)
 	if err != nil {
 		return nil, err
+	}
+	literal := map[string]string{}
+	for _, f := range fs {
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+				for _, sp := range g.Specs {
+					vs := sp.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						if i < len(vs.Values) {
+							if v, ok := stringLit(vs.Values[i]); ok {
+								literal[n.Name] = v
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	value := func(e ast.Expr) (string, bool) {
+		if c, ok := e.(*ast.CallExpr); ok && len(c.Args) == 1 {
+			if id, ok := c.Args[0].(*ast.Ident); ok {
+				v, ok := literal[id.Name]
+				return v, ok
+			}
+		}
+		return stringLit(e)
 	}
 	out := map[string]string{}
 	for _, f := range fs {
@@ -165,7 +192,7 @@ func (s *sources) constants(dir, typeName, prefix string) (map[string]string, er
 					if !n.IsExported() || typeName == "" && !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
 						continue
 					}
-					if v, ok := stringLit(vs.Values[i]); ok {
+					if v, ok := value(vs.Values[i]); ok {
 						out[n.Name] = v
 					}
 				}

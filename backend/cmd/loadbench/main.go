@@ -28,6 +28,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/tier"
 )
 
 type result struct {
@@ -90,7 +91,7 @@ func run(conc int, dur, warm time.Duration) error {
 		// A fresh config each time: the gateway takes the key out of it.
 		cfg := config.Default()
 		cfg.Listen = "127.0.0.1:0"
-		cfg.Providers = []config.Provider{{Name: "bench", Kind: "openai", Tier: "free", BaseURL: up.URL, APIKey: "sk-bench",
+		cfg.Providers = []config.Provider{{Name: "bench", Kind: "openai", Tier: tier.Free, BaseURL: up.URL, APIKey: "sk-bench",
 			Limits: &config.Limits{RPM: 1 << 30, TPD: 1 << 40, Concurrency: 1 << 20},
 			Models: []config.Model{{ID: "m", ParamsB: 70, Price: &config.Price{Input: 0.15, Output: 0.6},
 				Limits: &config.Limits{RPD: 1 << 30}}}}}

@@ -49,13 +49,6 @@ func (codec) Path(_ llm.Endpoint, model string, stream bool) string {
 	return path + ":" + methodGenerate
 }
 
-// The API's methods a chat request calls, for a whole answer and for a
-// stream.
-const (
-	methodGenerate = "generateContent"
-	methodStream   = "streamGenerateContent"
-)
-
 // Header sets the API key; the API takes it in x-goog-api-key.
 func (codec) Header(h http.Header, key string) {
 	if key != "" {

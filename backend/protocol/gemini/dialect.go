@@ -6,6 +6,7 @@ import "freelane/backend/protocol"
 // Upstreams of provider kind "gemini" speak it.
 var Dialect = protocol.Dialect{
 	Codec:    Codec,
+	Inbound:  inbound,
 	Kind:     "gemini",
 	Outbound: outbound,
 }

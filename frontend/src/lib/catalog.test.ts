@@ -12,13 +12,14 @@ describe("catalog", () => {
     expect(catalogMatches(e, "llama groq")).toBe(false);
   });
 
-  it("groups by tier in order, leaves empty groups out and keeps unknown tiers", () => {
-    const groups = groupCatalog([catalogEntry("a", { tier: "paid" }), catalogEntry("b"), catalogEntry("c", { tier: "sponsored" }), catalogEntry("d", { tier: "local" })]);
+  it("groups by offer in order and leaves empty groups out", () => {
+    const groups = groupCatalog([catalogEntry("a", { tier: "paid" }), catalogEntry("b"), catalogEntry("c", { tier: "trial" }), catalogEntry("d", { tier: "local" })]);
     expect(groups.map((g) => [g.label, g.entries.map((e) => e.id)])).toEqual([
       ["Free", ["b"]],
+      ["Trial credit", ["c"]],
       ["Paid (your key)", ["a"]],
       ["Local", ["d"]],
-      ["Other", ["c"]],
     ]);
+    expect(groupCatalog([catalogEntry("a", { tier: "paid" })]).map((g) => g.tier)).toEqual(["paid"]);
   });
 });

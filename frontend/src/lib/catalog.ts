@@ -1,14 +1,21 @@
 // How the dashboard sorts and searches the provider catalog.
 
-import type { CatalogEntry } from "./types";
+import type { CatalogEntry, Offer } from "./types";
 
-/** The catalog's tiers in the order the picker shows them, with their headings. */
-export const CATALOG_GROUPS: { tier: string; label: string }[] = [
-  { tier: "free", label: "Free" },
-  { tier: "trial", label: "Trial credit" },
-  { tier: "paid", label: "Paid (your key)" },
-  { tier: "local", label: "Local" },
-];
+/**
+ * The heading of each of the catalog's offers, in the order the picker
+ * shows them. It is keyed by the generated union, so an offer the server
+ * gains cannot go without a heading.
+ */
+const OFFER_HEADINGS: Record<Offer, string> = {
+  free: "Free",
+  trial: "Trial credit",
+  paid: "Paid (your key)",
+  local: "Local",
+};
+
+/** The catalog's offers in the order the picker shows them, with their headings. */
+export const CATALOG_GROUPS = (Object.entries(OFFER_HEADINGS) as [Offer, string][]).map(([tier, label]) => ({ tier, label }));
 
 /**
  * Whether an entry matches every word of a search, by its name, its id or
@@ -22,13 +29,10 @@ export function catalogMatches(e: CatalogEntry, q: string): boolean {
 }
 
 /**
- * The entries grouped by tier, in the picker's order, empty groups left out.
- * A tier a newer catalog brings that this page has no heading for is still
- * shown, under "Other".
+ * The entries grouped by offer, in the picker's order, empty groups left
+ * out. The server refuses a catalog with any other offer, so every entry
+ * has a group.
  */
-export function groupCatalog(entries: CatalogEntry[]): { tier: string; label: string; entries: CatalogEntry[] }[] {
-  const known = new Set(CATALOG_GROUPS.map((g) => g.tier));
-  const out = CATALOG_GROUPS.map((g) => ({ ...g, entries: entries.filter((e) => e.tier === g.tier) }));
-  out.push({ tier: "other", label: "Other", entries: entries.filter((e) => !known.has(e.tier)) });
-  return out.filter((g) => g.entries.length);
+export function groupCatalog(entries: CatalogEntry[]): { tier: Offer; label: string; entries: CatalogEntry[] }[] {
+  return CATALOG_GROUPS.map((g) => ({ ...g, entries: entries.filter((e) => e.tier === g.tier) })).filter((g) => g.entries.length);
 }

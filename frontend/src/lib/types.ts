@@ -45,6 +45,7 @@ export type {
   ModelList,
   ModelListInput,
   ModelSpec,
+  Offer,
   Percentiles,
   Price,
   ProbeView,

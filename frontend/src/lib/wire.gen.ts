@@ -231,7 +231,7 @@ export interface CatalogDecision {
 export interface CatalogEntry {
   id: string;
   name: string;
-  tier: string;
+  tier: Offer;
   dialect: string;
   base_url: string;
   /**
@@ -1010,7 +1010,10 @@ export interface ModelList {
  * Go: api.ModelListInput.
  */
 export interface ModelListInput {
-  /** Kind is the provider's protocol: openai, anthropic or gemini. */
+  /**
+   * Kind is the provider's protocol, a provider kind as the config names
+   * it ("openai").
+   */
   kind: string;
   base_url: string;
   /**
@@ -1048,6 +1051,12 @@ export interface ModelSpec {
   price?: PriceJSON;
   credit_expires?: string;
 }
+
+/**
+ * Offer is how the catalog offers a provider. The words it shares with
+ * Tier are Tier's.
+ */
+export type Offer = "free" | "trial" | "paid" | "local";
 
 /**
  * Percentiles are latency quantiles in milliseconds, 0 when there is no
@@ -1541,9 +1550,9 @@ export interface Trace {
   /** chat, completions, embeddings */
   endpoint: RequestEndpoint;
   /**
-   * Path is the API path the client called, as Request.Path names it:
-   * "/v1/messages", "/v1beta/models/{model}:generateContent". Empty for
-   * requests logged before it was recorded.
+   * Path is the API path the client called, as Request.Path names it
+   * (the pattern of the dialect's route). Empty for requests logged
+   * before it was recorded.
    */
   path?: string;
   /** Dialect is the wire format the client spoke. */
