@@ -21,11 +21,14 @@ import (
 // package defaults, which the components read too.
 const (
 	// KindOpenAI is the OpenAI-compatible chat completions protocol, which
-	// most servers speak.
+	// most servers speak, and the kind of a provider that names none. The
+	// kinds a configuration may name are those of the registry of
+	// dialects (package dialects); these names are for code that builds a
+	// provider by hand.
 	KindOpenAI = "openai"
 	// KindAnthropic is Anthropic's Messages API.
 	KindAnthropic = "anthropic"
-	// KindGemini is Google's Generative Language API (generateContent).
+	// KindGemini is Google's Generative Language API.
 	KindGemini = "gemini"
 
 	// MaxMaxBodyMB is the largest accepted max_body_mb.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"freelane/backend/defaults"
+	"freelane/backend/dialects"
+	"freelane/backend/llm"
 	"freelane/backend/quota"
 	"freelane/backend/tier"
 )
@@ -25,11 +27,29 @@ var (
 	// references exist.
 	providerIdentity = regexp.MustCompile(`^providers(\[\d+\](\.name|\.models(\[\d+\](\.id)?)?)?)?$`)
 
-	supportedKinds = []string{KindOpenAI, KindAnthropic, KindGemini}
 	// Capabilities and Endpoints are the names models may declare.
 	Capabilities = []string{"tools", "vision", "json", "reasoning"}
 	Endpoints    = []string{"chat", "completions", "embeddings"}
 )
+
+// kindEndpoints is what the registry of dialects says of a provider kind:
+// whether a dialect speaks it, and the names of the endpoints its
+// upstreams serve.
+func kindEndpoints(kind string) (serves []string, known bool) {
+	d, ok := dialects.Registry().ByKind(kind)
+	if !ok {
+		return nil, false
+	}
+	for _, ep := range d.Outbound.Wire.Endpoints() {
+		if name, ok := endpointNames[ep]; ok {
+			serves = append(serves, name)
+		}
+	}
+	return serves, true
+}
+
+// endpointNames are the names models declare for the kinds of request.
+var endpointNames = map[llm.Endpoint]string{llm.Chat: "chat", llm.Completions: "completions", llm.Embeddings: "embeddings"}
 
 // validator checks a decoded Config. It reports problems by field path and
 // finds their lines in the decoder's path-to-line map, so no check has to
@@ -212,8 +232,8 @@ func (v *validator) providers(c *Config) {
 			}
 		}
 
-		if p.Kind != "" && !slices.Contains(supportedKinds, p.Kind) {
-			v.errorf(f+".kind", "unsupported kind %q; supported kinds: %s", p.Kind, strings.Join(supportedKinds, ", "))
+		if _, known := kindEndpoints(p.Kind); p.Kind != "" && !known {
+			v.errorf(f+".kind", "unsupported kind %q; supported kinds: %s", p.Kind, strings.Join(dialects.Registry().Kinds(), ", "))
 		}
 		v.params(p.DropParams, f+".drop_params")
 		switch {
@@ -403,10 +423,10 @@ func (v *validator) models(p *Provider, f string) {
 		}
 		v.names(m.Capabilities, Capabilities, mf+".capabilities")
 		v.names(m.Endpoints, Endpoints, mf+".endpoints")
-		if p.Kind == KindAnthropic || p.Kind == KindGemini {
+		if serves, known := kindEndpoints(p.Kind); known {
 			for k, e := range m.Endpoints {
-				if e != "chat" && slices.Contains(Endpoints, e) {
-					v.errorf(fmt.Sprintf("%s.endpoints[%d]", mf, k), "a provider of kind %s serves chat only, got %q", p.Kind, e)
+				if !slices.Contains(serves, e) && slices.Contains(Endpoints, e) {
+					v.errorf(fmt.Sprintf("%s.endpoints[%d]", mf, k), "a provider of kind %s serves %s only, got %q", p.Kind, strings.Join(serves, " and "), e)
 				}
 			}
 		}

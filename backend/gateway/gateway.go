@@ -34,9 +34,6 @@ import (
 	"freelane/backend/pool"
 	"freelane/backend/probe"
 	"freelane/backend/protocol"
-	"freelane/backend/protocol/anthropic"
-	"freelane/backend/protocol/gemini"
-	"freelane/backend/protocol/openai"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
 	"freelane/backend/router"
@@ -282,7 +279,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	cfg := v.Config
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
-	g.quota.Configure(quotaSettings(cfg))
+	g.quota.Configure(quotaSettings(cfg, g.dialects))
 	// The secrets first too: answers to requests still in flight are
 	// redacted with the new set, which holds the keys they were sent with
 	// unless those were removed.
@@ -296,8 +293,11 @@ func (g *Gateway) applyLocked(v pool.View) error {
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
 			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
 		}
-		wire := wires[p.Kind]
-		ps.Dialect, ps.Endpoints = wire.Dialect(), wire.Endpoints()
+		d, ok := g.dialectOf(p.Kind)
+		if !ok {
+			return fmt.Errorf("provider %s: no dialect speaks the provider kind %q", p.Name, p.Kind)
+		}
+		ps.Dialect, ps.Endpoints = d.Name(), d.Outbound.Wire.Endpoints()
 		models := map[string]upstream.Model{}
 		for _, m := range p.Models {
 			caps, known := capsOf(m.Capabilities)
@@ -308,7 +308,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		if ps.HasKey && !p.Disabled {
 			c := upstream.New(upstream.Options{
 				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
-				Wire: wire, Codecs: g.dialects, Drop: p.DropParams, Models: models,
+				Dialect: d, Codecs: g.dialects, Drop: p.DropParams, Models: models,
 				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
@@ -359,13 +359,10 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	return nil
 }
 
-// wires are the upstream dialects by provider kind: adding a dialect is a
-// package under protocol and a line here.
-var wires = map[string]upstream.Wire{
-	config.KindOpenAI:    openai.Codec,
-	config.KindAnthropic: anthropic.Codec,
-	config.KindGemini:    gemini.Codec,
-}
+// dialectOf is the dialect upstreams of a provider kind speak, from the
+// gateway's registry: adding a dialect is a package under protocol and
+// its line in package dialects.
+func (g *Gateway) dialectOf(kind string) (protocol.Dialect, bool) { return g.dialects.ByKind(kind) }
 
 // capsOf reads a model's declared capabilities; known is false when it
 // declares none.

@@ -71,9 +71,10 @@ func (a adminView) UpdateProvider(ctx context.Context, name string, in control.P
 func (a adminView) ProviderModels(ctx context.Context, in api.ModelListInput) (api.ModelList, error) {
 	g := a.g
 	kind := cmp.Or(strings.TrimSpace(in.Kind), config.KindOpenAI)
-	if _, ok := wires[kind]; !ok {
+	d, ok := g.dialectOf(kind)
+	if !ok {
 		return api.ModelList{}, &control.Error{Status: http.StatusBadRequest, Param: "kind",
-			Message: fmt.Sprintf("kind must be %s, %s or %s, got %q", config.KindOpenAI, config.KindAnthropic, config.KindGemini, truncate(kind, 40))}
+			Message: fmt.Sprintf("kind must be %s, got %q", oneOf(g.dialects.Kinds()), truncate(kind, 40))}
 	}
 	base := strings.TrimSpace(in.BaseURL)
 	if len(base) > maxBaseURL {
@@ -111,9 +112,13 @@ func (a adminView) ProviderModels(ctx context.Context, in api.ModelListInput) (a
 				Chat: l.Chat, Priced: l.Priced, Free: l.Free})
 		}
 		return out, nil
-	case errors.Is(err, modellist.ErrNoList):
+	case errors.Is(err, modellist.ErrNoList) && d.Outbound.Models == nil:
 		return api.ModelList{Models: []api.ListedModel{},
-			Message: fmt.Sprintf("%s has no model list (GET %s/models answered %s); type the model ids", urlHost(base), strings.TrimRight(base, "/"), statusWords(err))}, nil
+			Message: fmt.Sprintf("servers of kind %s have no model list; type the model ids", kind)}, nil
+	case errors.Is(err, modellist.ErrNoList):
+		path, _, _ := strings.Cut(d.Outbound.Models.Path(), "?")
+		return api.ModelList{Models: []api.ListedModel{},
+			Message: fmt.Sprintf("%s has no model list (GET %s%s answered %s); type the model ids", urlHost(base), strings.TrimRight(base, "/"), path, statusWords(err))}, nil
 	}
 	if f := g.judge(p, err); f != nil {
 		if f.refused && p.APIKey == "" {
@@ -169,7 +174,11 @@ func (g *Gateway) tryRequest(ctx context.Context, p config.Provider) error {
 	// The key is not in the gateway's redactor until the provider is
 	// stored, so this client and its log lines get one that knows it.
 	red := redact.New(secrets(&config.Config{Providers: []config.Provider{p}})...)
-	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Wire: wires[p.Kind], Codecs: g.dialects,
+	d, ok := g.dialectOf(p.Kind)
+	if !ok {
+		return fmt.Errorf("no dialect speaks the provider kind %q", p.Kind)
+	}
+	c := upstream.New(upstream.Options{Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers, Dialect: d, Codecs: g.dialects,
 		ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header, FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 		Logger: slog.New(redact.Handler(g.log.Handler(), red)), Clock: g.clock, Redactor: red})
 	defer c.CloseIdle()
@@ -304,6 +313,14 @@ func statusWords(err error) string {
 		return fmt.Sprintf("HTTP %d", me.Status)
 	}
 	return fmt.Sprintf("HTTP %d: %s", me.Status, me.Message)
+}
+
+// oneOf lists choices as a sentence does: "a", "a or b", "a, b or c".
+func oneOf(choices []string) string {
+	if len(choices) < 2 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }
 
 // urlHost is the host of a base URL, or the URL itself when it has none;

@@ -7,6 +7,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/defaults"
 	"freelane/backend/llm"
+	"freelane/backend/protocol"
 	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
@@ -37,11 +38,15 @@ func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (fun
 	return h.Done, nil
 }
 
-// quotaSettings derives the quota manager's settings from a configuration.
-// Rules that do not parse were already refused by validation.
-func quotaSettings(cfg *config.Config) quota.Settings {
-	s := quota.Settings{Providers: map[string]quota.Limits{}}
+// quotaSettings derives the quota manager's settings from a configuration,
+// with the rate-limit headers of each provider's dialect from reg. Rules
+// that do not parse were already refused by validation.
+func quotaSettings(cfg *config.Config, reg *protocol.Registry) quota.Settings {
+	s := quota.Settings{Providers: map[string]quota.Limits{}, RateHeaders: map[string]llm.RateHeaders{}}
 	for _, p := range cfg.Providers {
+		if d, ok := reg.ByKind(p.Kind); ok {
+			s.RateHeaders[p.Name] = d.Outbound.RateLimits
+		}
 		if p.Limits != nil {
 			s.Providers[p.Name] = toQuotaLimits(p.Limits)
 		}

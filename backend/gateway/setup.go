@@ -146,10 +146,13 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 // tryKey sends one tiny request with a key to a provider that has no model
 // list, and says whether the key was taken.
 func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, baseURL, key string) error {
-	wire := wires[e.Dialect]
+	d, ok := g.dialectOf(e.Dialect)
+	if !ok {
+		return &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("%s speaks the provider kind %q, which FreeLane does not know", e.Name, e.Dialect)}
+	}
 	// Zero timeouts are the defaults a provider added from the catalog
 	// gets.
-	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Wire: wire, Codecs: g.dialects,
+	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Dialect: d, Codecs: g.dialects,
 		Logger: g.log, Clock: g.clock, Redactor: g.redact})
 	defer c.CloseIdle()
 	_, err := c.Complete(ctx, testRequest, e.Models[0].ID)

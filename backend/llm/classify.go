@@ -30,15 +30,17 @@ const maxRetryAfter = 24 * time.Hour
 
 // ClassifyResponse turns a non-2xx upstream answer into a classified Error.
 // It is the one place where status codes, error bodies and rate-limit headers
-// are interpreted; providers of every protocol call it.
-func ClassifyResponse(status int, h http.Header, body []byte, now time.Time) *Error {
+// are interpreted; providers of every protocol call it. rate names the
+// rate-limit headers of the upstream's dialect, which say how long a
+// refused backend should wait when Retry-After does not.
+func ClassifyResponse(status int, h http.Header, body []byte, now time.Time, rate RateHeaders) *Error {
 	msg := ErrorMessage(body)
 	lower := strings.ToLower(msg + " " + errorCode(body))
 	e := &Error{Status: status, Body: body, Header: h}
 	switch {
 	case status == http.StatusTooManyRequests:
 		e.Class = RateLimited
-		e.RetryAfter = RetryAfter(h, now)
+		e.RetryAfter = rate.RetryAfter(h, now)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		e.Class = Credential
 	case status == http.StatusPaymentRequired:
@@ -51,7 +53,7 @@ func ClassifyResponse(status int, h http.Header, body []byte, now time.Time) *Er
 		// Groq answers 413 when a request exceeds the free tier's tokens
 		// per minute; another provider can serve it, so it is a rate limit.
 		e.Class = RateLimited
-		e.RetryAfter = RetryAfter(h, now)
+		e.RetryAfter = rate.RetryAfter(h, now)
 	case mentionsContextLength(lower) && status >= 400 && status < 500:
 		e.Class = TooLong
 	case status == http.StatusRequestTimeout || status == http.StatusConflict || status == 425:
@@ -150,10 +152,11 @@ func SoftError(sub Sub, format string, args ...any) *Error {
 	return &Error{Class: Soft, Sub: sub, Status: http.StatusOK, Message: fmt.Sprintf(format, args...)}
 }
 
-// RetryAfter reads how long an upstream wants us to wait from the standard
-// Retry-After header or the rate-limit reset headers providers send
-// (x-ratelimit-reset-requests, x-ratelimit-reset-tokens, x-ratelimit-reset,
-// anthropic-ratelimit-*-reset). It returns zero when none is usable.
+// RetryAfter reads how long an upstream wants us to wait from the headers
+// every dialect may send: the standard Retry-After (seconds or an HTTP
+// date) and Retry-After-Ms, which OpenAI's and Azure's SDKs honour. It
+// returns zero when neither is usable. RateHeaders.RetryAfter also reads a
+// dialect's own reset headers.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("Retry-After"); v != "" {
 		if d, ok := parseWait(v, now); ok {
@@ -165,18 +168,88 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 			return capWait(time.Duration(ms * float64(time.Millisecond)))
 		}
 	}
-	// When several reset headers are present the longest one is the time
-	// until both the request and the token budget allow another call.
+	return 0
+}
+
+// RateHeaders name the headers in which the upstreams of one dialect
+// report their rate limits. Each dialect declares its own, as data (see
+// protocol.Outbound): the classifier reads the resets for how long a
+// refused backend should wait, and the quota manager learns from all of
+// them how much of each limit is left and until when. The zero value is a
+// dialect that reports no limits; only the standard retry headers are read
+// for it.
+type RateHeaders struct {
+	// Requests and Tokens are the headers of the limit on requests and of
+	// the limit on tokens.
+	Requests, Tokens RateHeader
+	// Resets are further headers that say when some limit resets (a
+	// general one, or limits on input and output tokens apart). They are
+	// read only for the wait after a refusal.
+	Resets []string
+	// Format is how every reset header of the dialect writes its value.
+	Format ResetFormat
+}
+
+// RateHeader names the headers of one limit: its size, what is left of
+// it and when it resets. Names are matched without regard to case; an
+// empty name is a header the dialect does not send, and a limit without a
+// Remaining header is never learned.
+type RateHeader struct {
+	Limit, Remaining, Reset string
+}
+
+// ResetFormat is how a dialect writes when a limit resets.
+type ResetFormat uint8
+
+const (
+	// ResetWait is a wait: seconds ("20", "2.5") or a Go duration
+	// ("1m30s", "250ms"), as OpenAI and Groq send. It is read as leniently
+	// as Retry-After: a number past 1e9 is a Unix time, and HTTP dates and
+	// RFC 3339 times are understood too.
+	ResetWait ResetFormat = iota
+	// ResetTime is the moment of the reset as an RFC 3339 time
+	// ("2025-01-02T15:04:05Z"), as Anthropic sends.
+	ResetTime
+)
+
+// Wait reads one reset value written in f: how long from now until the
+// reset, at most a day. ok is false for a value that does not read or a
+// reset that has passed.
+func (f ResetFormat) Wait(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if f == ResetTime {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil || !t.After(now) {
+			return 0, false
+		}
+		return capWait(t.Sub(now)), true
+	}
+	return parseWait(v, now)
+}
+
+// RetryAfter is how long an upstream of the dialect wants us to wait:
+// Retry-After or Retry-After-Ms when it gives one, otherwise the latest of
+// the dialect's reset headers, which is the time until every limit it
+// names allows another call. It returns zero when no header is usable.
+func (r RateHeaders) RetryAfter(h http.Header, now time.Time) time.Duration {
+	if d := RetryAfter(h, now); d > 0 {
+		return d
+	}
 	var longest time.Duration
-	for _, name := range []string{
-		"X-Ratelimit-Reset-Requests", "X-Ratelimit-Reset-Tokens", "X-Ratelimit-Reset",
-		"Anthropic-Ratelimit-Requests-Reset", "Anthropic-Ratelimit-Tokens-Reset",
-	} {
+	read := func(name string) {
+		if name == "" {
+			return
+		}
 		if v := h.Get(name); v != "" {
-			if d, ok := parseWait(v, now); ok && d > longest {
+			if d, ok := r.Format.Wait(v, now); ok && d > longest {
 				longest = d
 			}
 		}
+	}
+	read(r.Requests.Reset)
+	read(r.Tokens.Reset)
+	for _, name := range r.Resets {
+		read(name)
 	}
 	return longest
 }

@@ -26,6 +26,23 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
+// Rate-limit header tables as dialects declare them: one whose resets are
+// waits, one whose resets are times.
+var (
+	waits = llm.RateHeaders{
+		Requests: llm.RateHeader{Limit: "X-Ratelimit-Limit-Requests", Remaining: "X-Ratelimit-Remaining-Requests", Reset: "X-Ratelimit-Reset-Requests"},
+		Tokens:   llm.RateHeader{Limit: "X-Ratelimit-Limit-Tokens", Remaining: "X-Ratelimit-Remaining-Tokens", Reset: "X-Ratelimit-Reset-Tokens"},
+		Resets:   []string{"X-Ratelimit-Reset"},
+		Format:   llm.ResetWait,
+	}
+	times = llm.RateHeaders{
+		Requests: llm.RateHeader{Reset: "Anthropic-Ratelimit-Requests-Reset"},
+		Tokens:   llm.RateHeader{Reset: "Anthropic-Ratelimit-Tokens-Reset"},
+		Resets:   []string{"anthropic-ratelimit-output-tokens-reset"},
+		Format:   llm.ResetTime,
+	}
+)
+
 func openAIError(msg, typ, code string) string {
 	return fmt.Sprintf(`{"error":{"message":%q,"type":%q,"param":null,"code":%q}}`, msg, typ, code)
 }
@@ -55,7 +72,6 @@ func TestClassifyResponse(t *testing.T) {
 		{"429 retry-after-ms", 429, hdr("retry-after-ms", "1500"), "", llm.RateLimited, 1500 * time.Millisecond, ""},
 		{"429 retry-after wins over reset headers", 429, hdr("Retry-After", "4", "x-ratelimit-reset-tokens", "9s"), "", llm.RateLimited, 4 * time.Second, ""},
 		{"429 unix timestamp reset", 429, hdr("X-Ratelimit-Reset", fmt.Sprint(now.Add(42*time.Second).Unix())), "", llm.RateLimited, 42 * time.Second, ""},
-		{"429 anthropic rfc3339 reset", 429, hdr("Anthropic-Ratelimit-Requests-Reset", now.Add(10*time.Second).Format(time.RFC3339)), "", llm.RateLimited, 10 * time.Second, ""},
 		{"429 absurd retry-after is capped at 24h", 429, hdr("Retry-After", "99999999"), "", llm.RateLimited, 24 * time.Hour, ""},
 		{"429 no header", 429, nil, "", llm.RateLimited, 0, "HTTP 429: Too Many Requests"},
 
@@ -114,7 +130,7 @@ func TestClassifyResponse(t *testing.T) {
 			if h == nil {
 				h = http.Header{}
 			}
-			e := llm.ClassifyResponse(tc.status, h, body, now)
+			e := llm.ClassifyResponse(tc.status, h, body, now, waits)
 			if e.Class != tc.class {
 				t.Errorf("class = %s, want %s (message %q)", e.Class, tc.class, e.Message)
 			}
@@ -146,7 +162,7 @@ func TestClassifyResponse(t *testing.T) {
 func TestClassifyResponseTruncatesLongMessages(t *testing.T) {
 	for _, word := range []string{"x", "é", "模型过载", "🙂"} {
 		msg := strings.Repeat(word, 400)
-		e := llm.ClassifyResponse(503, http.Header{}, []byte(openAIError(msg, "server_error", "")), now)
+		e := llm.ClassifyResponse(503, http.Header{}, []byte(openAIError(msg, "server_error", "")), now, waits)
 		rest := strings.TrimPrefix(e.Message, "HTTP 503: ")
 		if !strings.HasSuffix(rest, "…") {
 			t.Errorf("%q: long message not marked as truncated: %q", word, rest)
@@ -183,11 +199,45 @@ func TestRetryAfterHeaderNamesAreCaseInsensitive(t *testing.T) {
 	// hand in tests and proxies; Header.Get handles both.
 	h := http.Header{}
 	h.Set("X-RATELIMIT-RESET-TOKENS", "5s")
-	if got := llm.RetryAfter(h, now); got != 5*time.Second {
+	if got := waits.RetryAfter(h, now); got != 5*time.Second {
 		t.Fatalf("RetryAfter = %v, want 5s", got)
 	}
-	if got := llm.RetryAfter(http.Header{}, now); got != 0 {
+	if got := waits.RetryAfter(http.Header{}, now); got != 0 {
 		t.Fatalf("RetryAfter without headers = %v, want 0", got)
+	}
+}
+
+// The reset headers read are the dialect's own, in the dialect's format:
+// a table that names no header reads only the standard ones, and another
+// dialect's headers mean nothing.
+func TestRetryAfterReadsTheDialectsTable(t *testing.T) {
+	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	for _, tc := range []struct {
+		name string
+		rate llm.RateHeaders
+		h    http.Header
+		want time.Duration
+	}{
+		{"times: requests reset", times, hdr("Anthropic-Ratelimit-Requests-Reset", at(10*time.Second)), 10 * time.Second},
+		{"times: the latest reset", times, hdr("Anthropic-Ratelimit-Tokens-Reset", at(10*time.Second), "Anthropic-Ratelimit-Output-Tokens-Reset", at(40*time.Second)), 40 * time.Second},
+		{"times: a reset passed is no wait", times, hdr("Anthropic-Ratelimit-Requests-Reset", at(-time.Minute)), 0},
+		{"times: a wait is not a time", times, hdr("Anthropic-Ratelimit-Requests-Reset", "30s"), 0},
+		{"times: capped at a day", times, hdr("Anthropic-Ratelimit-Requests-Reset", at(72*time.Hour)), 24 * time.Hour},
+		{"times: retry-after still wins", times, hdr("Retry-After", "3", "Anthropic-Ratelimit-Requests-Reset", at(time.Minute)), 3 * time.Second},
+		{"times: retry-after-ms", times, hdr("Retry-After-Ms", "1500"), 1500 * time.Millisecond},
+		{"times: another dialect's header", times, hdr("X-Ratelimit-Reset-Requests", "20s"), 0},
+		{"waits: another dialect's header", waits, hdr("Anthropic-Ratelimit-Requests-Reset", at(10*time.Second)), 0},
+		{"waits: a general reset", waits, hdr("X-Ratelimit-Reset", "12"), 12 * time.Second},
+		{"none: only retry-after", llm.RateHeaders{}, hdr("X-Ratelimit-Reset-Requests", "20s", "Retry-After", "5"), 5 * time.Second},
+		{"none: no reset header", llm.RateHeaders{}, hdr("X-Ratelimit-Reset-Requests", "20s"), 0},
+	} {
+		if got := tc.rate.RetryAfter(tc.h, now); got != tc.want {
+			t.Errorf("%s: RetryAfter = %v, want %v", tc.name, got, tc.want)
+		}
+		e := llm.ClassifyResponse(http.StatusTooManyRequests, tc.h, nil, now, tc.rate)
+		if e.RetryAfter != tc.want {
+			t.Errorf("%s: a 429's RetryAfter = %v, want %v", tc.name, e.RetryAfter, tc.want)
+		}
 	}
 }
 
@@ -348,6 +398,7 @@ var allClasses = map[llm.Class]bool{
 var retryHeaders = []string{
 	"Retry-After", "Retry-After-Ms", "X-Ratelimit-Reset-Requests", "X-Ratelimit-Reset-Tokens",
 	"X-Ratelimit-Reset", "Anthropic-Ratelimit-Requests-Reset", "Anthropic-Ratelimit-Tokens-Reset",
+	"Anthropic-Ratelimit-Output-Tokens-Reset",
 }
 
 func FuzzClassifyResponse(f *testing.F) {
@@ -374,7 +425,7 @@ func FuzzClassifyResponse(f *testing.F) {
 		for _, name := range retryHeaders {
 			h[name] = []string{hv}
 		}
-		e := llm.ClassifyResponse(status, h, body, now)
+		e := llm.ClassifyResponse(status, h, body, now, waits)
 		if e == nil {
 			t.Fatal("nil error")
 		}
@@ -393,8 +444,10 @@ func FuzzClassifyResponse(f *testing.F) {
 		if utf8.Valid(body) && !utf8.ValidString(e.Message) {
 			t.Fatalf("Message %q is not valid UTF-8 although the body is", e.Message)
 		}
-		if d := llm.RetryAfter(h, now); d < 0 || d > 24*time.Hour {
-			t.Fatalf("RetryAfter(%q) = %v outside [0, 24h]", hv, d)
+		for _, rate := range []llm.RateHeaders{waits, times, {}} {
+			if d := rate.RetryAfter(h, now); d < 0 || d > 24*time.Hour {
+				t.Fatalf("RetryAfter(%q) = %v outside [0, 24h]", hv, d)
+			}
 		}
 	})
 }

@@ -1,9 +1,10 @@
 // Package modellist reads a provider's live model list: the one cheap call
 // that shows whether a pasted key works, and the daily look that finds the
-// models a provider added or withdrew. It speaks the three list dialects
-// FreeLane's providers use: OpenAI-compatible GET /models (with the extra
-// fields of OpenRouter, Groq, Mistral, Together and vLLM-like servers),
-// Anthropic's paginated GET /models and Gemini's paginated GET /models.
+// models a provider added or withdrew. It does the HTTP the same way for
+// every dialect (bounded bodies and lists, no redirects followed, the key
+// never quoted back, pages followed only on the provider's host); where
+// the list is, how the request carries the key, how a page reads and what
+// else refuses a key come from the dialect's protocol.ModelList.
 package modellist
 
 import (
@@ -17,7 +18,7 @@ import (
 	"net/url"
 	"strings"
 
-	"freelane/backend/protocol/anthropic"
+	"freelane/backend/protocol"
 	"freelane/backend/redact"
 )
 
@@ -40,12 +41,12 @@ const (
 )
 
 // ErrKeyRejected marks a list request the provider refused for its key:
-// HTTP 401 or 403, or Gemini's 400 with reason API_KEY_INVALID.
+// HTTP 401 or 403, or an answer the dialect's list reader says refuses it.
 var ErrKeyRejected = errors.New("the provider refused the key")
 
 // ErrNoList marks a provider whose list endpoint does not exist (HTTP 404
-// or 405): the key cannot be verified this way and the configured models
-// stay as they are.
+// or 405), or whose dialect has no model list: the key cannot be verified
+// this way and the configured models stay as they are.
 var ErrNoList = errors.New("the provider has no model list")
 
 // ErrTooLarge marks a list beyond MaxBody, MaxModels or MaxPages. The list
@@ -53,67 +54,17 @@ var ErrNoList = errors.New("the provider has no model list")
 // past the cut look withdrawn.
 var ErrTooLarge = errors.New("the model list is larger than FreeLane reads")
 
-// Listed is one model as a provider's list describes it. Fields the list
-// does not give are zero.
-type Listed struct {
-	// ID is the name requests use, without Gemini's "models/" prefix.
-	ID string
-	// Name is the display name when the list gives one.
-	Name string
-	// Context is the context window in tokens, 0 when unknown. It comes
-	// from context_length (OpenRouter, Together; top_provider.context_length
-	// when the model's own is missing), context_window (Groq),
-	// max_context_length (Mistral), max_model_len (vLLM), max_input_tokens
-	// (Anthropic) or inputTokenLimit (Gemini).
-	Context int
-	// MaxOutput is the longest answer in tokens, 0 when unknown:
-	// top_provider.max_completion_tokens (OpenRouter),
-	// max_completion_tokens (Groq), max_tokens (Anthropic) or
-	// outputTokenLimit (Gemini).
-	MaxOutput int
-	// Priced reports that the list gives the model's prompt and completion
-	// prices, as OpenRouter-shaped lists do (decimal strings in USD per
-	// token). A negative price, which OpenRouter uses for routers whose
-	// price depends on the model picked, leaves the model unpriced.
-	Priced bool
-	// Free reports a priced model that costs nothing. OpenRouter serves a
-	// model at no cost, under the free tier's daily limit, only when both
-	// prices are "0" and the id ends in ":free"; a "0"-priced id without
-	// the suffix is a promotion that bills once it ends, and is not free.
-	Free bool
-	// Price is the prompt and completion price in USD per million tokens,
-	// set when Priced.
-	Price struct{ Input, Output float64 }
-	// Capabilities is the sorted subset of "json", "reasoning", "tools"
-	// and "vision" the list states. OpenRouter's supported_parameters give
-	// tools (tools, tool_choice), json (response_format,
-	// structured_outputs) and reasoning (reasoning, include_reasoning), and
-	// its architecture.input_modalities give vision (image). A
-	// capabilities object (Mistral's function_calling and vision, or any
-	// list's true-valued or {"supported": true} keys) or array of names
-	// counts too, as does Gemini's thinking. A capability the list does
-	// not mention is unknown, not absent.
-	Capabilities []string
-	// Chat reports that the model answers chat requests. Gemini's is
-	// whether supportedGenerationMethods holds generateContent;
-	// Anthropic's models all chat. For OpenAI-style lists it is true
-	// unless the entry says otherwise (output_modalities without text,
-	// Mistral's completion_chat false, a type such as "embedding") or the
-	// id names a non-chat kind of model by one of its words: embed(ding),
-	// whisper, tts, transcribe, moderation, rerank, dall-e or gpt-image.
-	Chat bool
-}
+// Listed is one model as a provider's list describes it, in the neutral
+// form every dialect's list reader gives. Fields the list does not give
+// are zero.
+type Listed = protocol.ListedModel
 
-// Fetch reads a provider's whole model list. dialect is the provider's
-// kind: "openai" (also "openai-responses"), "anthropic" or "gemini".
-// baseURL is the provider's base URL as configured, the one chat paths are
-// appended to, so the list is baseURL + "/models" in every dialect
-// (Anthropic's base includes /v1, as https://api.anthropic.com/v1, and
-// Gemini's includes the version, as
-// https://generativelanguage.googleapis.com/v1beta). key is sent as the
-// dialect sends it (Bearer, x-api-key, x-goog-api-key; never in the URL)
-// and may be empty for local servers; headers are the provider's extra
-// headers, sent on every page.
+// Fetch reads a provider's whole model list with the list reader of its
+// dialect (nil for a dialect without a list: ErrNoList). baseURL is the
+// provider's base URL as configured, the one chat paths are appended to;
+// the list's path is appended to it the same way. key is sent as the
+// dialect sends it, never in the URL, and may be empty for local servers;
+// headers are the provider's extra headers, sent on every page.
 //
 // The caller bounds the time through ctx. Redirects are refused, so the
 // key and headers reach base_url's host and nowhere else; a 3xx is an
@@ -121,7 +72,10 @@ type Listed struct {
 // or a header value: a refused key is ErrKeyRejected, a missing endpoint
 // ErrNoList, an oversized list ErrTooLarge, other answers an *Error and no
 // answer at all a *TransportError (or the context's error).
-func Fetch(ctx context.Context, c *http.Client, dialect, baseURL, key string, headers map[string]string) ([]Listed, error) {
+func Fetch(ctx context.Context, c *http.Client, models protocol.ModelList, baseURL, key string, headers map[string]string) ([]Listed, error) {
+	if models == nil {
+		return nil, fmt.Errorf("modellist: the provider's dialect has no model list: %w", ErrNoList)
+	}
 	base, err := parseBase(baseURL)
 	if err != nil {
 		return nil, err
@@ -138,21 +92,12 @@ func Fetch(ctx context.Context, c *http.Client, dialect, baseURL, key string, he
 	f := &fetcher{
 		http:    &hc,
 		base:    base,
-		dialect: dialect,
+		models:  models,
 		key:     key,
 		headers: headers,
 		red:     redact.New(secrets...),
 	}
-	switch dialect {
-	case "openai", "openai-responses":
-		return f.openAI(ctx)
-	case "anthropic":
-		return f.anthropic(ctx)
-	case "gemini":
-		return f.gemini(ctx)
-	default:
-		return nil, fmt.Errorf("modellist: unknown dialect %q (want openai, anthropic or gemini)", dialect)
-	}
+	return f.read(ctx)
 }
 
 func parseBase(baseURL string) (*url.URL, error) {
@@ -222,22 +167,27 @@ func (e *TransportError) Unwrap() error { return e.Err }
 type fetcher struct {
 	http    *http.Client
 	base    *url.URL
-	dialect string
+	models  protocol.ModelList
 	key     string
 	headers map[string]string
 	red     *redact.Redactor
 }
 
-// listURL is base + "/models" with query.
-func (f *fetcher) listURL(query url.Values) *url.URL {
+// firstURL is the base URL with the list's path appended, and the first
+// page's query.
+func (f *fetcher) firstURL() (*url.URL, error) {
+	path, query, _ := strings.Cut(f.models.Path(), "?")
 	u := *f.base
-	u.Path = strings.TrimRight(u.Path, "/") + "/models"
+	u.Path = strings.TrimRight(u.Path, "/") + path
 	u.RawPath = ""
 	if f.base.RawPath != "" {
-		u.RawPath = strings.TrimRight(f.base.RawPath, "/") + "/models"
+		u.RawPath = strings.TrimRight(f.base.RawPath, "/") + path
 	}
-	u.RawQuery = query.Encode()
-	return &u
+	u.RawQuery = query
+	if _, err := url.ParseQuery(query); err != nil {
+		return nil, fmt.Errorf("modellist: the list's query does not parse: %w", err)
+	}
+	return &u, nil
 }
 
 // get reads one page, bounded, and turns a failing status into an error.
@@ -250,23 +200,7 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Accept", "application/json")
-	switch f.dialect {
-	case "anthropic":
-		if f.key != "" {
-			req.Header.Set("x-api-key", f.key)
-		}
-		if req.Header.Get("anthropic-version") == "" {
-			req.Header.Set("anthropic-version", anthropic.Version)
-		}
-	case "gemini":
-		if f.key != "" {
-			req.Header.Set("x-goog-api-key", f.key)
-		}
-	default:
-		if f.key != "" {
-			req.Header.Set("Authorization", "Bearer "+f.key)
-		}
-	}
+	f.models.Header(req.Header, f.key)
 	resp, err := f.http.Do(req)
 	if err != nil {
 		// The URL in a transport error holds no key: keys travel in
@@ -299,11 +233,11 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
 
 func (f *fetcher) statusError(u *url.URL, resp *http.Response, body []byte) error {
 	e := &Error{Status: resp.StatusCode, Host: u.Host}
-	msg, reason := providerMessage(body)
+	msg := providerMessage(body)
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		e.kind = ErrKeyRejected
-	case resp.StatusCode == http.StatusBadRequest && badKey(msg, reason):
+	case f.models.RefusesKey(resp.StatusCode, body):
 		e.kind = ErrKeyRejected
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
 		e.kind = ErrNoList
@@ -327,21 +261,11 @@ func (f *fetcher) statusError(u *url.URL, resp *http.Response, body []byte) erro
 	return e
 }
 
-// badKey reports a 400 that refuses the key, as Gemini answers an invalid
-// or expired key: reason API_KEY_INVALID (or another API_KEY_ reason), or
-// the words "API key not valid" or "API key expired".
-func badKey(msg, reason string) bool {
-	m := strings.ToLower(msg)
-	return strings.HasPrefix(reason, "API_KEY_") || strings.Contains(m, "api key not valid") ||
-		strings.Contains(m, "api key expired") || strings.Contains(m, "invalid api key")
-}
-
 // providerMessage finds the explanation in an error body: the message of
-// the {"error": {"message"}} envelope OpenAI, Anthropic and Gemini share
-// (Gemini's OpenAI-compatible endpoint wraps it in an array), a bare
+// the {"error": {"message"}} envelope most vendors share (also inside an
+// array, as some OpenAI-compatible endpoints send it), a bare
 // {"error": "..."}, {"message"} or {"detail"}, or else the body's text.
-// reason is Gemini's ErrorInfo reason, when present.
-func providerMessage(body []byte) (msg, reason string) {
+func providerMessage(body []byte) string {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		var arr []json.RawMessage
@@ -357,35 +281,25 @@ func providerMessage(body []byte) (msg, reason string) {
 	if json.Unmarshal(body, &env) == nil {
 		var inner struct {
 			Message string `json:"message"`
-			Status  string `json:"status"`
-			Details []struct {
-				Reason string `json:"reason"`
-			} `json:"details"`
 		}
 		var s string
 		switch {
 		case json.Unmarshal(env.Error, &inner) == nil && inner.Message != "":
-			for _, d := range inner.Details {
-				if d.Reason != "" {
-					reason = d.Reason
-					break
-				}
-			}
-			return inner.Message, reason
+			return inner.Message
 		case json.Unmarshal(env.Error, &s) == nil && s != "":
-			return s, ""
+			return s
 		case env.Message != "":
-			return env.Message, ""
+			return env.Message
 		case json.Unmarshal(env.Detail, &s) == nil && s != "":
-			return s, ""
+			return s
 		}
-		return "", ""
+		return ""
 	}
 	if !json.Valid(body) && !bytes.ContainsAny(body, "<") {
 		// Plain text; an HTML error page says nothing useful in a line.
-		return string(body), ""
+		return string(body)
 	}
-	return "", ""
+	return ""
 }
 
 func truncate(s string, n int) string {

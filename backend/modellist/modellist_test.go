@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"freelane/backend/dialects"
+	"freelane/backend/protocol"
 )
 
 const testKey = "sk-test-0123456789abcdef"
@@ -49,11 +52,18 @@ func jsonAnswer(body string) func(http.ResponseWriter, *http.Request) {
 	}
 }
 
-func fetch(t *testing.T, dialect, base string, headers map[string]string) ([]Listed, error) {
+// listOf is the list reader of a provider kind's dialect; nil for a kind
+// no dialect has.
+func listOf(kind string) protocol.ModelList {
+	d, _ := dialects.Registry().ByKind(kind)
+	return d.Outbound.Models
+}
+
+func fetch(t *testing.T, kind, base string, headers map[string]string) ([]Listed, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return Fetch(ctx, &http.Client{}, dialect, base, testKey, headers)
+	return Fetch(ctx, &http.Client{}, listOf(kind), base, testKey, headers)
 }
 
 func mustFetch(t *testing.T, dialect, base string, headers map[string]string) []Listed {
@@ -450,7 +460,7 @@ func TestShortKeyNeverQuoted(t *testing.T) {
 		w.WriteHeader(401)
 		_, _ = w.Write([]byte(`{"error":{"message":"bad key abc"}}`))
 	})
-	_, err := Fetch(context.Background(), nil, "openai", rec.srv.URL, "abc", nil)
+	_, err := Fetch(context.Background(), nil, listOf("openai"), rec.srv.URL, "abc", nil)
 	if !errors.Is(err, ErrKeyRejected) || strings.Contains(err.Error(), "abc") {
 		t.Errorf("err = %v", err)
 	}
@@ -502,8 +512,8 @@ func TestOtherFailures(t *testing.T) {
 	if got, err := fetch(t, "openai", empty.srv.URL, nil); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("empty list: %v %v", got, err)
 	}
-	if _, err := fetch(t, "cohere", empty.srv.URL, nil); err == nil {
-		t.Error("unknown dialect accepted")
+	if _, err := fetch(t, "cohere", empty.srv.URL, nil); !errors.Is(err, ErrNoList) {
+		t.Errorf("a dialect without a list reader: err = %v, want ErrNoList", err)
 	}
 	for _, bad := range []string{"ftp://x/v1", "/v1", "http://x/v1?key=1", "::"} {
 		if _, err := fetch(t, "openai", bad, nil); err == nil {
@@ -581,7 +591,7 @@ func TestContextBoundsTheCall(t *testing.T) {
 	defer close(release)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Fetch(ctx, nil, "openai", rec.srv.URL, testKey, nil)
+	_, err := Fetch(ctx, nil, listOf("openai"), rec.srv.URL, testKey, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"freelane/backend/catalog"
 	"freelane/backend/config"
+	"freelane/backend/dialects"
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/modellist"
@@ -24,9 +25,13 @@ const MaxJoin = 64
 const listWait = 30 * time.Second
 
 // ReadList reads the model list of the provider p, with its key and
-// headers.
+// headers, as the dialect of its kind reads lists.
 func (p *Pool) ReadList(ctx context.Context, c config.Provider) ([]modellist.Listed, error) {
-	return modellist.Fetch(ctx, p.lists, c.Kind, c.BaseURL, c.APIKey, c.Headers)
+	d, ok := dialects.Registry().ByKind(c.Kind)
+	if !ok {
+		return nil, fmt.Errorf("pool: no dialect speaks the provider kind %q", c.Kind)
+	}
+	return modellist.Fetch(ctx, p.lists, d.Outbound.Models, c.BaseURL, c.APIKey, c.Headers)
 }
 
 // Joinable are the listed models that may serve from a provider the

@@ -22,6 +22,10 @@ type Dialect struct {
 	// Inbound is how the dialect's clients call FreeLane; nil for a
 	// dialect spoken only by upstreams.
 	Inbound *Inbound
+	// Outbound is how upstreams of this dialect are called: their wire,
+	// model list and rate-limit headers. A dialect with a Kind needs its
+	// Wire.
+	Outbound Outbound
 }
 
 // Name is the dialect's name in the neutral model.
@@ -50,6 +54,9 @@ func NewRegistry(ds ...Dialect) *Registry {
 		}
 		r.byName[d.Name()] = len(r.all)
 		if d.Kind != "" {
+			if d.Outbound.Wire == nil {
+				panic(fmt.Sprintf("protocol: provider kind %q without an outbound wire", d.Kind))
+			}
 			if _, dup := r.byKind[d.Kind]; dup {
 				panic(fmt.Sprintf("protocol: provider kind %q registered twice", d.Kind))
 			}

@@ -69,6 +69,10 @@ type Settings struct {
 	// DefaultMaxTokens is the completion length assumed for a budget's
 	// reservation when a request sets no max_tokens [1024].
 	DefaultMaxTokens int
+	// RateHeaders maps a provider name to the rate-limit headers of its
+	// dialect, which limits are learned from; a provider missing here has
+	// none learned from headers.
+	RateHeaders map[string]llm.RateHeaders
 }
 
 // Manager enforces limits and budgets. It is safe for concurrent use.
@@ -83,6 +87,7 @@ type Manager struct {
 	scopes    map[scopeKey]*scope
 	backends  map[llm.BackendID]*Backend
 	providers map[string]Limits
+	rates     map[string]llm.RateHeaders
 	budgets   []*budgetState // kept across Configure by id
 	spend     spendTotals
 	maxTok    int
@@ -121,10 +126,12 @@ func (m *Manager) Configure(s Settings) {
 	}
 	m.backends = backends
 	m.providers = s.Providers
+	m.rates = s.RateHeaders
 	// A provider or model whose limits were removed keeps its counters
 	// (learned limits still apply) but loses its configured limits.
 	for k, sc := range m.scopes {
 		sc.lim = m.limitsOf(k)
+		sc.rate = m.rates[k.key.Provider]
 	}
 	m.budgets = m.configureBudgets(s.Budgets)
 }
@@ -160,6 +167,7 @@ func (m *Manager) scope(k scopeKey) *scope {
 		}
 		sc = newScope(name)
 		sc.lim = m.limitsOf(k)
+		sc.rate = m.rates[k.key.Provider]
 		m.scopes[k] = sc
 	}
 	return sc

@@ -65,8 +65,11 @@ type learned struct {
 // scope is the counters of one provider (shared by its models) or one
 // backend.
 type scope struct {
-	name     string
-	lim      Limits
+	name string
+	lim  Limits
+	// rate names the rate-limit headers of the dialect the scope's
+	// provider speaks, which its limits are learned from.
+	rate     llm.RateHeaders
 	minute   *ring
 	day      window
 	rolling  *ring // for a rolling 24h rule, created on first use
@@ -281,36 +284,16 @@ func (s *scope) note(now time.Time, evs []events.Event) []events.Event {
 	return evs
 }
 
-// Rate-limit header names, canonical so lookups need no conversion.
-const (
-	hLimitReq  = "X-Ratelimit-Limit-Requests"
-	hLimitTok  = "X-Ratelimit-Limit-Tokens"
-	hRemainReq = "X-Ratelimit-Remaining-Requests"
-	hRemainTok = "X-Ratelimit-Remaining-Tokens"
-	hResetReq  = "X-Ratelimit-Reset-Requests"
-	hResetTok  = "X-Ratelimit-Reset-Tokens"
-	// Anthropic's names for the same numbers; its resets are RFC 3339
-	// times.
-	aLimitReq  = "Anthropic-Ratelimit-Requests-Limit"
-	aLimitTok  = "Anthropic-Ratelimit-Tokens-Limit"
-	aRemainReq = "Anthropic-Ratelimit-Requests-Remaining"
-	aRemainTok = "Anthropic-Ratelimit-Tokens-Remaining"
-	aResetReq  = "Anthropic-Ratelimit-Requests-Reset"
-	aResetTok  = "Anthropic-Ratelimit-Tokens-Reset"
-)
-
-// learn updates what is known from an upstream's rate-limit headers and,
-// for a 429, its body. Limits that reset within a minute are taken for
-// per-minute limits, longer ones for day-scale limits (Groq sends requests
-// per day and tokens per minute under the same header names OpenAI uses
-// for per-minute limits).
+// learn updates what is known from an upstream's rate-limit headers, the
+// ones its dialect names (s.rate), and, for a 429, its body. Limits that
+// reset within a minute are taken for per-minute limits, longer ones for
+// day-scale limits (some vendors send requests per day and tokens per
+// minute under the header names others use for per-minute limits).
 func (s *scope) learn(now time.Time, h http.Header, e *llm.Error) {
 	soft := e != nil
 	if h != nil {
-		s.learnPair(now, h, hLimitReq, hRemainReq, hResetReq, rpm, rpd, soft)
-		s.learnPair(now, h, hLimitTok, hRemainTok, hResetTok, tpm, tpd, soft)
-		s.learnPair(now, h, aLimitReq, aRemainReq, aResetReq, rpm, rpd, soft)
-		s.learnPair(now, h, aLimitTok, aRemainTok, aResetTok, tpm, tpd, soft)
+		s.learnPair(now, h, s.rate.Requests, s.rate.Format, rpm, rpd, soft)
+		s.learnPair(now, h, s.rate.Tokens, s.rate.Format, tpm, tpd, soft)
 	}
 	if e == nil || e.Status != http.StatusTooManyRequests {
 		return
@@ -385,9 +368,12 @@ func (s *scope) periodEnd(period string, now time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
 }
 
-func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH string, minuteKind, dayKind kind, soft bool) {
-	rv, ok := h[remainH]
-	if !ok || len(rv) == 0 {
+func (s *scope) learnPair(now time.Time, h http.Header, names llm.RateHeader, format llm.ResetFormat, minuteKind, dayKind kind, soft bool) {
+	if names.Remaining == "" {
+		return
+	}
+	rv := h.Values(names.Remaining)
+	if len(rv) == 0 {
 		return
 	}
 	remaining, err := strconv.ParseInt(strings.TrimSpace(rv[0]), 10, 64)
@@ -395,12 +381,16 @@ func (s *scope) learnPair(now time.Time, h http.Header, limitH, remainH, resetH 
 		return
 	}
 	var limit int64
-	if lv := h[limitH]; len(lv) > 0 {
-		limit, _ = strconv.ParseInt(strings.TrimSpace(lv[0]), 10, 64)
+	if names.Limit != "" {
+		if lv := h.Values(names.Limit); len(lv) > 0 {
+			limit, _ = strconv.ParseInt(strings.TrimSpace(lv[0]), 10, 64)
+		}
 	}
 	var wait time.Duration
-	if xv := h[resetH]; len(xv) > 0 {
-		wait = llm.RetryAfter(http.Header{"Retry-After": xv}, now)
+	if names.Reset != "" {
+		if xv := h.Values(names.Reset); len(xv) > 0 {
+			wait, _ = format.Wait(xv[0], now)
+		}
 	}
 	if wait <= 0 {
 		wait = time.Minute

@@ -48,7 +48,7 @@ func bench(b *testing.B, status int, body []byte, red upstream.Redactor) {
 		b.Fatal(err)
 	}
 	c := upstream.New(upstream.Options{Name: "p", BaseURL: "http://upstream.invalid/v1", APIKey: ownKey,
-		Wire: openai.Codec, Transport: canned{status, body}, Redactor: red})
+		Dialect: openai.Dialect, Transport: canned{status, body}, Redactor: red})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

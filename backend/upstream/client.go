@@ -2,9 +2,10 @@
 // the upstream's dialect, enforces the per-provider time limits, refuses
 // redirects, bounds what it reads and turns every answer into either usable
 // output in the client's dialect or a classified *llm.Error. What differs
-// between vendors (paths, headers, error shapes, the conversion to and
-// from the neutral model) comes from the upstream's Wire; when the client
-// speaks the upstream's dialect, bodies and events pass through untouched.
+// between vendors (paths, headers, error shapes and rate-limit headers, the
+// conversion to and from the neutral model) comes from the upstream's
+// registry entry, its protocol.Dialect; when the client speaks the
+// upstream's dialect, bodies and events pass through untouched.
 package upstream
 
 import (
@@ -53,8 +54,9 @@ type Options struct {
 	BaseURL string // e.g. https://api.groq.com/openai/v1
 	APIKey  string // empty for keyless servers
 	Headers map[string]string
-	// Wire is the upstream's dialect.
-	Wire Wire
+	// Dialect is the upstream's dialect, as its package registers it: its
+	// codec, and its Outbound part, which must have a Wire.
+	Dialect protocol.Dialect
 	// Codecs hold the clients' dialects, for answers to clients that speak
 	// another dialect than the upstream.
 	Codecs *protocol.Registry
@@ -113,8 +115,11 @@ type Redactor interface {
 
 // Client is one provider. It is safe for concurrent use.
 type Client struct {
-	o    Options
-	http *http.Client
+	o Options
+	// codec and wire are the upstream dialect's, taken out of o.Dialect.
+	codec protocol.Codec
+	wire  protocol.Wire
+	http  *http.Client
 	// edits are the request edits per model; def for models not listed.
 	edits map[string]llm.Edits
 	def   llm.Edits
@@ -197,9 +202,12 @@ func New(o Options) *Client {
 	// custom headers to any host, and Authorization to the same host on
 	// another port. A 3xx is returned as it is and becomes a failure that
 	// names where the upstream pointed (see send).
-	c := &Client{o: o, http: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+	c := &Client{o: o, codec: o.Dialect.Codec, wire: o.Dialect.Outbound.Wire, http: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
+	if c.codec == nil || c.wire == nil {
+		panic(fmt.Sprintf("upstream: provider %q has a dialect without a codec or an outbound wire", o.Name))
+	}
 	c.def = llm.Edits{AddUsage: o.StreamUsage, Drop: o.Drop}
 	c.edits = make(map[string]llm.Edits, len(o.Models))
 	for id, m := range o.Models {
@@ -217,10 +225,10 @@ func New(o Options) *Client {
 }
 
 // Dialect is the upstream's dialect.
-func (c *Client) Dialect() llm.Dialect { return c.o.Wire.Dialect() }
+func (c *Client) Dialect() llm.Dialect { return c.codec.Dialect() }
 
 // Endpoints are the kinds of request the upstream serves.
-func (c *Client) Endpoints() []llm.Endpoint { return c.o.Wire.Endpoints() }
+func (c *Client) Endpoints() []llm.Endpoint { return c.wire.Endpoints() }
 
 func (c *Client) editsFor(model string) llm.Edits {
 	if e, ok := c.edits[model]; ok {
@@ -230,7 +238,7 @@ func (c *Client) editsFor(model string) llm.Edits {
 }
 
 // translated reports whether answers must be converted for the client.
-func (c *Client) translated(req *llm.Request) bool { return req.Dialect != c.o.Wire.Dialect() }
+func (c *Client) translated(req *llm.Request) bool { return req.Dialect != c.codec.Dialect() }
 
 // clientCodec is the codec answers are written in for req's client.
 func (c *Client) clientCodec(req *llm.Request) (protocol.Codec, error) {
@@ -273,10 +281,10 @@ func (c *Client) body(req *llm.Request, model string) ([]byte, error) {
 		cp.Stream = req.Stream
 		conv = &cp
 	}
-	body, err := c.o.Wire.EncodeRequest(conv, model, e)
+	body, err := c.codec.EncodeRequest(conv, model, e)
 	if err != nil {
 		return nil, &llm.Error{Class: llm.Caller, Status: http.StatusBadRequest,
-			Message: fmt.Sprintf("the request cannot be sent in the %s dialect: %v", c.o.Wire.Dialect(), err), Err: err}
+			Message: fmt.Sprintf("the request cannot be sent in the %s dialect: %v", c.codec.Dialect(), err), Err: err}
 	}
 	return body, nil
 }
@@ -286,7 +294,7 @@ func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string)
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+c.o.Wire.Path(req.Endpoint, model, req.Stream), bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+c.wire.Path(req.Endpoint, model, req.Stream), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("upstream: building request: %w", err)
 	}
@@ -301,7 +309,7 @@ func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string)
 			hr.Header[k] = v
 		}
 	}
-	c.o.Wire.Header(hr.Header, c.o.APIKey)
+	c.wire.Header(hr.Header, c.o.APIKey)
 	for k, v := range c.o.Headers {
 		hr.Header.Set(k, v)
 	}
@@ -332,9 +340,9 @@ func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, er
 		body = body[:maxErrorBody]
 	}
 	now := c.o.Clock.Now()
-	e := llm.ClassifyResponse(resp.StatusCode, resp.Header, body, now)
-	e.Dialect = c.o.Wire.Dialect()
-	c.o.Wire.Classify(e, resp.StatusCode, resp.Header, body, now)
+	e := llm.ClassifyResponse(resp.StatusCode, resp.Header, body, now, c.o.Dialect.Outbound.RateLimits)
+	e.Dialect = c.codec.Dialect()
+	c.wire.Classify(e, resp.StatusCode, resp.Header, body, now)
 	if resp.StatusCode/100 == 3 {
 		// Transient: the request never reached a model, so another backend
 		// should serve it, and the breaker takes a provider that keeps
@@ -404,7 +412,7 @@ func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (
 	// The client gets these bytes as they are, so the secrets go first;
 	// an answer that holds none is returned without a copy.
 	body = c.o.Redactor.Bytes(body)
-	usage, err := c.o.Wire.CheckAnswer(req.Endpoint, body)
+	usage, err := c.wire.CheckAnswer(req.Endpoint, body)
 	if err != nil {
 		return nil, c.scrub(err)
 	}
@@ -417,7 +425,7 @@ func (c *Client) translate(req *llm.Request, model string, resp *http.Response, 
 	if err != nil {
 		return nil, err
 	}
-	a, err := c.o.Wire.DecodeResponse(body)
+	a, err := c.codec.DecodeResponse(body)
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
@@ -576,7 +584,7 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (ll
 	return &stream{
 		ctx: ctx, cancel: cancel, resp: resp, idle: idle, firstToken: firstToken,
 		sse: sse.NewReader(idle, maxEvent), log: c.o.Logger, provider: c.o.Name, red: c.o.Redactor,
-		dec: c.o.Wire.NewStreamDecoder(), enc: enc,
+		dec: c.codec.NewStreamDecoder(), enc: enc,
 	}, nil
 }
 

@@ -175,9 +175,8 @@ func TestConformance(t *testing.T) {
 		if up.Kind == "" {
 			continue
 		}
-		wire := up.Codec.(upstream.Wire)
 		c := upstream.New(upstream.Options{
-			Name: "p", BaseURL: at.url(up.Kind), APIKey: "sk-conformance", Wire: wire, Codecs: codecs,
+			Name: "p", BaseURL: at.url(up.Kind), APIKey: "sk-conformance", Dialect: up, Codecs: codecs,
 			HeaderTimeout: fastLimit, FirstTokenTimeout: fastLimit, IdleTimeout: fastLimit,
 			StreamUsage: true, Logger: quiet,
 		})

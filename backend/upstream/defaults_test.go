@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"freelane/backend/defaults"
+	"freelane/backend/protocol/openai"
 )
 
 // TestZeroTimeoutsAreTheDefaults fails when a client built with no time
 // limits uses limits other than package defaults' table, which the config
 // loader fills a provider's timeouts from too.
 func TestZeroTimeoutsAreTheDefaults(t *testing.T) {
-	c := New(Options{BaseURL: "http://127.0.0.1:1"})
+	c := New(Options{BaseURL: "http://127.0.0.1:1", Dialect: openai.Dialect})
 	for _, l := range []struct {
 		name      string
 		got, want any

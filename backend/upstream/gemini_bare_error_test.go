@@ -24,7 +24,7 @@ func TestGeminiBareStreamErrorLine(t *testing.T) {
 		_, _ = io.WriteString(w, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`+"\n")
 	}))
 	t.Cleanup(srv.Close)
-	c := upstream.New(upstream.Options{Name: "g", BaseURL: srv.URL + "/v1beta", APIKey: "AIza-x", Wire: gemini.Codec, Codecs: codecs,
+	c := upstream.New(upstream.Options{Name: "g", BaseURL: srv.URL + "/v1beta", APIKey: "AIza-x", Dialect: gemini.Dialect, Codecs: codecs,
 		HeaderTimeout: fastLimit, FirstTokenTimeout: fastLimit, IdleTimeout: fastLimit,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for _, client := range []llm.Dialect{llm.DialectGemini, llm.DialectOpenAI} {

@@ -43,7 +43,7 @@ func benchRelay(b *testing.B, red upstream.Redactor) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := upstream.New(upstream.Options{Name: "p", BaseURL: "http://upstream.invalid/v1", Wire: openai.Codec, Transport: sseCanned{sseBody}, StreamUsage: true,
+	c := upstream.New(upstream.Options{Name: "p", BaseURL: "http://upstream.invalid/v1", Dialect: openai.Dialect, Transport: sseCanned{sseBody}, StreamUsage: true,
 		APIKey: ownKey, Redactor: red})
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -43,7 +43,7 @@ const Kind = "toy"
 // KeyHeader carries the caller's key, inbound and upstream.
 const KeyHeader = "Toy-Key"
 
-// Codec is the dialect, both directions, and the upstream wire.
+// Codec is the dialect, both directions, and its protocol.Wire.
 var Codec codec
 
 type codec struct{}
@@ -562,5 +562,7 @@ var inbound = &protocol.Inbound{
 	KeyHeaders: []protocol.KeyHeader{{Name: KeyHeader}},
 }
 
-// Dialect is the toy's registry entry.
-var Dialect = protocol.Dialect{Codec: Codec, Inbound: inbound, Kind: Kind}
+// Dialect is the toy's registry entry. Its upstreams are called through
+// the codec's wire; the toy has no model list and sends no rate-limit
+// headers.
+var Dialect = protocol.Dialect{Codec: Codec, Inbound: inbound, Kind: Kind, Outbound: protocol.Outbound{Wire: Codec}}

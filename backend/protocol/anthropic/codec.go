@@ -15,8 +15,7 @@ import (
 	"freelane/backend/llm"
 )
 
-// Codec is the dialect; it implements protocol.Codec and the upstream
-// client's Wire.
+// Codec is the dialect; it implements protocol.Codec and protocol.Wire.
 var Codec codec
 
 type codec struct{}
@@ -42,12 +41,7 @@ func (codec) Path(llm.Endpoint, string, bool) string { return "/messages" }
 // Header sets the key and the API version; a version already set (by the
 // backend's configuration) is left alone.
 func (codec) Header(h http.Header, key string) {
-	if key != "" {
-		h.Set("x-api-key", key)
-	}
-	if h.Get("anthropic-version") == "" {
-		h.Set("anthropic-version", Version)
-	}
+	authorize(h, key)
 	h.Set("Content-Type", "application/json")
 }
 

@@ -112,40 +112,6 @@ func (codec) EncodeStreamError(e protocol.ErrorInfo) llm.Event {
 	return llm.Event{Kind: llm.Held, Data: marshal(envelope(e))}
 }
 
-// resetHeaders are the rate-limit reset headers Anthropic sends, each an
-// RFC 3339 time; the ones llm.RetryAfter does not read are read here.
-var resetHeaders = []string{
-	"anthropic-ratelimit-requests-reset",
-	"anthropic-ratelimit-tokens-reset",
-	"anthropic-ratelimit-input-tokens-reset",
-	"anthropic-ratelimit-output-tokens-reset",
-}
-
-// retryAfter is how long Anthropic asks to wait: retry-after when it says,
-// otherwise the latest reset of any exhausted limit.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if h.Get("Retry-After") != "" {
-		if d := llm.RetryAfter(http.Header{"Retry-After": h.Values("Retry-After")}, now); d > 0 {
-			return d
-		}
-	}
-	var longest time.Duration
-	for _, name := range resetHeaders {
-		t, err := time.Parse(time.RFC3339, strings.TrimSpace(h.Get(name)))
-		if err != nil || !t.After(now) {
-			continue
-		}
-		longest = max(longest, min(t.Sub(now), 24*time.Hour))
-	}
-	if longest == 0 {
-		longest = llm.RetryAfter(h, now)
-	}
-	return longest
-}
-
 // Classify settles the class of an error answer from Anthropic's error
 // type, which says more than the status.
 func (codec) Classify(e *llm.Error, status int, h http.Header, body []byte, now time.Time) {
@@ -158,7 +124,7 @@ func (codec) Classify(e *llm.Error, status int, h http.Header, body []byte, now 
 		e.Class = llm.Transient
 	case status == http.StatusTooManyRequests || info.Type == "rate_limit_error":
 		e.Class = llm.RateLimited
-		e.RetryAfter = retryAfter(h, now)
+		e.RetryAfter = rateLimits.RetryAfter(h, now)
 	case info.Type == "authentication_error" || info.Type == "permission_error" || info.Type == "billing_error":
 		e.Class = llm.Credential
 	case info.Type == "not_found_error":

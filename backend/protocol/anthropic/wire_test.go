@@ -65,7 +65,7 @@ func TestClassify(t *testing.T) {
 		{"api error", 500, nil, errBody("api_error", "Internal server error"), llm.Transient, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := llm.ClassifyResponse(c.status, c.h, c.body, now)
+			e := llm.ClassifyResponse(c.status, c.h, c.body, now, Dialect.Outbound.RateLimits)
 			Codec.Classify(e, c.status, c.h, c.body, now)
 			if e.Class != c.class || e.RetryAfter != c.wait || e.Dialect != llm.DialectAnthropic {
 				t.Errorf("class %s wait %v dialect %s, want %s %v", e.Class, e.RetryAfter, e.Dialect, c.class, c.wait)

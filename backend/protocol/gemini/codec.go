@@ -8,8 +8,7 @@ import (
 	"freelane/backend/llm"
 )
 
-// Codec is the dialect; it implements protocol.Codec and the upstream
-// client's Wire.
+// Codec is the dialect; it implements protocol.Codec and protocol.Wire.
 var Codec codec
 
 type codec struct{}
@@ -45,9 +44,9 @@ func (codec) Path(_ llm.Endpoint, model string, stream bool) string {
 	}
 	path := "/" + collection + "/" + url.PathEscape(model)
 	if stream {
-		return path + ":streamGenerateContent?alt=sse"
+		return path + ":" + methodStream + "?alt=sse"
 	}
-	return path + ":generateContent"
+	return path + ":" + methodGenerate
 }
 
 // Header sets the API key; the API takes it in x-goog-api-key.

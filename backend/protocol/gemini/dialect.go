@@ -5,7 +5,8 @@ import "freelane/backend/protocol"
 // Dialect is this wire format's entry in FreeLane's registry of dialects.
 // Upstreams of provider kind "gemini" speak it.
 var Dialect = protocol.Dialect{
-	Codec:   Codec,
-	Inbound: inbound,
-	Kind:    "gemini",
+	Codec:    Codec,
+	Inbound:  inbound,
+	Kind:     "gemini",
+	Outbound: outbound,
 }

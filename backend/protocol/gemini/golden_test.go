@@ -178,7 +178,7 @@ func TestGoldenError(t *testing.T) {
 	body := readFile(t, "error_resource_exhausted.json")
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	h := http.Header{"Content-Type": {"application/json; charset=UTF-8"}}
-	e := llm.ClassifyResponse(http.StatusTooManyRequests, h, body, now)
+	e := llm.ClassifyResponse(http.StatusTooManyRequests, h, body, now, Dialect.Outbound.RateLimits)
 	Codec.Classify(e, http.StatusTooManyRequests, h, body, now)
 	info, ok := Codec.DecodeError(body)
 	if !ok {

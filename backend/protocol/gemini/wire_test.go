@@ -9,12 +9,11 @@ import (
 
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
-	"freelane/backend/upstream"
 )
 
 var (
 	_ protocol.Codec = Codec
-	_ upstream.Wire  = Codec
+	_ protocol.Wire  = Codec
 )
 
 func TestPath(t *testing.T) {
@@ -95,7 +94,7 @@ func TestClassify(t *testing.T) {
 			if h == nil {
 				h = http.Header{}
 			}
-			e := llm.ClassifyResponse(c.status, h, []byte(c.body), now)
+			e := llm.ClassifyResponse(c.status, h, []byte(c.body), now, Dialect.Outbound.RateLimits)
 			Codec.Classify(e, c.status, h, []byte(c.body), now)
 			if e.Class != c.class || e.Code != c.code || e.RetryAfter != c.retry || e.Dialect != llm.DialectGemini {
 				t.Errorf("class %s code %q retry %s dialect %s, want %s %q %s", e.Class, e.Code, e.RetryAfter, e.Dialect, c.class, c.code, c.retry)
@@ -149,5 +148,20 @@ func TestErrors(t *testing.T) {
 	}
 	if Codec.StreamEnd() != nil {
 		t.Error("StreamEnd is not nil")
+	}
+}
+
+// The API sends no rate-limit headers: the wait after a refusal is its
+// RetryInfo or the standard Retry-After, never another vendor's reset.
+func TestNoRateLimitHeaders(t *testing.T) {
+	now := time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
+	if Dialect.Outbound.RateLimits.Requests != (llm.RateHeader{}) || Dialect.Outbound.RateLimits.Tokens != (llm.RateHeader{}) {
+		t.Errorf("rate-limit headers named: %+v", Dialect.Outbound.RateLimits)
+	}
+	h := http.Header{"X-Ratelimit-Reset-Requests": {"1h"}}
+	e := llm.ClassifyResponse(http.StatusTooManyRequests, h, nil, now, Dialect.Outbound.RateLimits)
+	Codec.Classify(e, http.StatusTooManyRequests, h, nil, now)
+	if e.Class != llm.RateLimited || e.RetryAfter != 0 {
+		t.Errorf("a bare 429: %s, wait %v; want rate limited with no wait", e.Class, e.RetryAfter)
 	}
 }

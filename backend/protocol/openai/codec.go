@@ -7,8 +7,7 @@ package openai
 
 import "freelane/backend/llm"
 
-// Codec is the dialect; it implements protocol.Codec and the upstream
-// client's Wire.
+// Codec is the dialect; it implements protocol.Codec and protocol.Wire.
 var Codec codec
 
 type codec struct{}

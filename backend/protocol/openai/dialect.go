@@ -5,7 +5,8 @@ import "freelane/backend/protocol"
 // Dialect is this wire format's entry in FreeLane's registry of dialects.
 // Upstreams of provider kind "openai" speak it.
 var Dialect = protocol.Dialect{
-	Codec:   Codec,
-	Inbound: inbound,
-	Kind:    "openai",
+	Codec:    Codec,
+	Inbound:  inbound,
+	Kind:     "openai",
+	Outbound: outbound,
 }
