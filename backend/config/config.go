@@ -461,7 +461,7 @@ func applyDefaults(c *Config) {
 			// whenever it is completed.
 			p.Kind = KindOpenAI
 		}
-		// The router appends paths such as "/chat/completions"; a trailing
+		// The router appends each API's paths to it; a trailing
 		// slash would double it.
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
 		t := &p.Timeouts

@@ -281,7 +281,7 @@ func (v *validator) baseURL(p *Provider, f string) {
 		v.errorf(f, "must not contain a user name or password; put the key in api_key")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		v.errorf(f, "must not have a query or fragment: the router appends paths such as /chat/completions to it, got %q", p.BaseURL)
+		v.errorf(f, "must not have a query or fragment: the router appends the API's paths to it, got %q", p.BaseURL)
 	}
 	if u.Scheme == "http" && p.APIKey != "" && !isLoopback(u.Hostname()) {
 		v.warnf(f, "uses plain http to %s, so the API key travels unencrypted; use https", u.Hostname())

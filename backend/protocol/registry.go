@@ -12,6 +12,19 @@ import (
 // outside backend/protocol needs (how answers are converted, and the parts
 // added beside the codec) is reached through it, so that adding a dialect
 // is a package and one line in the composition root's registry.
+//
+// To add one: write a package under backend/protocol with a Codec (both
+// directions: requests, answers, streams, errors), an Inbound if clients
+// speak it (its routes under a path prefix and the header its clients send
+// their key in; every other field may stay zero), an Outbound and a Kind
+// if upstreams speak it (the wire's paths, headers, error classification
+// and answer check; a model-list reader and rate-limit headers are
+// optional), and add its Dialect to backend/dialects. backend/internal/toy
+// is a complete small example; the conformance table in backend/upstream
+// runs every registered dialect as a client of every upstream dialect and
+// as an upstream for every client, relayed and translated, streamed and
+// not, and backend/gateway's toy test serves a toy client through the
+// real server.
 type Dialect struct {
 	// Codec converts requests, answers, streams and errors both ways.
 	Codec Codec
