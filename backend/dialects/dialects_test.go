@@ -37,3 +37,20 @@ func TestRegistryRefusesADialectTwice(t *testing.T) {
 	}()
 	protocol.NewRegistry(openai.Dialect, openai.Dialect)
 }
+
+func TestEveryDialectAsksOK(t *testing.T) {
+	for _, d := range Registry().Dialects() {
+		req, err := Registry().Request(d.Name(), protocol.AskOK(), "m")
+		if err != nil {
+			t.Fatalf("%s: %v", d.Name(), err)
+		}
+		c, err := req.Conversation()
+		if err != nil || req.Model != "m" || req.Dialect != d.Name() || len(c.Messages) != 1 ||
+			c.Messages[0].Parts[0].Text != "Reply with the word OK." || c.MaxOutput != 5 {
+			t.Errorf("%s: %+v %v", d.Name(), req, err)
+		}
+	}
+	if _, err := Registry().Request("nobody", protocol.AskOK(), "m"); err == nil {
+		t.Error("a request in an unknown dialect was made")
+	}
+}

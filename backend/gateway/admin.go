@@ -14,10 +14,11 @@ import (
 	"freelane/backend/breaker"
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/dialects"
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/metrics"
-	"freelane/backend/protocol/openai"
+	"freelane/backend/protocol"
 	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
@@ -171,33 +172,37 @@ func (a adminView) TestProvider(ctx context.Context, provider, model string) api
 		res.Error = err.Error()
 		return res
 	}
-	res.OK, res.Answer = true, answerText(resp.Body)
+	res.OK, res.Answer = true, g.answerText(resp.Body)
 	// The provider took the key just now: a refusal it gave earlier is
 	// over, and the next request may use it.
 	g.gate.KeyPassed(llm.KeyID{Provider: provider}, "a test request succeeded")
 	return res
 }
 
+// testRequest is the short question of key checks and the Test button,
+// asked in OpenAI's dialect, which most upstreams speak.
 var testRequest = func() *llm.Request {
-	r, err := openai.ParseRequest(llm.Chat, []byte(`{"model":"test","messages":[{"role":"user","content":"Reply with the word OK."}],"max_tokens":5}`))
+	c := protocol.AskOK()
+	c.Temperature = nil
+	r, err := dialects.Registry().Request(llm.DialectOpenAI, c, "test")
 	if err != nil {
 		panic(err)
 	}
 	return r
 }()
 
-func answerText(body []byte) string {
-	var a struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if json.Unmarshal(body, &a) != nil || len(a.Choices) == 0 {
+// answerText is the text of an answer to testRequest, read by the codec
+// of the dialect it was asked in.
+func (g *Gateway) answerText(body []byte) string {
+	codec, ok := g.dialects.Codec(testRequest.Dialect)
+	if !ok {
 		return ""
 	}
-	return a.Choices[0].Message.Content
+	a, err := codec.DecodeResponse(body)
+	if err != nil {
+		return ""
+	}
+	return a.Text()
 }
 
 // chains lists the chains: user chains as declared (with backends that

@@ -1,14 +1,12 @@
 package gateway
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"freelane/backend/api"
@@ -18,7 +16,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/modellist"
 	"freelane/backend/pool"
-	"freelane/backend/protocol/openai"
+	"freelane/backend/protocol"
 	"freelane/backend/router"
 	"freelane/backend/tier"
 	"freelane/backend/upstream"
@@ -238,7 +236,9 @@ func (a adminView) TestRoute(ctx context.Context, model string) api.RouteTest {
 		res.Error = "the model name is too long"
 		return res
 	}
-	req, err := openai.ParseRequest(llm.Chat, bytes.Replace(testBody, []byte(`"test"`), []byte(strconv.Quote(model)), 1))
+	c := protocol.AskOK()
+	c.Temperature = nil
+	req, err := g.dialects.Request(testRequest.Dialect, c, model)
 	if err != nil {
 		res.Error = "the model name cannot be sent: " + err.Error()
 		return res
@@ -253,12 +253,10 @@ func (a adminView) TestRoute(ctx context.Context, model string) api.RouteTest {
 		res.Error, res.Attempts = f.Message, append(res.Attempts, f.Attempts...)
 		return res
 	}
-	res.OK, res.Backend, res.Answer = true, out.Backend.Name(), answerText(out.Response.Body)
+	res.OK, res.Backend, res.Answer = true, out.Backend.Name(), g.answerText(out.Response.Body)
 	res.Attempts = append(res.Attempts, out.Attempts...)
 	return res
 }
-
-var testBody = []byte(`{"model":"test","messages":[{"role":"user","content":"Reply with the word OK."}],"max_tokens":5}`)
 
 // LoadCatalog reads a newer catalog from a URL, checks it, puts it in use
 // and keeps it in the data directory. A file that fails its checks is

@@ -14,9 +14,10 @@ import (
 
 	"freelane/backend/clock"
 	"freelane/backend/defaults"
+	"freelane/backend/dialects"
 	"freelane/backend/events"
 	"freelane/backend/llm"
-	"freelane/backend/protocol/openai"
+	"freelane/backend/protocol"
 )
 
 // Upstream is what a probe calls.
@@ -89,9 +90,6 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-// probeBody is the cheapest useful question: a few tokens of output.
-const probeBody = `{"model":"probe","messages":[{"role":"user","content":"Reply with the word OK."}],"max_tokens":5,"temperature":0}`
-
 // Prober schedules and runs probes. Tick does one scheduling pass; Run
 // calls it every second until its context ends.
 type Prober struct {
@@ -118,7 +116,9 @@ type Prober struct {
 // configuration changes.
 func New(s Settings, targets func() []Target, br Breakers, clk clock.Clock, pub *events.Bus, log *slog.Logger) *Prober {
 	clk = clock.OrReal(clk)
-	req, err := openai.ParseRequest(llm.Chat, []byte(probeBody))
+	// Probes ask in OpenAI's dialect, which most upstreams speak, so that
+	// most probes are relayed without translation.
+	req, err := dialects.Registry().Request(llm.DialectOpenAI, protocol.AskOK(), "probe")
 	if err != nil {
 		panic("probe: the built-in probe request does not parse: " + err.Error())
 	}

@@ -119,3 +119,39 @@ func (r *Registry) Kinds() []string {
 	}
 	return out
 }
+
+// Request is a request FreeLane makes itself (a probe, a key check, a
+// route test) in the named dialect: the conversation written by the
+// dialect's own encoder and parsed back, so that it travels as a client's
+// request of that dialect would, relayed to upstreams of the same dialect
+// and translated for the rest.
+func (r *Registry) Request(name llm.Dialect, c *llm.Conversation, model string) (*llm.Request, error) {
+	codec, ok := r.Codec(name)
+	if !ok {
+		return nil, fmt.Errorf("protocol: no dialect %q", name)
+	}
+	body, err := codec.EncodeRequest(c, model, llm.Edits{})
+	if err != nil {
+		return nil, fmt.Errorf("protocol: writing a %s request: %w", name, err)
+	}
+	req, err := codec.ParseRequest(llm.Chat, body)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: reading back a %s request: %w", name, err)
+	}
+	if req.Model == "" {
+		// A dialect that names the model in the path, not the body.
+		req.Model = model
+	}
+	return req, nil
+}
+
+// AskOK is the cheapest useful question, asked by probes and key checks:
+// a few tokens of output.
+func AskOK() *llm.Conversation {
+	zero := 0.0
+	return &llm.Conversation{
+		Messages:    []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Kind: llm.PartText, Text: "Reply with the word OK."}}}},
+		MaxOutput:   5,
+		Temperature: &zero,
+	}
+}
