@@ -309,19 +309,32 @@ func parse(d protocol.Dialect, c protocol.Call, body []byte) (*llm.Request, erro
 	return d.Codec.ParseRequest(c.Endpoint, body)
 }
 
+// parsedBody reads a call's body within the limits and parses it in the
+// dialect. ok is false when the answer is already written: a body refused
+// for its size or pace, or one the dialect cannot read. The caller
+// releases held once it is done with the request.
+func (s *Server) parsedBody(w http.ResponseWriter, r *http.Request, d protocol.Dialect, c protocol.Call) (held *heldBody, req *llm.Request, ok bool) {
+	held, ok = s.requestBody(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	req, err := parse(d, c, held.data)
+	if err != nil {
+		held.release()
+		protocol.WriteError(w, d.Codec, protocol.RequestError(err))
+		return nil, nil, false
+	}
+	return held, req, true
+}
+
 // generate serves a routed call: the dialect parses the body, the router
 // serves it, and answers and errors go back in the client's dialect.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, d protocol.Dialect, c protocol.Call) {
-	held, ok := s.requestBody(w, r)
+	held, req, ok := s.parsedBody(w, r, d, c)
 	if !ok {
 		return
 	}
 	defer held.release()
-	req, err := parse(d, c, held.data)
-	if err != nil {
-		protocol.WriteError(w, d.Codec, protocol.RequestError(err))
-		return
-	}
 	req.Forward = forwarded(d, r.Header)
 	req.Path = cmp.Or(c.Path, callPath(r))
 	s.serve(w, r, d, req)
@@ -331,51 +344,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d protocol.Dia
 // request's input: the system prompt, every message part and the tools. No
 // upstream is asked, so it costs nothing and works with any chain.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, d protocol.Dialect, c protocol.Call) {
-	held, ok := s.requestBody(w, r)
+	held, req, ok := s.parsedBody(w, r, d, c)
 	if !ok {
 		return
 	}
 	defer held.release()
-	req, err := parse(d, c, held.data)
-	if err != nil {
-		protocol.WriteError(w, d.Codec, protocol.RequestError(err))
-		return
-	}
 	conv, err := req.Conversation()
 	if err != nil {
 		protocol.WriteError(w, d.Codec, protocol.RequestError(err))
 		return
 	}
-	writeBody(w, http.StatusOK, d.Inbound.CountTokens(inputTokens(conv)))
-}
-
-// inputTokens estimates a conversation's input tokens.
-func inputTokens(c *llm.Conversation) int {
-	var text []byte
-	add := func(parts []llm.Part) {
-		for _, p := range parts {
-			text = append(text, p.Text...)
-			if p.ToolCall != nil {
-				text = append(text, p.ToolCall.Name...)
-				text = append(text, p.ToolCall.Arguments...)
-			}
-			if p.ToolResult != nil {
-				for _, q := range p.ToolResult.Content {
-					text = append(text, q.Text...)
-				}
-			}
-			text = append(text, '\n')
-		}
-	}
-	add(c.System)
-	for _, m := range c.Messages {
-		add(m.Parts)
-	}
-	for _, t := range c.Tools {
-		text = append(text, t.Name...)
-		text = append(text, t.Description...)
-		text = append(text, t.Parameters...)
-	}
-	// Each message costs a few tokens of framing, as in OpenAI's count.
-	return tokens.Count(text) + 4*len(c.Messages) + 3
+	writeBody(w, http.StatusOK, d.Inbound.CountTokens(tokens.Conversation(conv)))
 }

@@ -8,9 +8,7 @@
 package modellist
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -233,7 +231,7 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
 
 func (f *fetcher) statusError(u *url.URL, resp *http.Response, body []byte) error {
 	e := &Error{Status: resp.StatusCode, Host: u.Host}
-	msg := providerMessage(body)
+	msg, _ := protocol.ErrorText(body)
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		e.kind = ErrKeyRejected
@@ -259,47 +257,6 @@ func (f *fetcher) statusError(u *url.URL, resp *http.Response, body []byte) erro
 	}
 	e.Message = truncate(strings.Join(strings.Fields(msg), " "), maxMessage)
 	return e
-}
-
-// providerMessage finds the explanation in an error body: the message of
-// the {"error": {"message"}} envelope most vendors share (also inside an
-// array, as some OpenAI-compatible endpoints send it), a bare
-// {"error": "..."}, {"message"} or {"detail"}, or else the body's text.
-func providerMessage(body []byte) string {
-	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '[' {
-		var arr []json.RawMessage
-		if json.Unmarshal(body, &arr) == nil && len(arr) > 0 {
-			body = arr[0]
-		}
-	}
-	var env struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(body, &env) == nil {
-		var inner struct {
-			Message string `json:"message"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(env.Error, &inner) == nil && inner.Message != "":
-			return inner.Message
-		case json.Unmarshal(env.Error, &s) == nil && s != "":
-			return s
-		case env.Message != "":
-			return env.Message
-		case json.Unmarshal(env.Detail, &s) == nil && s != "":
-			return s
-		}
-		return ""
-	}
-	if !json.Valid(body) && !bytes.ContainsAny(body, "<") {
-		// Plain text; an HTML error page says nothing useful in a line.
-		return string(body)
-	}
-	return ""
 }
 
 func truncate(s string, n int) string {

@@ -128,15 +128,19 @@ func FirstCount(ns ...TokenCount) TokenCount {
 // sends it), a bare {"error": "..."}, {"message"} or {"detail"}, or a
 // plain-text body.
 func SaysKeyInvalid(body []byte) bool {
-	msg, reason := errorText(body)
+	msg, reason := ErrorText(body)
 	m := strings.ToLower(msg)
 	return strings.HasPrefix(reason, "API_KEY_") || strings.Contains(m, "api key not valid") ||
 		strings.Contains(m, "api key expired") || strings.Contains(m, "invalid api key")
 }
 
-// errorText finds the message of an error body and the first ErrorInfo
-// reason beside it.
-func errorText(body []byte) (msg, reason string) {
+// ErrorText finds the explanation in an error body: the message of the
+// {"error": {"message"}} envelope most vendors share (also inside an
+// array, as some OpenAI-compatible endpoints send it) with the first
+// ErrorInfo reason beside it, a bare {"error": "..."}, {"message"} or
+// {"detail"}, or else the body's text when it is plain text (an HTML error
+// page is not read).
+func ErrorText(body []byte) (msg, reason string) {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		var arr []json.RawMessage
