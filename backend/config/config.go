@@ -98,6 +98,8 @@ type Config struct {
 	// chain, a provider/model backend, a served model id). DefaultAliases
 	// apply unless an alias here has the same pattern.
 	Aliases []Alias `yaml:"aliases,omitempty"`
+	// Routing tunes how chains choose among their backends.
+	Routing Routing `yaml:"routing,omitempty"`
 }
 
 // Alias routes the model names matching Pattern to Chain.
@@ -249,6 +251,9 @@ type Limits struct {
 type Price struct {
 	Input  float64 `yaml:"input"`
 	Output float64 `yaml:"output"`
+	// CacheRead is the price of prompt tokens read from the provider's
+	// prompt cache; 0 means the input price.
+	CacheRead float64 `yaml:"cache_read,omitempty"`
 }
 
 // Budget caps spending in one scope per local day or month.
@@ -349,6 +354,68 @@ type Chain struct {
 	// Backends are "provider/model" references in the order they are tried.
 	// The provider is the part before the first '/', the model id the rest.
 	Backends []string `yaml:"backends"`
+	// Strategy orders the backends of one priority tier: priority (the
+	// order of Backends, the default), round_robin, weighted,
+	// least_latency, cost or auto.
+	Strategy string `yaml:"strategy,omitempty"`
+	// Weights are the weighted strategy's shares by backend reference; a
+	// backend left out weighs 1, and weight 0 drains it.
+	Weights map[string]int `yaml:"weights,omitempty"`
+	// Priority puts backends in tiers by reference: a lower number is
+	// tried first, and a tier is left only when all of its backends
+	// failed or were passed by. A backend left out is in tier 0.
+	Priority map[string]int `yaml:"priority,omitempty"`
+	// Gear is auto (the strategy decides, the default) or manual (the
+	// backends in exactly their listed order).
+	Gear string `yaml:"gear,omitempty"`
+	// MaxWait bounds how long a request waits for a rate limit to reset
+	// when every backend is rate limited, before it is answered with 429;
+	// nil means 3 s, 0 turns waiting off.
+	MaxWait *time.Duration `yaml:"max_wait,omitempty"`
+}
+
+// Chain strategies, as the configuration names them.
+const (
+	StrategyPriority     = "priority"
+	StrategyRoundRobin   = "round_robin"
+	StrategyWeighted     = "weighted"
+	StrategyLeastLatency = "least_latency"
+	StrategyCost         = "cost"
+	StrategyAuto         = "auto"
+)
+
+// Strategies lists every chain strategy.
+var Strategies = []string{StrategyPriority, StrategyRoundRobin, StrategyWeighted, StrategyLeastLatency, StrategyCost, StrategyAuto}
+
+// Gears, as the configuration names them.
+const (
+	GearAuto   = "auto"
+	GearManual = "manual"
+)
+
+// Routing tunes the auto strategy's score.
+type Routing struct {
+	// Score weighs the parts of the auto strategy's score; unset parts
+	// take the defaults (health 0.4, headroom 0.2, latency 0.2, cost 0.1,
+	// task 0.1).
+	Score ScoreWeights `yaml:"score,omitempty"`
+	// MinSamples is how many calls a tier's backends must have made
+	// together before the scores are trusted; fewer fall back to the
+	// listed order [5].
+	MinSamples int `yaml:"min_samples,omitempty"`
+	// MinScore is the best score below which the listed order is used
+	// instead [0.3].
+	MinScore float64 `yaml:"min_score,omitempty"`
+}
+
+// ScoreWeights are the weights of the auto score's parts. Health never
+// weighs less than 0.3, so a failing backend cannot win on price alone.
+type ScoreWeights struct {
+	Health   *float64 `yaml:"health,omitempty"`
+	Headroom *float64 `yaml:"headroom,omitempty"`
+	Latency  *float64 `yaml:"latency,omitempty"`
+	Cost     *float64 `yaml:"cost,omitempty"`
+	Task     *float64 `yaml:"task,omitempty"`
 }
 
 // Breaker configures the circuit breaker kept for every backend.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -157,6 +158,7 @@ func (v *validator) validate(c *Config) {
 	v.discovery(c)
 	v.local(c)
 	v.chains(c)
+	v.routing(c)
 	v.aliases(c)
 	v.breaker(c)
 	v.budgets(c)
@@ -556,8 +558,70 @@ func (v *validator) chains(c *Config) {
 				v.warnf(bf, "provider %q is disabled, so this backend is skipped", pname)
 			}
 		}
+		v.chainRouting(f, ch)
 	}
 }
+
+// MaxChainWait bounds a chain's max_wait: a client waiting longer for a
+// rate limit to reset is better told when to come back.
+const MaxChainWait = time.Minute
+
+// chainRouting checks how a chain chooses among its backends.
+func (v *validator) chainRouting(f string, ch Chain) {
+	if ch.Strategy != "" && !slices.Contains(Strategies, ch.Strategy) {
+		v.errorf(f+".strategy", "must be one of %s, got %q", strings.Join(Strategies, ", "), ch.Strategy)
+	}
+	if ch.Gear != "" && ch.Gear != GearAuto && ch.Gear != GearManual {
+		v.errorf(f+".gear", "must be %q or %q, got %q", GearAuto, GearManual, ch.Gear)
+	}
+	if ch.MaxWait != nil && (*ch.MaxWait < 0 || *ch.MaxWait > MaxChainWait) {
+		v.errorf(f+".max_wait", "must be between 0 (no waiting) and %s, got %s", MaxChainWait, *ch.MaxWait)
+	}
+	for _, m := range []struct {
+		key      string
+		vals     map[string]int
+		min, max int
+	}{{"weights", ch.Weights, 0, 1000}, {"priority", ch.Priority, -1000, 1000}} {
+		for _, ref := range slices.Sorted(maps.Keys(m.vals)) {
+			n := m.vals[ref]
+			if !slices.Contains(ch.Backends, ref) {
+				v.errorf(f+"."+m.key, "names %q, which is not among the chain's backends (%s)", ref, strings.Join(ch.Backends, ", "))
+				continue
+			}
+			if n < m.min || n > m.max {
+				v.errorf(f+"."+m.key, "gives %q %d; it must be between %d and %d", ref, n, m.min, m.max)
+			}
+		}
+	}
+	if len(ch.Weights) > 0 && ch.Strategy != StrategyWeighted && slices.Contains(Strategies, ch.Strategy) {
+		v.warnf(f+".weights", "are used only by the weighted strategy; this chain's strategy is %s", ch.Strategy)
+	}
+}
+
+// routing checks the auto strategy's settings.
+func (v *validator) routing(c *Config) {
+	r := c.Routing
+	for _, w := range []struct {
+		key string
+		val *float64
+		min float64
+	}{{"health", r.Score.Health, MinHealthWeight}, {"headroom", r.Score.Headroom, 0}, {"latency", r.Score.Latency, 0},
+		{"cost", r.Score.Cost, 0}, {"task", r.Score.Task, 0}} {
+		if w.val != nil && (*w.val < w.min || *w.val > 1) {
+			v.errorf("routing.score."+w.key, "must be between %g and 1, got %g", w.min, *w.val)
+		}
+	}
+	if r.MinSamples < 0 || r.MinSamples > 10000 {
+		v.errorf("routing.min_samples", "must be between 0 and 10000, got %d", r.MinSamples)
+	}
+	if r.MinScore < 0 || r.MinScore > 1 {
+		v.errorf("routing.min_score", "must be between 0 and 1, got %g", r.MinScore)
+	}
+}
+
+// MinHealthWeight is the least weight health has in the auto score: below
+// it a backend that keeps failing could win on price or quota alone.
+const MinHealthWeight = 0.3
 
 // aliasPattern is the characters of a model name, plus the glob's '*' and
 // '?'.

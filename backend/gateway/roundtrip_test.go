@@ -52,7 +52,7 @@ func roundTripConfig(upstream string) *config.Config {
 						Price:         &config.Price{Input: 0.15, Output: 0.6},
 						CreditExpires: "2027-03-31",
 					},
-					{ID: "small", ParamsB: 8, Context: 32768, MaxOutput: 4096, Price: &config.Price{Input: 0.02, Output: 0.05}},
+					{ID: "small", ParamsB: 8, Context: 32768, MaxOutput: 4096, Price: &config.Price{Input: 0.02, Output: 0.05, CacheRead: 0.01}},
 				},
 				Timeouts: config.Timeouts{Connect: 3 * time.Second, Header: 45 * time.Second, FirstToken: 25 * time.Second, Idle: 40 * time.Second},
 				// Probes are off by default for own keys; this one asks.
@@ -98,7 +98,9 @@ func roundTripConfig(upstream string) *config.Config {
 			Limits: &config.Limits{RPM: 12, RPD: 400, TPM: 9000, TPD: 90000, Concurrency: 1, Reset: "daily 03:00 UTC"}}},
 		Chains: []config.Chain{
 			{Name: "coding", Backends: []string{"paid/meta/llama-3.3-70b", "box/qwen2.5-coder:7b", "desk/llama3.2:3b"}},
-			{Name: "cheap", Backends: []string{"box/qwen2.5-coder:7b", "paid/small"}},
+			{Name: "cheap", Backends: []string{"box/qwen2.5-coder:7b", "paid/small"}, Strategy: config.StrategyWeighted,
+				Weights: map[string]int{"paid/small": 3}, Priority: map[string]int{"paid/small": 2}, Gear: config.GearManual,
+				MaxWait: ptrTo(1500 * time.Millisecond)},
 		},
 		Breaker: config.Breaker{Failures: 3, Open: 45 * time.Second, RateLimitCooldown: 90 * time.Second, HealthThreshold: 0.5},
 		Probes:  config.Probes{Interval: 7 * time.Minute, OpenInterval: 40 * time.Second, Daily: 36 * time.Hour, Disabled: true},
@@ -111,6 +113,8 @@ func roundTripConfig(upstream string) *config.Config {
 		Ledger:       config.Ledger{RetentionDays: 45},
 		DefaultChain: "coding",
 		Aliases:      []config.Alias{{Pattern: "gpt-4*", Chain: "cheap"}, {Pattern: "claude-*", Chain: "coding"}},
+		Routing: config.Routing{Score: config.ScoreWeights{Health: ptrTo(0.5), Headroom: ptrTo(0.15), Latency: ptrTo(0.15),
+			Cost: ptrTo(0.1), Task: ptrTo(0.1)}, MinSamples: 8, MinScore: 0.25},
 	}
 }
 

@@ -237,4 +237,7 @@ type Trace struct {
 	Committed bool          `json:"committed,omitempty"` // stream body started
 	// Notes are what the request's parser left out (see Request.Notes).
 	Notes []string `json:"notes,omitempty"`
+	// Decision is how the router chose the backends it tried; nil for
+	// requests logged before decisions were recorded.
+	Decision *Decision `json:"decision,omitempty"`
 }

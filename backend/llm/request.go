@@ -135,6 +135,14 @@ type Request struct {
 	// backend can serve it (a hosted tool, an item only OpenAI reads), so
 	// the routing trace shows it. Nil for none.
 	Notes []string
+	// Task is the request's task class (default, background, think,
+	// long_context or one the configuration names), set before routing
+	// from the X-FreeLane-Task header or the configured rules; empty is
+	// not yet classified.
+	Task string
+	// Gear is a per-request gear ("auto" or "manual") from the
+	// X-FreeLane-Gear header; empty means the chain's own.
+	Gear string
 
 	src Source
 

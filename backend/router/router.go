@@ -54,6 +54,29 @@ type Admission interface {
 	Admit(req *llm.Request, chain string, b *Backend) (done func(c *llm.CallUsage), skip *llm.Skip)
 }
 
+// Shaper paces calls to each backend so that FreeLane stays under a
+// provider's limits instead of collecting its 429s: a concurrency limit
+// with a short queue and a requests-per-minute bucket. The shape package
+// provides it.
+type Shaper interface {
+	// Available tells, without side effects and without waiting, whether
+	// a call to id could start now; nil means it could.
+	Available(id llm.BackendID) *llm.Skip
+	// Acquire waits, no longer than the backend's queue time and never
+	// past ctx, for a slot and a token. release gives the slot back and
+	// is deferred by the router as soon as it is obtained; a skip means
+	// the backend stayed busy or paced out, and no call is made.
+	Acquire(ctx context.Context, id llm.BackendID) (release func(), skip *llm.Skip)
+}
+
+// Classifier gives a request its task before it is routed.
+type Classifier interface {
+	// Classify returns the request's task, what decided it (for the
+	// decision log: "header", or the rule), and the chain the task routes
+	// to, "" to keep the one the client asked for.
+	Classify(req *llm.Request) (task, rule, chain string)
+}
+
 // Recorder receives the trace of every finished request. It must not block.
 type Recorder interface {
 	Record(t llm.Trace)
@@ -69,6 +92,10 @@ type Router struct {
 	log   *slog.Logger
 	// admit is set once before serving (SetAdmission); nil admits all.
 	admit Admission
+	// shape and classify are set once before serving; nil paces nothing
+	// and leaves every request in the default task.
+	shape    Shaper
+	classify Classifier
 }
 
 // New returns a Router over the table. rec may be nil; a nil clock is the
@@ -84,6 +111,12 @@ func New(t *Table, gate Gate, rec Recorder, clk clock.Clock, log *slog.Logger) *
 
 // SetAdmission installs quota and budget checks. Call it before serving.
 func (r *Router) SetAdmission(a Admission) { r.admit = a }
+
+// SetShaper installs per-backend pacing. Call it before serving.
+func (r *Router) SetShaper(s Shaper) { r.shape = s }
+
+// SetClassifier installs the task rules. Call it before serving.
+func (r *Router) SetClassifier(c Classifier) { r.classify = c }
 
 // Table returns the current routing table.
 func (r *Router) Table() *Table { return r.table.Load() }
@@ -196,7 +229,22 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	start := r.clock.Now()
 	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Path: req.Path, Dialect: req.Dialect,
 		Model: req.Model, Stream: req.Stream, Notes: req.Notes}
-	route, err := r.Table().Resolve(req.Model)
+	dec := &llm.Decision{Requested: req.Model}
+	tr.Decision = dec
+	name := req.Model
+	if r.classify != nil && req.Task == "" {
+		var chain string
+		req.Task, dec.TaskRule, chain = r.classify.Classify(req)
+		if chain != "" && !r.Table().IsPin(req.Model) {
+			// The task's own chain serves it, whatever name the client
+			// used, unless the client pinned one backend.
+			name = chain
+		}
+	} else if req.Task != "" {
+		dec.TaskRule = "header"
+	}
+	dec.Task = req.Task
+	route, err := r.Table().Resolve(name)
 	if err != nil {
 		var re *ResolveError
 		errors.As(err, &re)
@@ -205,6 +253,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		return tr, f
 	}
 	tr.Chain, tr.Alias = route.Chain, route.Alias
+	dec.Chain = route.Chain
 
 	// Pass by unavailable backends, unless every one of them is: then try
 	// them in order anyway, since refusing outright helps nobody.
@@ -317,6 +366,15 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 	tr *llm.Trace, try attemptFunc) (a *attempt, le *llm.Error, skip *llm.Skip) {
 	a = &attempt{Attempt: llm.Attempt{Backend: b.name, Dialect: b.Dialect}, trace: tr}
 	called := false
+	if r.shape != nil {
+		// Pacing comes first: a request waiting in a backend's queue must
+		// not hold that backend's half-open trial or a quota reservation.
+		release, sk := r.shape.Acquire(ctx, b.ID)
+		if sk != nil {
+			return nil, nil, sk
+		}
+		defer release()
+	}
 	if r.admit != nil {
 		// Another request may have used the last of a quota or a budget
 		// since the scan.

@@ -36,6 +36,33 @@ type ModelSpec struct {
 	// then the default chain puts it ahead of the free pool, so the credit
 	// is used before it expires. Zero for none.
 	CreditUntil time.Time
+	// Price is what the model costs, for the cost and auto strategies.
+	Price Price
+}
+
+// Price is money per million tokens. Known is false for a paid model
+// whose price nobody configured: the cost strategy puts such a backend
+// last and says so rather than take it for free.
+type Price struct {
+	Input, Output float64
+	// CacheRead is the price of prompt tokens read from the provider's
+	// prompt cache; 0 means Input.
+	CacheRead float64
+	Known     bool
+}
+
+// Free reports whether calls cost nothing.
+func (p Price) Free() bool { return p.Known && p.Input <= 0 && p.Output <= 0 }
+
+// KeySpec is one key of a provider that holds a pool of keys.
+type KeySpec struct {
+	// Label is the key's stable label, never the key or a part of it; it
+	// becomes the Key of the backends called with it.
+	Label string
+	// Up is the client that sends this key.
+	Up Upstream
+	// Weight is the key's share when the pool picks by weight; 0 is 1.
+	Weight int
 }
 
 // ProviderSpec is a provider as the router needs to know it.
@@ -50,6 +77,11 @@ type ProviderSpec struct {
 	KeyHint string
 	Models  []ModelSpec
 	Up      Upstream
+	// Keys, when the provider holds more than one key, are its pool: each
+	// model becomes one backend per key, and Up is unused. A chain's
+	// "provider/model" stands for all of them, tried one after another
+	// before the next provider.
+	Keys []KeySpec
 	// Dialect is the wire format the provider speaks, and Endpoints the
 	// kinds of request its API serves (nil: all).
 	Dialect   llm.Dialect
@@ -65,7 +97,23 @@ type ProviderSpec struct {
 type ChainSpec struct {
 	Name     string
 	Backends []llm.BackendID
+	// Strategy orders each tier (the config's names; "" is priority),
+	// and Gear says whether it does ("manual" keeps the listed order).
+	Strategy string
+	Gear     string
+	// Weights are the weighted strategy's shares (absent is 1, 0 drains
+	// a backend); Priority the tier of each backend (absent is 0, lower
+	// first).
+	Weights  map[llm.BackendID]int
+	Priority map[llm.BackendID]int
+	// MaxWait bounds the wait for a rate limit to reset when every
+	// backend is rate limited; nil is DefaultMaxWait, 0 no waiting.
+	MaxWait *time.Duration
 }
+
+// DefaultMaxWait is how long a request waits at most for a rate limit to
+// reset when every backend of its chain is rate limited.
+const DefaultMaxWait = 3 * time.Second
 
 // Spec is everything the routing table is built from.
 type Spec struct {
@@ -107,6 +155,9 @@ type Backend struct {
 	Endpoints []llm.Endpoint
 	Caps      llm.Caps
 	CapsKnown bool
+	// Price is what calls cost, KeyWeight the key's share in its pool.
+	Price     Price
+	KeyWeight int
 	// alone is the route of a request pinned to this backend, made once
 	// so that resolving a pin allocates nothing.
 	alone []*Backend
@@ -157,6 +208,10 @@ type Table struct {
 	chains     map[string][]*Backend
 	chainNames []string
 	backends   map[llm.BackendID]*Backend
+	// keyGroups maps a keyless ID to the backends of that model, one per
+	// key of its provider, in the pool's order: what "provider/model"
+	// stands for in a chain and a pin.
+	keyGroups map[llm.BackendID][]*Backend
 	order      []*Backend // every routable backend, default-chain order first
 	byModel    map[string][]*Backend
 	// providers holds every provider's name, disabled and keyless ones
@@ -198,6 +253,7 @@ func Build(spec Spec) *Table {
 		keyless:   map[string]string{},
 		providers: map[string]bool{},
 		pinOnly:   map[string][]*Backend{},
+		keyGroups: map[llm.BackendID][]*Backend{},
 
 		keylessModels: map[string]string{},
 		aliases:       slices.Clone(spec.Aliases),
@@ -222,31 +278,46 @@ func Build(spec Spec) *Table {
 			}
 			continue
 		}
+		keys := p.Keys
+		if len(keys) == 0 {
+			keys = []KeySpec{{Up: p.Up}}
+		}
 		for _, m := range p.Models {
-			id := llm.BackendID{Provider: p.Name, Model: m.ID}
-			b := &Backend{ID: id, name: id.String(), Tier: p.Tier, ParamsB: m.ParamsB,
-				Context: m.Context, Up: p.Up, Dialect: p.Dialect, Endpoints: p.Endpoints, Caps: m.Caps, CapsKnown: m.CapsKnown}
-			if m.Endpoints != nil {
-				b.Endpoints = m.Endpoints
+			group := llm.BackendID{Provider: p.Name, Model: m.ID}
+			for _, k := range keys {
+				id := group
+				id.Key = k.Label
+				b := &Backend{ID: id, name: id.String(), Tier: p.Tier, ParamsB: m.ParamsB,
+					Context: m.Context, Up: k.Up, Dialect: p.Dialect, Endpoints: p.Endpoints, Caps: m.Caps, CapsKnown: m.CapsKnown,
+					Price: m.Price, KeyWeight: k.Weight}
+				if m.Endpoints != nil {
+					b.Endpoints = m.Endpoints
+				}
+				b.limited = b.Endpoints != nil || b.CapsKnown
+				b.alone = []*Backend{b}
+				t.backends[id] = b
+				t.keyGroups[group] = append(t.keyGroups[group], b)
 			}
-			b.limited = b.Endpoints != nil || b.CapsKnown
-			b.alone = []*Backend{b}
-			t.backends[id] = b
+		}
+		for _, m := range p.Models {
+			grp := t.keyGroups[llm.BackendID{Provider: p.Name, Model: m.ID}]
 			switch {
 			case p.Tier == tier.Own && p.Default:
-				ownDefault = append(ownDefault, b)
+				ownDefault = append(ownDefault, grp...)
 			case spec.Now.Before(m.CreditUntil):
-				credit = append(credit, b)
-				creditUntil[b] = m.CreditUntil
+				credit = append(credit, grp...)
+				for _, b := range grp {
+					creditUntil[b] = m.CreditUntil
+				}
 				if t.creditEnds.IsZero() || m.CreditUntil.Before(t.creditEnds) {
 					t.creditEnds = m.CreditUntil
 				}
 			case p.Tier == tier.Own:
-				own = append(own, b)
+				own = append(own, grp...)
 			case p.Tier == tier.Free:
-				free = append(free, b)
+				free = append(free, grp...)
 			default:
-				local = append(local, b)
+				local = append(local, grp...)
 			}
 		}
 	}
@@ -267,7 +338,9 @@ func Build(spec Spec) *Table {
 	for _, c := range spec.Chains {
 		var bs []*Backend
 		for _, ref := range c.Backends {
-			if b := t.backends[ref]; b != nil {
+			if grp := t.keyGroups[ref]; ref.Key == "" && len(grp) > 0 {
+				bs = append(bs, grp...)
+			} else if b := t.backends[ref]; b != nil {
 				bs = append(bs, b)
 			}
 		}
@@ -321,6 +394,20 @@ type Route struct {
 	Pinned bool
 }
 
+// IsPin reports whether model names one backend ("provider/model"), which
+// no task rule may send elsewhere.
+func (t *Table) IsPin(model string) bool {
+	id, ok := llm.CutBackendID(model)
+	if !ok {
+		return false
+	}
+	if _, chain := t.chains[model]; chain {
+		return false
+	}
+	_, known := t.providers[id.Provider]
+	return known
+}
+
 // ResolveError is a model name that cannot be routed.
 type ResolveError struct {
 	Status  int
@@ -349,6 +436,10 @@ func (t *Table) Resolve(model string) (Route, error) {
 		return Route{Chain: model, Backends: bs}, nil
 	}
 	if id, ok := llm.CutBackendID(model); ok {
+		if grp := t.keyGroups[id]; id.Key == "" && len(grp) > 1 {
+			// A pin of a pooled provider's model may use any of its keys.
+			return Route{Backends: grp, Pinned: true}, nil
+		}
 		if b, ok := t.backends[id]; ok {
 			return Route{Backends: b.alone, Pinned: true}, nil
 		}
@@ -468,6 +559,15 @@ func (t *Table) namesForError() string {
 func (t *Table) Names() []string {
 	names := slices.Clone(t.chainNames)
 	for _, b := range t.order {
+		if b.ID.Key != "" {
+			// A pooled model is asked for by its name without a key,
+			// once, whatever the size of the pool.
+			group := llm.BackendID{Provider: b.ID.Provider, Model: b.ID.Model}
+			if t.keyGroups[group][0] == b {
+				names = append(names, group.String())
+			}
+			continue
+		}
 		names = append(names, b.name)
 	}
 	return names
