@@ -212,8 +212,8 @@ type Table struct {
 	// key of its provider, in the pool's order: what "provider/model"
 	// stands for in a chain and a pin.
 	keyGroups map[llm.BackendID][]*Backend
-	order      []*Backend // every routable backend, default-chain order first
-	byModel    map[string][]*Backend
+	order     []*Backend // every routable backend, default-chain order first
+	byModel   map[string][]*Backend
 	// providers holds every provider's name, disabled and keyless ones
 	// too, with whether it is disabled: a name starting with one of them
 	// and a '/' is a pin of that provider and reaches nothing else.
