@@ -128,6 +128,11 @@ type Request struct {
 	// Needs are the capabilities a backend must have to serve the request
 	// (tools, images, JSON output).
 	Needs Caps
+	// Wants are capabilities the request would use but can do without
+	// (reasoning asked of a chain that may hold models without it): the
+	// router tries backends that have them first and never refuses the
+	// request for their lack.
+	Wants Caps
 	// Forward are client headers an upstream of the client's dialect is
 	// sent verbatim (Anthropic's version and beta flags), nil for none.
 	Forward http.Header
