@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -266,6 +267,12 @@ func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Fai
 	}
 	if len(f.Attempts) > 0 {
 		w.Header().Set("X-FreeLane-Attempts", router.AttemptsHeader(f.Attempts))
+	}
+	if !f.RetryAt.IsZero() {
+		// Whole seconds, rounded up: a client that comes back at once
+		// would find the same limits.
+		secs := int(math.Ceil(f.RetryAt.Sub(s.o.Clock.Now()).Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	}
 	if f.Body != nil && f.Dialect == codec.Dialect() {
 		if e, ok := codec.DecodeError(f.Body); ok && e.Message != "" {

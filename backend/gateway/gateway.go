@@ -38,6 +38,7 @@ import (
 	"freelane/backend/redact"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/tier"
 	"freelane/backend/upstream"
 	"freelane/backend/vault"
 )
@@ -173,6 +174,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.quota.ReadAnswersWith(g.dialects)
 	if !o.NoLedger {
 		g.router.SetAdmission(admission{g.quota})
+		g.router.SetEstimator(promptEstimator{})
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 	g.prober.CheckKeys(g.gate, g.checkKey)
@@ -302,7 +304,8 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		for _, m := range p.Models {
 			caps, known := capsOf(m.Capabilities)
 			ps.Models = append(ps.Models, router.ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context,
-				CreditUntil: quota.CreditEnd(m.CreditDate()), Caps: caps, CapsKnown: known, Endpoints: endpointsOf(m.Endpoints)})
+				CreditUntil: quota.CreditEnd(m.CreditDate()), Caps: caps, CapsKnown: known, Endpoints: endpointsOf(m.Endpoints),
+				Price: priceOf(p, m)})
 			models[m.ID] = upstream.Model{MaxOutput: m.MaxOutput, Caps: caps, Known: known, Drop: m.DropParams}
 		}
 		if ps.HasKey && !p.Disabled {
@@ -326,9 +329,11 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		spec.Providers = append(spec.Providers, ps)
 	}
 	for _, c := range cfg.Chains {
-		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: chainIDs(c.Backends)})
+		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: chainIDs(c.Backends),
+			Strategy: c.Strategy, Gear: c.Gear, Weights: refMap(c.Weights), Priority: refMap(c.Priority), MaxWait: c.MaxWait})
 	}
 	spec.DefaultChain = cfg.DefaultChain
+	spec.Scoring = scoring(cfg.Routing)
 	addr := cfg.Listen
 	if g.ln != nil {
 		addr = g.ln.Addr().String()
@@ -612,6 +617,50 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// refMap reads a chain's per-backend numbers (weights, priorities).
+func refMap(m map[string]int) map[llm.BackendID]int {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[llm.BackendID]int, len(m))
+	for ref, n := range m {
+		if id, err := llm.ParseBackendID(ref); err == nil {
+			out[id] = n
+		}
+	}
+	return out
+}
+
+// priceOf is what the router's cost strategy knows of a model's price: a
+// configured price, free for free and local tiers, and unknown for a paid
+// model nobody priced.
+func priceOf(p config.Provider, m config.Model) router.Price {
+	if m.Price != nil {
+		return router.Price{Input: m.Price.Input, Output: m.Price.Output, CacheRead: m.Price.CacheRead, Known: true}
+	}
+	return router.Price{Known: p.Tier != tier.Own}
+}
+
+// scoring is the auto strategy's settings, defaults filled in.
+func scoring(r config.Routing) *router.Scoring {
+	s := router.DefaultScoring
+	for _, w := range []struct {
+		dst *float64
+		src *float64
+	}{{&s.Health, r.Score.Health}, {&s.Headroom, r.Score.Headroom}, {&s.Latency, r.Score.Latency}, {&s.Cost, r.Score.Cost}, {&s.Task, r.Score.Task}} {
+		if w.src != nil {
+			*w.dst = *w.src
+		}
+	}
+	if r.MinSamples > 0 {
+		s.MinSamples = r.MinSamples
+	}
+	if r.MinScore > 0 {
+		s.MinScore = r.MinScore
+	}
+	return &s
 }
 
 // chainIDs reads a chain's backends; validation has already refused any

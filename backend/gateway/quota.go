@@ -30,6 +30,16 @@ func (a admission) Available(chain string, b *router.Backend) *llm.Skip {
 	return a.m.Available(chain, target(b))
 }
 
+// Headroom is the quota manager's view of a backend's tightest limit, for
+// the router's auto strategy.
+func (a admission) Headroom(id llm.BackendID) (float64, time.Time) { return a.m.Headroom(id) }
+
+// promptEstimator is the offline prompt estimate the router's context
+// check uses: the one the quota manager counts with.
+type promptEstimator struct{}
+
+func (promptEstimator) PromptTokens(req *llm.Request) int { return quota.PromptTokens(req) }
+
 func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (func(*llm.CallUsage), *llm.Skip) {
 	h, sk := a.m.Admit(req, chain, target(b))
 	if sk != nil {
