@@ -102,6 +102,7 @@ type selection struct {
 	keys   []int
 	metric []float64
 	flags  []uint8
+	class  []uint8
 }
 
 var selections = sync.Pool{New: func() any { return &selection{} }}
@@ -113,7 +114,7 @@ func putSelection(s *selection) {
 		return
 	}
 	clear(s.cands)
-	*s = selection{cands: s.cands[:0], order: s.order[:0], keys: s.keys[:0], metric: s.metric[:0], flags: s.flags[:0]}
+	*s = selection{cands: s.cands[:0], order: s.order[:0], keys: s.keys[:0], metric: s.metric[:0], flags: s.flags[:0], class: s.class[:0]}
 	selections.Put(s)
 }
 
@@ -296,9 +297,13 @@ func (r *Router) orderTier(req *llm.Request, t *tierPlan, sel *selection, first 
 	// Units that lack a capability the request would use go after those
 	// that have it; units nobody may call go last, except in the listed
 	// order, which keeps every backend in its place.
+	class := sel.class[:0]
+	for u := range n {
+		class = append(class, rankKey(cs, starts, sel, u, req, strategy))
+	}
+	sel.class = class
 	stableSort(sel.order[:n], func(a, b int) bool {
-		ka, kb := rankKey(t, cs, starts, sel, a, req, strategy), rankKey(t, cs, starts, sel, b, req, strategy)
-		if ka != kb {
+		if ka, kb := class[a], class[b]; ka != kb {
 			return ka < kb
 		}
 		if strategy == LeastLatency || strategy == Cost {
@@ -344,7 +349,7 @@ func anyOrdered(flags []uint8) bool {
 // called and have what the request wants, 1 for those without it, 2 for
 // units nobody may call (drained or excluded, last except in the listed
 // order).
-func rankKey(t *tierPlan, cs []cand, starts []int, sel *selection, u int, req *llm.Request, s Strategy) int {
+func rankKey(cs []cand, starts []int, sel *selection, u int, req *llm.Request, s Strategy) uint8 {
 	c := &cs[starts[u]]
 	if c.why == whyDrained {
 		return 2
