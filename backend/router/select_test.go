@@ -252,8 +252,8 @@ func TestLeastLatencyLearnsAndExplores(t *testing.T) {
 
 func TestCostPutsFreeFirstAndUnknownLast(t *testing.T) {
 	s := newSel(t, router.ChainSpec{Strategy: "cost"},
-		provider{tier: tier.Own},                                                             // price unknown
-		provider{tier: tier.Own, price: router.Price{Known: true, Input: 3, Output: 15}},     // dear
+		provider{tier: tier.Own}, // price unknown
+		provider{tier: tier.Own, price: router.Price{Known: true, Input: 3, Output: 15}},    // dear
 		provider{tier: tier.Own, price: router.Price{Known: true, Input: 0.1, Output: 0.4}}, // cheap
 		provider{tier: tier.Free})
 	d := s.r.Preview(s.req("c"))
