@@ -77,10 +77,9 @@ func (c *cand) reason(sel *selection) string {
 	var s string
 	switch c.why {
 	case whyListed:
+		// The rank says the place; constant words cost nothing per
+		// request.
 		s = "listed order"
-		if c.nUnits > 1 {
-			s = fmt.Sprintf("listed order, %d of %d", c.unit+1, c.nUnits)
-		}
 	case whyWeighted:
 		s = "weighted round robin"
 	case whyDrained:
@@ -105,7 +104,7 @@ func (c *cand) reason(sel *selection) string {
 		s = "lacks a capability the request would use: tried after those that have it"
 	}
 	if sel.strategy == RoundRobin && c.why == whyListed && sel.fallback == "" {
-		s = fmt.Sprintf("round robin, %d of %d", c.unit+1, c.nUnits)
+		s = "round robin: this request's turn order"
 	}
 	if c.nKeys > 1 {
 		s += fmt.Sprintf("; key %d of %d in the pool's rotation", c.key+1, c.nKeys)
@@ -120,7 +119,7 @@ func (r *Router) Preview(req *llm.Request) *llm.Decision {
 	dec := &llm.Decision{Requested: req.Model}
 	route, f := r.resolve(req, dec)
 	if f != nil {
-		dec.Fallback = f.Message
+		dec.Error = f.Message
 		return dec
 	}
 	sel := getSelection()

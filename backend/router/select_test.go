@@ -25,13 +25,27 @@ type scriptUp struct {
 	delay time.Duration
 	err   error
 	calls int
+	// entered and release hold the next call until release is closed.
+	entered, release chan struct{}
+}
+
+func (u *scriptUp) block(entered, release chan struct{}) {
+	u.mu.Lock()
+	u.entered, u.release = entered, release
+	u.mu.Unlock()
 }
 
 func (u *scriptUp) Complete(ctx context.Context, req *llm.Request, model string) (*llm.Response, error) {
 	u.mu.Lock()
 	u.calls++
 	d, err := u.delay, u.err
+	entered, release := u.entered, u.release
+	u.entered, u.release = nil, nil
 	u.mu.Unlock()
+	if entered != nil {
+		close(entered)
+		<-release
+	}
 	if u.clk != nil && d > 0 {
 		u.clk.Advance(d)
 	}
@@ -514,4 +528,31 @@ func (s *sel) last() llm.Trace {
 		s.t.Fatal("no trace recorded")
 	}
 	return s.rec.traces[len(s.rec.traces)-1]
+}
+
+// TestLeastLatencyTiesGoToTheIdleBackend: two backends equally fast, one
+// busy with a call in flight: the idle one goes first.
+func TestLeastLatencyTiesGoToTheIdleBackend(t *testing.T) {
+	s := newSel(t, router.ChainSpec{Strategy: "least_latency"}, provider{tier: tier.Free}, provider{tier: tier.Free})
+	for range 3 {
+		s.serve(1, "p0/m")
+		s.serve(1, "p1/m")
+	}
+	if d := s.r.Preview(s.req("c")); d.Candidates[0].Backend != "p0/m" {
+		t.Fatalf("preview = %+v, want the listed order between equals", d.Candidates)
+	}
+	// p0 is busy: a call to it is in flight while the preview ranks.
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	s.ups[0].block(entered, release)
+	go s.r.Complete(context.Background(), s.req("p0/m"))
+	<-entered
+	d := s.r.Preview(s.req("c"))
+	close(release)
+	if d.Candidates[0].Backend != "p1/m" {
+		t.Fatalf("preview with p0 busy = %+v, want the idle p1 first", d.Candidates)
+	}
+	if d := s.r.Preview(s.req("nope")); d.Error == "" || !strings.Contains(d.Error, "does not exist") {
+		t.Fatalf("preview of an unknown name = %+v", d)
+	}
 }
