@@ -405,17 +405,7 @@ func (r *Router) weigh(t *tierPlan, cs []cand, starts []int, sel *selection, n i
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var local [32]int
-	cur := st.cur
-	if !commit {
-		// A preview works on a copy, so the next request is still the
-		// one it shows.
-		if n <= len(local) {
-			cur = local[:n]
-		} else {
-			cur = make([]int, n)
-		}
-		copy(cur, st.cur)
-	}
+	cur := working(st.cur, commit, local[:])
 	total, best := 0, -1
 	for u := range n {
 		w := t.units[u].weight
@@ -451,6 +441,20 @@ func (r *Router) weigh(t *tierPlan, cs []cand, starts []int, sel *selection, n i
 	stableSort(sel.order[:n], func(a, b int) bool { return sel.metric[a] < sel.metric[b] })
 }
 
+// working is the smooth weighted round-robin's current weights to work
+// on: the state itself for a request, a copy (in local when it fits) for
+// a preview, so that the next request is still the one it shows.
+func working(cur []int, commit bool, local []int) []int {
+	if commit {
+		return cur
+	}
+	w := local[:0]
+	if len(cur) > len(local) {
+		w = make([]int, 0, len(cur))
+	}
+	return append(w, cur...)
+}
+
 // keyTurn is which of a unit's keys goes first for this request.
 func (r *Router) keyTurn(ks *keyState, keys []cand, commit bool) int {
 	n := len(keys)
@@ -464,15 +468,7 @@ func (r *Router) keyTurn(ks *keyState, keys []cand, commit bool) int {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	var local [32]int
-	cur := ks.cur
-	if !commit {
-		if n <= len(local) {
-			cur = local[:n]
-		} else {
-			cur = make([]int, n)
-		}
-		copy(cur, ks.cur)
-	}
+	cur := working(ks.cur, commit, local[:])
 	total, best := 0, 0
 	for k := range n {
 		w := max(keys[k].b.KeyWeight, 1)
