@@ -22,7 +22,7 @@ func (r *Router) decide(dec *llm.Decision, sel *selection) {
 	n := min(len(sel.cands), llm.MaxDecisionCandidates)
 	dec.Candidates = make([]llm.Candidate, 0, n)
 	rank := 0
-	for i := range sel.cands {
+	for _, i := range sel.seq {
 		c := &sel.cands[i]
 		out := llm.Candidate{Backend: c.b.name, Tier: c.prio, Verdict: llm.VerdictOrdered}
 		switch c.verdict {
@@ -51,7 +51,7 @@ func (r *Router) decide(dec *llm.Decision, sel *selection) {
 			out.Reason = joinReason(out.Reason, c.reason(sel))
 		}
 		if c.scored {
-			s := c.score
+			s := *c.score
 			out.Score = &s
 		}
 		if len(dec.Candidates) < n {

@@ -12,7 +12,7 @@ func (r *Router) RankOnce(req *llm.Request) int {
 	}
 	sel := getSelection()
 	r.rank(req, route, true, sel)
-	n := len(sel.cands)
+	n := len(sel.seq)
 	putSelection(sel)
 	return n
 }

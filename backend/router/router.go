@@ -402,7 +402,7 @@ func (r *Router) walk(ctx context.Context, req *llm.Request, try attemptFunc, se
 	// Pass by unavailable backends, unless every one of them is: then try
 	// them in order anyway, since refusing outright helps nobody.
 	// A backend at a quota or shut out by a budget is passed by even then.
-	for i := range sel.cands {
+	for _, i := range sel.seq {
 		c := &sel.cands[i]
 		b := c.b
 		if w.again && slices.Contains(w.failed, b) {

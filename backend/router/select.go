@@ -80,11 +80,14 @@ type cand struct {
 	unit, nUnits int
 	key, nKeys   int
 	skip         *llm.Skip
-	score        llm.Score
+	// score points into the selection's scores, shared by a unit's keys;
+	// nil until a scoring strategy ranks the candidate.
+	score *llm.Score
 	scored       bool
 }
 
-// selection is one request's ranked candidates and how they were ranked.
+// selection is one request's candidates (cands, in listed order, tier by
+// tier; seq their ranked order) and how they were ranked.
 // Selections are pooled: ranking a chain allocates nothing.
 type selection struct {
 	cands    []cand
@@ -103,6 +106,9 @@ type selection struct {
 	metric []float64
 	flags  []uint8
 	class  []uint8
+	// seq is the ranked order: indexes into cands.
+	seq    []int
+	scores []llm.Score
 }
 
 var selections = sync.Pool{New: func() any { return &selection{} }}
@@ -114,7 +120,7 @@ func putSelection(s *selection) {
 		return
 	}
 	clear(s.cands)
-	*s = selection{cands: s.cands[:0], order: s.order[:0], keys: s.keys[:0], metric: s.metric[:0], flags: s.flags[:0], class: s.class[:0]}
+	*s = selection{cands: s.cands[:0], order: s.order[:0], keys: s.keys[:0], metric: s.metric[:0], flags: s.flags[:0], class: s.class[:0], seq: s.seq[:0], scores: s.scores[:0]}
 	selections.Put(s)
 }
 
@@ -290,7 +296,7 @@ func (r *Router) orderTier(req *llm.Request, t *tierPlan, sel *selection, first 
 	case Weighted:
 		r.weigh(t, cs, starts, sel, n, commit)
 	case LeastLatency, Cost, Auto:
-		if !r.score(req, t, cs, starts, sel, n, now, strategy, sc) {
+		if !r.score(req, t, cs, starts, sel, first, n, now, strategy, sc) {
 			strategy = Priority
 		}
 	}
@@ -314,8 +320,8 @@ func (r *Router) orderTier(req *llm.Request, t *tierPlan, sel *selection, first 
 		}
 		return false
 	})
-	// Lay the tier out again: units in order, keys rotated in each.
-	buf := sel.cands[len(sel.cands):]
+	// The order of the tier: units in order, keys rotated in each. The
+	// candidates stay where they are; seq indexes them.
 	for _, u := range sel.order[:n] {
 		un := t.units[u]
 		turn := 0
@@ -323,17 +329,15 @@ func (r *Router) orderTier(req *llm.Request, t *tierPlan, sel *selection, first 
 			turn = r.keyTurn(un.keys, cs[starts[u]:starts[u]+un.n], commit)
 		}
 		for k := range un.n {
-			c := cs[starts[u]+(turn+k)%un.n]
+			i := starts[u] + (turn+k)%un.n
+			c := &cs[i]
 			c.key = k
 			if strategy != sel.strategy && c.why != whyDrained {
 				c.why = whyListed
 			}
-			buf = append(buf, c)
+			sel.seq = append(sel.seq, first+i)
 		}
 	}
-	copy(cs, buf)
-	clear(buf)
-	sel.cands = sel.cands[:first+len(cs)]
 }
 
 func anyOrdered(flags []uint8) bool {
@@ -486,12 +490,20 @@ func (r *Router) keyTurn(ks *keyState, keys []cand, commit bool) int {
 // whether the scores are trusted; when they are not (too few samples, too
 // low a best score) the auto gear falls back to the listed order and
 // says why.
-func (r *Router) score(req *llm.Request, t *tierPlan, cs []cand, starts []int, sel *selection, n int, now time.Time,
+func (r *Router) score(req *llm.Request, t *tierPlan, cs []cand, starts []int, sel *selection, first, n int, now time.Time,
 	s Strategy, sc Scoring) bool {
+	// One score per candidate, made once per selection so the pointers
+	// into it stay valid.
+	if cap(sel.scores) < len(sel.cands) {
+		sel.scores = make([]llm.Score, len(sel.cands), len(sel.cands)+8)
+	}
+	sel.scores = sel.scores[:len(sel.cands)]
 	samples := 0
 	bestLat, worstCost := math.Inf(1), 0.0
 	for u := range n {
 		c := &cs[starts[u]]
+		c.score = &sel.scores[first+starts[u]]
+		*c.score = llm.Score{}
 		lat, k := c.b.stats.latency(now, req.Stream)
 		c.score.LatencyMS, c.score.Samples = float64(lat)/float64(time.Millisecond), k
 		if sel.flags[u] != excluded {
@@ -561,7 +573,7 @@ func (r *Router) score(req *llm.Request, t *tierPlan, cs []cand, starts []int, s
 // autoScore weighs health, quota headroom, latency, cost and task match,
 // each from 0 to 1, into c.score.
 func (r *Router) autoScore(req *llm.Request, c *cand, now time.Time, bestLat, worstCost float64, sc Scoring) {
-	s := &c.score
+	s := c.score
 	s.Health = 1
 	if h, ok := r.gate.(healthReader); ok {
 		s.Health = clamp01(h.Health(c.b.ID))
