@@ -82,8 +82,8 @@ type cand struct {
 	skip         *llm.Skip
 	// score points into the selection's scores, shared by a unit's keys;
 	// nil until a scoring strategy ranks the candidate.
-	score *llm.Score
-	scored       bool
+	score  *llm.Score
+	scored bool
 }
 
 // selection is one request's candidates (cands, in listed order, tier by
