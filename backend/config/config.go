@@ -406,6 +406,9 @@ type Routing struct {
 	// MinScore is the best score below which the listed order is used
 	// instead [0.3].
 	MinScore float64 `yaml:"min_score,omitempty"`
+	// AutoGear is the gear of FreeLane's generated auto chain, which has
+	// no entry under chains to hold one: auto (the default) or manual.
+	AutoGear string `yaml:"auto_gear,omitempty"`
 }
 
 // ScoreWeights are the weights of the auto score's parts. Health never

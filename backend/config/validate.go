@@ -617,6 +617,9 @@ func (v *validator) routing(c *Config) {
 	if r.MinScore < 0 || r.MinScore > 1 {
 		v.errorf("routing.min_score", "must be between 0 and 1, got %g", r.MinScore)
 	}
+	if r.AutoGear != "" && r.AutoGear != GearAuto && r.AutoGear != GearManual {
+		v.errorf("routing.auto_gear", "must be %q or %q, got %q", GearAuto, GearManual, r.AutoGear)
+	}
 }
 
 // MinHealthWeight is the least weight health has in the auto score: below

@@ -211,10 +211,10 @@ func TestChainsEditing(t *testing.T) {
 	if _, err := c.AddProvider(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CreateChain(ctx, "coding", []string{"groq/llama-3.3-70b-versatile", "cerebras/qwen"}, nil); err != nil {
+	if err := c.CreateChain(ctx, "coding", []string{"groq/llama-3.3-70b-versatile", "cerebras/qwen"}, control.ChainRouting{}); err != nil {
 		t.Fatal(err)
 	}
-	err := c.CreateChain(ctx, "bad", []string{"groq/nope"}, nil)
+	err := c.CreateChain(ctx, "bad", []string{"groq/nope"}, control.ChainRouting{})
 	var ce *control.Error
 	if !errors.As(err, &ce) || ce.Param != "backends[0]" {
 		t.Errorf("bad backend: %v %+v", err, ce)
@@ -248,7 +248,7 @@ func TestChainsEditing(t *testing.T) {
 			}
 		}
 	}
-	if err := c.UpdateChain(ctx, "code", control.ChainInput{Strategy: ptr("random")}, nil); err == nil {
+	if err := c.UpdateChain(ctx, "code", control.ChainInput{ChainRouting: control.ChainRouting{Strategy: ptr("random")}}, nil); err == nil {
 		t.Error("unknown strategy accepted")
 	}
 }
@@ -271,5 +271,68 @@ func TestSettings(t *testing.T) {
 	var ce *control.Error
 	if err := c.SetSettings(context.Background(), s); !errors.As(err, &ce) || ce.Param != "breaker.health_threshold" {
 		t.Errorf("bad threshold: %v", err)
+	}
+}
+
+func TestChainRoutingEdits(t *testing.T) {
+	r := newRig(t)
+	c := r.open(nil)
+	ctx := context.Background()
+	if _, err := c.AddProvider(ctx, groqInput()); err != nil {
+		t.Fatal(err)
+	}
+	in := groqInput()
+	in.Name, in.Models = "cerebras", []control.ModelSpec{{ID: "qwen"}}
+	if _, err := c.AddProvider(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	a, b := "groq/llama-3.3-70b-versatile", "cerebras/qwen"
+	// The old dashboards' "ordered" is priority, stored as the default.
+	if err := c.CreateChain(ctx, "mix", []string{a, b}, control.ChainRouting{Strategy: ptr("ordered")}); err != nil {
+		t.Fatal(err)
+	}
+	if ch := r.last().Chains[0]; ch.Strategy != "" {
+		t.Errorf("ordered stored as %q", ch.Strategy)
+	}
+	set := control.ChainRouting{Strategy: ptr("weighted"), Gear: ptr("manual"), Weights: &map[string]int{a: 3, b: 1},
+		Priority: &map[string]int{b: 1}, MaxWait: ptr("1500ms")}
+	if err := c.UpdateChain(ctx, "mix", control.ChainInput{ChainRouting: set}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ch := r.last().Chains[0]
+	if ch.Strategy != "weighted" || ch.Gear != "manual" || ch.Weights[a] != 3 || ch.Priority[b] != 1 || ch.MaxWait == nil || ch.MaxWait.Milliseconds() != 1500 {
+		t.Errorf("stored %+v", ch)
+	}
+	if err := c.SetChainGear(ctx, "mix", "auto"); err != nil || r.last().Chains[0].Gear != "" {
+		t.Errorf("gear back to auto: %v %q", err, r.last().Chains[0].Gear)
+	}
+	// The generated chain's gear is a top-level setting: it stays
+	// generated.
+	if err := c.SetChainGear(ctx, "auto", "manual"); err != nil {
+		t.Fatal(err)
+	}
+	if c.UserChain("auto") || r.last().Routing.AutoGear != "manual" || control.ChainGear(r.last(), "auto") != "manual" {
+		t.Errorf("auto gear: user %v, stored %q", c.UserChain("auto"), r.last().Routing.AutoGear)
+	}
+	for _, bad := range []struct {
+		in    control.ChainRouting
+		param string
+	}{
+		{control.ChainRouting{Strategy: ptr("fastest")}, "strategy"},
+		{control.ChainRouting{Gear: ptr("turbo")}, "gear"},
+		{control.ChainRouting{Weights: &map[string]int{a: -1}}, "weights"},
+		{control.ChainRouting{Weights: &map[string]int{"groq/elsewhere": 2}}, "weights"},
+		{control.ChainRouting{Priority: &map[string]int{a: 5000}}, "priority"},
+		{control.ChainRouting{MaxWait: ptr("forever")}, "max_wait"},
+		{control.ChainRouting{MaxWait: ptr("2h")}, "max_wait"},
+	} {
+		err := c.UpdateChain(ctx, "mix", control.ChainInput{ChainRouting: bad.in}, nil)
+		var ce *control.Error
+		if !errors.As(err, &ce) || ce.Param != bad.param {
+			t.Errorf("%+v: %v", bad.in, err)
+		}
+	}
+	if err := c.SetChainGear(ctx, "nope", "manual"); err == nil {
+		t.Error("gear of an unknown chain")
 	}
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -676,22 +677,145 @@ func (c *Control) setKeyLocked(provider string, key *string) error {
 //     for the chain that is the default, gives auto back to FreeLane's own
 //     chain. A value that is already so changes nothing.
 type ChainInput struct {
-	Name      *string   `json:"name"`
-	Backends  *[]string `json:"backends"`
-	Strategy  *string   `json:"strategy"`
-	Generated *bool     `json:"generated"`
-	Default   *bool     `json:"default"`
+	Name     *string   `json:"name"`
+	Backends *[]string `json:"backends"`
+	ChainRouting
+	Generated *bool `json:"generated"`
+	Default   *bool `json:"default"`
 	// Warning and Gone are fields of the chain view, accepted and
 	// ignored.
 	Warning *string   `json:"warning,omitempty"`
 	Gone    *[]string `json:"gone,omitempty"`
 }
 
-func checkStrategy(s *string) error {
-	if s != nil && *s != "" && *s != "ordered" {
-		return userErr(http.StatusBadRequest, "strategy", "strategy must be \"ordered\" (the only one so far), got %q", *s)
+// ChainRouting is how a chain chooses among its backends; nil fields stay
+// as they are.
+//   - Strategy is one of config.Strategies; "ordered", the only strategy
+//     older versions knew, is taken as priority, and "" means priority.
+//   - Gear is auto or manual.
+//   - Weights and Priority map backend references of the chain to the
+//     weighted strategy's shares and to tiers; an empty map clears them.
+//   - MaxWait is a duration such as "3s"; "" means the default.
+type ChainRouting struct {
+	Strategy *string         `json:"strategy"`
+	Gear     *string         `json:"gear"`
+	Weights  *map[string]int `json:"weights"`
+	Priority *map[string]int `json:"priority"`
+	MaxWait  *string         `json:"max_wait"`
+}
+
+// legacyStrategy is the one strategy name older dashboards and scripts
+// send; it meant the listed order, which is priority now.
+const legacyStrategy = "ordered"
+
+// Bounds of the routing settings a chain takes from the admin API, which
+// the configuration's validation enforces too; checking them here first
+// names the field in the message.
+const (
+	maxChainWeight   = 1000
+	maxChainPriority = 1000
+	// maxChainSettings bounds the entries of weights and priority, so a
+	// body cannot hold a map larger than any chain.
+	maxChainSettings = 4096
+)
+
+// check refuses values the configuration would refuse, with messages that
+// name the field, and turns the legacy strategy name into priority.
+func (r *ChainRouting) check() error {
+	if r.Strategy != nil {
+		s := strings.TrimSpace(*r.Strategy)
+		if s == legacyStrategy {
+			s = config.StrategyPriority
+		}
+		if s != "" && !slices.Contains(config.Strategies, s) {
+			return userErr(http.StatusBadRequest, "strategy", "strategy must be one of %s, got %q", strings.Join(config.Strategies, ", "), *r.Strategy)
+		}
+		r.Strategy = &s
+	}
+	if r.Gear != nil {
+		if err := checkGear(*r.Gear); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct {
+		field    string
+		vals     *map[string]int
+		min, max int
+	}{{"weights", r.Weights, 0, maxChainWeight}, {"priority", r.Priority, -maxChainPriority, maxChainPriority}} {
+		if m.vals == nil {
+			continue
+		}
+		if len(*m.vals) > maxChainSettings {
+			return userErr(http.StatusBadRequest, m.field, "%s has %d entries; at most %d are allowed", m.field, len(*m.vals), maxChainSettings)
+		}
+		for _, ref := range slices.Sorted(maps.Keys(*m.vals)) {
+			if n := (*m.vals)[ref]; n < m.min || n > m.max {
+				return userErr(http.StatusBadRequest, m.field, "%s gives %q %d; it must be between %d and %d", m.field, ref, n, m.min, m.max)
+			}
+		}
+	}
+	if r.MaxWait != nil && strings.TrimSpace(*r.MaxWait) != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(*r.MaxWait))
+		if err != nil || d < 0 || d > config.MaxChainWait {
+			return userErr(http.StatusBadRequest, "max_wait", "max_wait must be a duration between 0s (no waiting) and %s, such as \"3s\"; got %q", config.MaxChainWait, *r.MaxWait)
+		}
 	}
 	return nil
+}
+
+// checkGear refuses a gear that is neither auto nor manual.
+func checkGear(g string) error {
+	if g != config.GearAuto && g != config.GearManual {
+		return userErr(http.StatusBadRequest, "gear", "gear must be %q or %q, got %q", config.GearAuto, config.GearManual, g)
+	}
+	return nil
+}
+
+// apply sets what r carries on ch; r has been checked.
+func (r ChainRouting) apply(ch *config.Chain) {
+	if r.Strategy != nil {
+		ch.Strategy = *r.Strategy
+		if ch.Strategy == config.StrategyPriority {
+			// priority is the default: the file keeps saying nothing.
+			ch.Strategy = ""
+		}
+	}
+	if r.Gear != nil {
+		ch.Gear = *r.Gear
+		if ch.Gear == config.GearAuto {
+			ch.Gear = ""
+		}
+	}
+	if r.Weights != nil {
+		ch.Weights = nonEmpty(*r.Weights)
+	}
+	if r.Priority != nil {
+		ch.Priority = nonEmpty(*r.Priority)
+	}
+	if r.MaxWait != nil {
+		ch.MaxWait = nil
+		if s := strings.TrimSpace(*r.MaxWait); s != "" {
+			d, _ := time.ParseDuration(s)
+			ch.MaxWait = &d
+		}
+	}
+}
+
+// takesOver reports whether r asks the generated auto chain for more than
+// it has (the priority strategy, no weights, tiers or wait of its own), so
+// that it must become a user chain to hold the settings. Its gear is kept
+// apart (config.Routing.AutoGear) and needs no chain.
+func (r ChainRouting) takesOver() bool {
+	return (r.Strategy != nil && *r.Strategy != "" && *r.Strategy != config.StrategyPriority) ||
+		(r.Weights != nil && len(*r.Weights) > 0) || (r.Priority != nil && len(*r.Priority) > 0) ||
+		(r.MaxWait != nil && strings.TrimSpace(*r.MaxWait) != "")
+}
+
+func nonEmpty(m map[string]int) map[string]int {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
 }
 
 // literalChain refuses "${" in chain names and backends. The admin API's
@@ -712,9 +836,9 @@ func literalChain(name *string, backends *[]string) error {
 	return nil
 }
 
-// CreateChain adds a chain.
-func (c *Control) CreateChain(ctx context.Context, name string, backends []string, strategy *string) error {
-	if err := checkStrategy(strategy); err != nil {
+// CreateChain adds a chain, with the routing settings r carries.
+func (c *Control) CreateChain(ctx context.Context, name string, backends []string, r ChainRouting) error {
+	if err := r.check(); err != nil {
 		return err
 	}
 	if err := literalChain(&name, &backends); err != nil {
@@ -728,7 +852,9 @@ func (c *Control) CreateChain(ctx context.Context, name string, backends []strin
 		if chainIndex(doc, name) >= 0 {
 			return userErr(http.StatusConflict, "name", "a chain named %q already exists", name)
 		}
-		doc.Chains = append(doc.Chains, config.Chain{Name: name, Backends: backends})
+		ch := config.Chain{Name: name, Backends: backends}
+		r.apply(&ch)
+		doc.Chains = append(doc.Chains, ch)
 		return nil
 	}), "chains[")
 }
@@ -738,7 +864,7 @@ func (c *Control) CreateChain(ctx context.Context, name string, backends []strin
 // backends or a new name (see ChainInput for keeping it generated);
 // autoOrder is its current order, used when only a rename is asked.
 func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, autoOrder []string) error {
-	if err := checkStrategy(in.Strategy); err != nil {
+	if err := in.ChainRouting.check(); err != nil {
 		return err
 	}
 	if err := literalChain(in.Name, in.Backends); err != nil {
@@ -755,11 +881,17 @@ func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, a
 		case i < 0:
 			keep := in.Generated != nil && *in.Generated
 			takeOver := renamed || (in.Generated != nil && !*in.Generated) ||
-				(in.Backends != nil && !(keep && slices.Equal(*in.Backends, autoOrder)))
+				(in.Backends != nil && !(keep && slices.Equal(*in.Backends, autoOrder))) || in.takesOver()
 			if takeOver {
-				doc.Chains = append(doc.Chains, config.Chain{Name: "auto", Backends: slices.Clone(autoOrder)})
+				doc.Chains = append(doc.Chains, config.Chain{Name: "auto", Backends: slices.Clone(autoOrder), Gear: doc.Routing.AutoGear})
+				doc.Routing.AutoGear = ""
 				i = len(doc.Chains) - 1
+			} else if in.Gear != nil {
+				doc.Routing.AutoGear = gearSetting(*in.Gear)
 			}
+		}
+		if i >= 0 {
+			in.ChainRouting.apply(&doc.Chains[i])
 		}
 		if i >= 0 && in.Backends != nil {
 			if len(*in.Backends) == 0 {
@@ -790,6 +922,48 @@ func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, a
 		}
 		return nil
 	}), "chains[")
+}
+
+// SetChainGear switches a chain's gear. The generated auto chain keeps its
+// gear in config.Routing.AutoGear, since it has no entry under chains.
+func (c *Control) SetChainGear(ctx context.Context, name, gear string) error {
+	if err := checkGear(gear); err != nil {
+		return err
+	}
+	return scoped(c.update(ctx, "", func(doc *config.Config) error {
+		i := chainIndex(doc, name)
+		switch {
+		case i >= 0:
+			doc.Chains[i].Gear = gearSetting(gear)
+		case name == "auto":
+			doc.Routing.AutoGear = gearSetting(gear)
+		default:
+			return userErr(http.StatusNotFound, "name", "there is no chain %q", name)
+		}
+		return nil
+	}), "chains[")
+}
+
+// ChainGear is the gear a chain is in: auto unless set to manual. The
+// generated auto chain's is config.Routing.AutoGear.
+func ChainGear(doc *config.Config, name string) string {
+	g := doc.Routing.AutoGear
+	if i := chainIndex(doc, name); i >= 0 {
+		g = doc.Chains[i].Gear
+	}
+	if g == "" {
+		return config.GearAuto
+	}
+	return g
+}
+
+// gearSetting is how the file stores a gear: auto, the default, as
+// nothing.
+func gearSetting(g string) string {
+	if g == config.GearAuto {
+		return ""
+	}
+	return g
 }
 
 // defaultName names the chain "auto" routes to, as the chain view shows

@@ -193,7 +193,7 @@ func TestChainRoundTripAndDefault(t *testing.T) {
 	if c.UserChain("auto") {
 		t.Fatal("sending the generated chain back took it over")
 	}
-	if err := c.CreateChain(ctx, "fast", []string{"groq/small"}, nil); err != nil {
+	if err := c.CreateChain(ctx, "fast", []string{"groq/small"}, control.ChainRouting{}); err != nil {
 		t.Fatal(err)
 	}
 	var ce *control.Error

@@ -334,6 +334,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	}
 	spec.DefaultChain = cfg.DefaultChain
 	spec.Scoring = scoring(cfg.Routing)
+	spec.AutoGear = cfg.Routing.AutoGear
 	addr := cfg.Listen
 	if g.ln != nil {
 		addr = g.ln.Addr().String()

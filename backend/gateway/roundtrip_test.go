@@ -114,7 +114,7 @@ func roundTripConfig(upstream string) *config.Config {
 		DefaultChain: "coding",
 		Aliases:      []config.Alias{{Pattern: "gpt-4*", Chain: "cheap"}, {Pattern: "claude-*", Chain: "coding"}},
 		Routing: config.Routing{Score: config.ScoreWeights{Health: ptrTo(0.5), Headroom: ptrTo(0.15), Latency: ptrTo(0.15),
-			Cost: ptrTo(0.1), Task: ptrTo(0.1)}, MinSamples: 8, MinScore: 0.25},
+			Cost: ptrTo(0.1), Task: ptrTo(0.1)}, MinSamples: 8, MinScore: 0.25, AutoGear: config.GearManual},
 	}
 }
 

@@ -132,6 +132,9 @@ type Spec struct {
 	EmptyHint string
 	// Scoring tunes the auto strategy; the zero value is DefaultScoring.
 	Scoring *Scoring
+	// AutoGear is the gear of the generated auto chain, which has no
+	// ChainSpec of its own ("" is auto).
+	AutoGear string
 }
 
 // AliasSpec routes model names matching Pattern (a glob: '*' any run of
@@ -376,7 +379,7 @@ func Build(spec Spec) *Table {
 			t.plans[DefaultChain] = t.plans[spec.DefaultChain]
 		} else {
 			t.addChain(DefaultChain, t.order)
-			t.plans[DefaultChain] = newPlan(DefaultChain, t.order, ChainSpec{})
+			t.plans[DefaultChain] = newPlan(DefaultChain, t.order, ChainSpec{Gear: spec.AutoGear})
 		}
 	}
 	for model, bs := range t.byModel {
