@@ -26,7 +26,17 @@ import (
 type ChainView struct {
 	Name     string   `json:"name"`
 	Backends []string `json:"backends"`
-	Strategy string   `json:"strategy"`
+	// Strategy orders each tier of the chain (priority when unset), Gear
+	// says whether it does (manual keeps the listed order).
+	Strategy string `json:"strategy"`
+	Gear     string `json:"gear"`
+	// Weights are the weighted strategy's shares and Priority the tier of
+	// each backend, by reference; a backend left out weighs 1, in tier 0.
+	Weights  map[string]int `json:"weights,omitempty"`
+	Priority map[string]int `json:"priority,omitempty"`
+	// MaxWait bounds the wait for a rate limit to reset ("3s"); empty is
+	// the default of 3 s.
+	MaxWait string `json:"max_wait"`
 	// Generated is true for the auto chain FreeLane builds itself.
 	Generated bool `json:"generated"`
 	// Default is true for the chain the model name "auto" routes to.
@@ -79,6 +89,8 @@ type Admin interface {
 	Setup
 	// Providers adds and edits providers, trying their keys.
 	Providers
+	// Routing switches gears, previews routes and finds one request.
+	Routing
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -152,6 +164,7 @@ func (s *Server) MountAdmin(a Admin) {
 	})
 	route("PUT /api/settings", h.setSettings)
 	route("GET /api/requests", h.requests)
+	h.mountRouting(route)
 	route("GET /api/usage", h.usage)
 	route("GET /api/usage.csv", h.usageCSV)
 	route("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Budgets()) })
@@ -220,6 +233,16 @@ type routingState struct {
 // unknown fields so a typo in a form field is reported instead of silently
 // ignored.
 func (h *adminHandlers) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	return h.decodeBody(w, r, v, true)
+}
+
+// decodeLoose reads a JSON body like decode, but keeps unknown fields: the
+// route preview's body is a client's request, which may carry any of them.
+func (h *adminHandlers) decodeLoose(w http.ResponseWriter, r *http.Request, v any) bool {
+	return h.decodeBody(w, r, v, false)
+}
+
+func (h *adminHandlers) decodeBody(w http.ResponseWriter, r *http.Request, v any, strict bool) bool {
 	// The body must arrive within the same read deadline as /v1 bodies,
 	// so a client that trickles a form holds no handler; the deadline is
 	// lifted once the body is in, before the handler does its work.
@@ -228,7 +251,9 @@ func (h *adminHandlers) decode(w http.ResponseWriter, r *http.Request, v any) bo
 	_ = rc.SetReadDeadline(clock.Deadline(timeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			h.s.bodyReadError(w, r, err, maxAdminBody, timeout)
@@ -330,12 +355,12 @@ func (h *adminHandlers) createChain(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Name     string   `json:"name"`
 		Backends []string `json:"backends"`
-		Strategy *string  `json:"strategy"`
+		control.ChainRouting
 	}
 	if !h.decode(w, r, &in) {
 		return
 	}
-	if err := h.a.Control().CreateChain(r.Context(), in.Name, in.Backends, in.Strategy); err != nil {
+	if err := h.a.Control().CreateChain(r.Context(), in.Name, in.Backends, in.ChainRouting); err != nil {
 		fail(w, err)
 		return
 	}

@@ -39,8 +39,8 @@ const (
 
 const insertRequestSQL = `INSERT INTO requests (
 	id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
@@ -167,12 +167,16 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: attempts: %w", id, err)
 		}
+		decision, err := encodeDecision(t.Decision)
+		if err != nil {
+			return 0, fmt.Errorf("store: write request %s: decision: %w", id, err)
+		}
 		res, err := stmt.ExecContext(ctx,
 			id, start.UnixMilli(), t.Endpoint, t.Path, string(t.Dialect), d.redact(t.Model), d.redact(t.Alias), t.Chain, t.Backend,
 			t.Stream, t.Status, string(t.Class), d.redact(t.Error),
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
-			t.Committed, d.redact(attempts), d.redact(encodeNotes(t.Notes)))
+			t.Committed, d.redact(attempts), d.redact(encodeNotes(t.Notes)), d.redact(decision))
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}
@@ -238,11 +242,27 @@ func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, e
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	args = append(args, limit)
-	query := `SELECT id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes
-FROM requests` + cond + `
+	return d.queryRequests(ctx, cond+`
 ORDER BY started_at DESC, seq DESC
-LIMIT ?`
+LIMIT ?`, args...)
+}
+
+// RequestByID returns the stored trace of one request; found is false
+// when no row has the id.
+func (d *DB) RequestByID(ctx context.Context, id string) (t llm.Trace, found bool, err error) {
+	ts, err := d.queryRequests(ctx, " WHERE id = ? LIMIT 1", id)
+	if err != nil || len(ts) == 0 {
+		return llm.Trace{}, false, err
+	}
+	return ts[0], true, nil
+}
+
+// queryRequests reads the traces of the rows the query's tail (its WHERE,
+// ORDER and LIMIT clauses) selects.
+func (d *DB) queryRequests(ctx context.Context, tail string, args ...any) ([]llm.Trace, error) {
+	query := `SELECT id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision
+FROM requests` + tail
 
 	rows, err := d.sql.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -261,11 +281,12 @@ LIMIT ?`
 			ttft     sql.NullFloat64
 			attempts string
 			notes    string
+			decision string
 		)
 		if err := rows.Scan(
 			&t.ID, &startMS, &t.Endpoint, &t.Path, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &latency, &ttft,
-			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts, &notes,
+			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts, &notes, &decision,
 		); err != nil {
 			return nil, fmt.Errorf("store: scan request: %w", err)
 		}
@@ -278,6 +299,9 @@ LIMIT ?`
 			return nil, fmt.Errorf("store: request %s: attempts: %w", t.ID, err)
 		}
 		t.Notes = decodeNotes(notes)
+		if t.Decision, err = decodeDecision(decision); err != nil {
+			return nil, fmt.Errorf("store: request %s: decision: %w", t.ID, err)
+		}
 		for _, a := range t.Attempts {
 			t.Cost += a.Cost
 		}
@@ -287,6 +311,27 @@ LIMIT ?`
 		return nil, fmt.Errorf("store: query requests: %w", err)
 	}
 	return out, nil
+}
+
+// encodeDecision is a decision as the decision column keeps it: JSON, or
+// "" for none.
+func encodeDecision(dec *llm.Decision) (string, error) {
+	if dec == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(dec)
+	return string(b), err
+}
+
+func decodeDecision(s string) (*llm.Decision, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var dec llm.Decision
+	if err := json.Unmarshal([]byte(s), &dec); err != nil {
+		return nil, err
+	}
+	return &dec, nil
 }
 
 // pruneChunk bounds how many requests one DELETE removes, so a large prune

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"freelane/backend/llm"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -301,5 +302,29 @@ func TestLoadMigrationsValidatesNames(t *testing.T) {
 		if _, err := loadMigrations(fsys); err == nil {
 			t.Errorf("%s: loadMigrations accepted invalid migration names", name)
 		}
+	}
+}
+
+func TestRequestByIDKeepsTheDecision(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	traces := sampleTraces(2)
+	traces[0].Decision = &llm.Decision{Requested: "work:fast", Chain: "work", Gear: "auto", Strategy: "least_latency",
+		Candidates: []llm.Candidate{{Backend: "groq/llama", Rank: 1, Verdict: llm.VerdictOrdered, Reason: "fastest"}}}
+	if _, err := db.writeRequests(ctx, traces, true); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := db.RequestByID(ctx, traces[0].ID)
+	if err != nil || !found {
+		t.Fatalf("found %v, %v", found, err)
+	}
+	if d := got.Decision; d == nil || d.Chain != "work" || d.Strategy != "least_latency" || len(d.Candidates) != 1 || d.Candidates[0].Reason != "fastest" {
+		t.Errorf("decision %+v", got.Decision)
+	}
+	if other, _, _ := db.RequestByID(ctx, traces[1].ID); other.Decision != nil {
+		t.Errorf("a trace without a decision read back with %+v", other.Decision)
+	}
+	if _, found, err := db.RequestByID(ctx, "req_nope"); found || err != nil {
+		t.Errorf("unknown id: found %v, %v", found, err)
 	}
 }
