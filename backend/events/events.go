@@ -30,6 +30,9 @@ const (
 	Online      Kind = "online"
 	Paused      Kind = "routing_paused"  // the user paused routing: /v1 answers 503
 	Resumed     Kind = "routing_resumed" // routing resumed
+	// GearSwitched is a chain's gear changed (From and To are the gears,
+	// Reason names the chain).
+	GearSwitched Kind = "gear_switched"
 
 	QuotaWarning   Kind = "quota_warning"   // 80% of a backend's limit used in the current window
 	QuotaExhausted Kind = "quota_exhausted" // a limit is used up until its reset

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -215,10 +216,16 @@ func (g *Gateway) chains() []api.ChainView {
 	g.mu.Unlock()
 	var out []api.ChainView
 	for _, name := range t.Chains() {
-		v := api.ChainView{Name: name, Strategy: "ordered", Backends: []string{}}
+		v := api.ChainView{Name: name, Strategy: config.StrategyPriority, Gear: control.ChainGear(doc, name), Backends: []string{}}
 		v.Default = name == cmp.Or(t.DefaultOf(), router.DefaultChain)
 		if i := slices.IndexFunc(doc.Chains, func(c config.Chain) bool { return c.Name == name }); i >= 0 {
-			v.Backends = append(v.Backends, doc.Chains[i].Backends...)
+			ch := doc.Chains[i]
+			v.Backends = append(v.Backends, ch.Backends...)
+			v.Strategy = cmp.Or(ch.Strategy, config.StrategyPriority)
+			v.Weights, v.Priority = maps.Clone(ch.Weights), maps.Clone(ch.Priority)
+			if ch.MaxWait != nil {
+				v.MaxWait = ch.MaxWait.String()
+			}
 			v.Gone = goneBackends(doc, cfg, v.Backends)
 		} else {
 			v.Generated = true

@@ -98,6 +98,18 @@ func (f *feed) Recent() []llm.Trace {
 	return out
 }
 
+// Find returns the request with the id from the live tail.
+func (f *feed) Find(id string) (llm.Trace, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.recent {
+		if f.recent[i].ID == id {
+			return f.recent[i], true
+		}
+	}
+	return llm.Trace{}, false
+}
+
 // Take returns the requests finished since the last Take, oldest first.
 func (f *feed) Take() []llm.Trace {
 	f.mu.Lock()
@@ -113,6 +125,13 @@ func (f *feed) Take() []llm.Trace {
 // changed, never changed in place.
 func redactTrace(r *redact.Redactor, t llm.Trace) llm.Trace {
 	t.Model, t.Alias, t.Error = r.String(t.Model), r.String(t.Alias), r.String(t.Error)
+	if d := t.Decision; d != nil {
+		// The requested name is the client's, like the model; the
+		// decision is copied, never changed in place.
+		c := *d
+		c.Requested, c.Fallback, c.Error = r.String(d.Requested), r.String(d.Fallback), r.String(d.Error)
+		t.Decision = &c
+	}
 	copied := false
 	for i, n := range t.Notes {
 		if m := r.String(n); m != n {
