@@ -52,6 +52,14 @@ type ChainView struct {
 	Gone []string `json:"gone,omitempty"`
 }
 
+// ChainCreate is the body of POST /api/chains: the chain's name, its
+// backends in order and its routing settings.
+type ChainCreate struct {
+	Name     string   `json:"name"`
+	Backends []string `json:"backends"`
+	control.ChainRouting
+}
+
 // TestResult is the answer of "test this provider now".
 type TestResult struct {
 	OK        bool    `json:"ok"`
@@ -352,11 +360,7 @@ func (h *adminHandlers) chain(name string) (ChainView, bool) {
 }
 
 func (h *adminHandlers) createChain(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name     string   `json:"name"`
-		Backends []string `json:"backends"`
-		control.ChainRouting
-	}
+	var in ChainCreate
 	if !h.decode(w, r, &in) {
 		return
 	}

@@ -1,6 +1,7 @@
 package wiretypes
 
 import (
+	"encoding/json"
 	"reflect"
 	"time"
 
@@ -110,9 +111,13 @@ var freelane = contract{
 		{Route: "DELETE /api/providers/{name}/key", Response: typeOf[control.ProviderView]()},
 
 		{Route: "GET /api/chains", Response: typeOf[[]api.ChainView]()},
-		{Route: "POST /api/chains", Request: typeOf[chainCreate](), Response: typeOf[api.ChainView]()},
+		{Route: "POST /api/chains", Request: typeOf[api.ChainCreate](), Response: typeOf[api.ChainView]()},
 		{Route: "PUT /api/chains/{name}", Request: typeOf[control.ChainInput](), Response: typeOf[api.ChainView]()},
 		{Route: "DELETE /api/chains/{name}"},
+		{Route: "PUT /api/chains/{name}/gear", Doc: "Switches the chain's gear, stored like any edit, and announces it with a gear_switched event.",
+			Request: typeOf[api.GearInput](), Response: typeOf[api.ChainView]()},
+		{Route: "POST /api/route/preview", Doc: "Where a request with this OpenAI chat completions body (plus optional task and gear) would go now, and why; calls no backend.",
+			Request: typeOf[previewInput](), Response: typeOf[llm.Decision]()},
 		{Route: "PUT /api/default-chain", Request: typeOf[defaultChainInput](), Response: typeOf[[]api.ChainView]()},
 
 		{Route: "GET /api/aliases", Doc: "The model aliases in the order they are tried, the built-in ones marked default.",
@@ -125,6 +130,8 @@ var freelane = contract{
 
 		{Route: "GET /api/requests", Doc: "Query: limit, chain, backend, class, before (RFC 3339).",
 			Response: typeOf[[]llm.Trace](), NeverNull: true},
+		{Route: "GET /api/requests/{id}", Doc: "One request's trace with its routing decision, from the live tail or the request log; 404 unknown_request when neither has it.",
+			Response: typeOf[llm.Trace]()},
 		{Route: "GET /api/usage", Doc: "Query: from and to (RFC 3339 times or YYYY-MM-DD dates), group_by.",
 			Response: typeOf[usageReport]()},
 		{Route: "GET /api/usage.csv", Doc: "The ledger as CSV, for the same from and to as /api/usage.", Text: true},
@@ -171,7 +178,7 @@ var freelane = contract{
 			Values: values(llm.DialectOpenAI, llm.DialectResponses, llm.DialectAnthropic, llm.DialectGemini)},
 		{Name: "EventKind", Type: typeOf[events.Kind](), Dir: "backend/events",
 			Values: values(events.StateChange, events.Cooldown, events.Retired, events.Restored, events.KeyDisabled, events.KeyRestored, events.Health, events.Probe,
-				events.Offline, events.Online, events.Paused, events.Resumed,
+				events.Offline, events.Online, events.Paused, events.Resumed, events.GearSwitched,
 				events.QuotaWarning, events.QuotaExhausted, events.BudgetWarning, events.BudgetExceeded,
 				events.ModelsJoined, events.LocalFound, events.LocalGone, events.LocalForeign)},
 		{Name: "EventLevel", Type: typeOf[events.Level](), Dir: "backend/events",
@@ -209,9 +216,12 @@ var freelane = contract{
 			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath)},
 		{Name: "BackendStatus", Doc: "BackendStatus is what a backend is doing now, as the gateway reports it.",
 			Fields: []fieldKey{field[gateway.BackendView]("Status")}, Dir: "backend/gateway", Scan: true},
-		{Name: "ChainStrategy", Doc: "ChainStrategy is how a chain picks its backends.",
-			Fields: []fieldKey{field[api.ChainView]("Strategy"), field[control.ChainInput]("Strategy"), field[chainCreate]("Strategy")},
-			Dir:    "backend/gateway", Scan: true},
+		{Name: "ChainStrategy", Doc: "ChainStrategy is how a chain orders the backends of one priority tier.",
+			Fields: []fieldKey{field[api.ChainView]("Strategy"), field[control.ChainRouting]("Strategy")},
+			Dir:    "backend/config", Prefix: "Strategy", Values: config.Strategies},
+		{Name: "ChainGear", Doc: "ChainGear says whether a chain's strategy orders it (auto) or its listed order does (manual).",
+			Fields: []fieldKey{field[api.ChainView]("Gear"), field[control.ChainRouting]("Gear"), field[api.GearInput]("Gear")},
+			Dir:    "backend/config", Prefix: "Gear", Values: values(config.GearAuto, config.GearManual)},
 		{Fields: []fieldKey{field[gateway.Update]("Type")}, Dir: "backend/gateway", Scan: true},
 		// The hub writes this one from an anonymous struct; the gateway's
 		// wire test reads it from a real websocket.
@@ -254,7 +264,6 @@ var freelane = contract{
 	Mirrors: []mirror{
 		{Type: typeOf[providerTest](), Dir: "backend/api", Func: "testProvider"},
 		{Type: typeOf[keyInput](), Dir: "backend/api", Func: "setKey"},
-		{Type: typeOf[chainCreate](), Dir: "backend/api", Func: "createChain"},
 		{Type: typeOf[defaultChainInput](), Dir: "backend/api", Route: "PUT /api/default-chain"},
 		{Type: typeOf[routingInput](), Dir: "backend/api", Route: "PUT /api/routing"},
 		{Type: typeOf[aliasesInput](), Dir: "backend/api", Route: "PUT /api/aliases"},
@@ -282,11 +291,17 @@ type keyInput struct {
 	Key string `json:"key"`
 }
 
-// chainCreate is the body of POST /api/chains.
-type chainCreate struct {
-	Name     string   `json:"name"`
-	Backends []string `json:"backends"`
-	Strategy *string  `json:"strategy"`
+// previewInput is the body of POST /api/route/preview: the fields of an
+// OpenAI chat completions request the preview reads, plus its own task and
+// gear. Any other field of a chat completions body is accepted too.
+type previewInput struct {
+	Model     string            `json:"model"`
+	Messages  []json.RawMessage `json:"messages"`
+	Tools     []json.RawMessage `json:"tools,omitempty"`
+	Stream    bool              `json:"stream,omitempty"`
+	MaxTokens int               `json:"max_tokens,omitempty"`
+	Task      string            `json:"task,omitempty"`
+	Gear      string            `json:"gear,omitempty"`
 }
 
 // defaultChainInput is the body of PUT /api/default-chain; "" makes the

@@ -367,12 +367,24 @@ export interface CatalogView {
   changes: CatalogChange[] | null;
 }
 
-/** ChainCreate is the body of POST /api/chains. */
+/**
+ * ChainCreate is the body of POST /api/chains: the chain's name, its
+ * backends in order and its routing settings.
+ *
+ * Go: api.ChainCreate.
+ */
 export interface ChainCreate {
   name: string;
   backends: string[] | null;
   strategy: ChainStrategy | null;
+  gear: ChainGear | null;
+  weights: Record<string, number> | null;
+  priority: Record<string, number> | null;
+  max_wait: string | null;
 }
+
+/** ChainGear says whether a chain's strategy orders it (auto) or its listed order does (manual). */
+export type ChainGear = "auto" | "manual";
 
 /**
  * ChainInput edits a chain; nil fields stay as they are. Generated and
@@ -393,6 +405,10 @@ export interface ChainInput {
   name: string | null;
   backends: string[] | null;
   strategy: ChainStrategy | null;
+  gear: ChainGear | null;
+  weights: Record<string, number> | null;
+  priority: Record<string, number> | null;
+  max_wait: string | null;
   generated: boolean | null;
   default: boolean | null;
   /**
@@ -403,8 +419,8 @@ export interface ChainInput {
   gone?: string[];
 }
 
-/** ChainStrategy is how a chain picks its backends. */
-export type ChainStrategy = "ordered";
+/** ChainStrategy is how a chain orders the backends of one priority tier. */
+export type ChainStrategy = "priority" | "round_robin" | "weighted" | "least_latency" | "cost" | "auto";
 
 /**
  * ChainView is a chain as the dashboard shows it.
@@ -414,7 +430,23 @@ export type ChainStrategy = "ordered";
 export interface ChainView {
   name: string;
   backends: string[];
+  /**
+   * Strategy orders each tier of the chain (priority when unset), Gear
+   * says whether it does (manual keeps the listed order).
+   */
   strategy: ChainStrategy;
+  gear: ChainGear;
+  /**
+   * Weights are the weighted strategy's shares and Priority the tier of
+   * each backend, by reference; a backend left out weighs 1, in tier 0.
+   */
+  weights?: Record<string, number>;
+  priority?: Record<string, number>;
+  /**
+   * MaxWait bounds the wait for a rate limit to reset ("3s"); empty is
+   * the default of 3 s.
+   */
+  max_wait: string;
   /** Generated is true for the auto chain FreeLane builds itself. */
   generated: boolean;
   /** Default is true for the chain the model name "auto" routes to. */
@@ -644,6 +676,16 @@ export interface Endpoints {
     request: void;
     response: void;
   };
+  /** Switches the chain's gear, stored like any edit, and announces it with a gear_switched event. */
+  "PUT /api/chains/{name}/gear": {
+    request: GearInput;
+    response: ChainView;
+  };
+  /** Where a request with this OpenAI chat completions body (plus optional task and gear) would go now, and why; calls no backend. */
+  "POST /api/route/preview": {
+    request: PreviewInput;
+    response: Decision;
+  };
   "PUT /api/default-chain": {
     request: DefaultChainInput;
     response: ChainView[] | null;
@@ -670,6 +712,11 @@ export interface Endpoints {
   "GET /api/requests": {
     request: void;
     response: Trace[];
+  };
+  /** One request's trace with its routing decision, from the live tail or the request log; 404 unknown_request when neither has it. */
+  "GET /api/requests/{id}": {
+    request: void;
+    response: Trace;
   };
   /** Query: from and to (RFC 3339 times or YYYY-MM-DD dates), group_by. */
   "GET /api/usage": {
@@ -828,7 +875,7 @@ export interface Event {
 }
 
 /** EventKind says what happened. */
-export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "key_restored" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone" | "local_foreign";
+export type EventKind = "state" | "cooldown" | "retired" | "restored" | "key_disabled" | "key_restored" | "health" | "probe" | "offline" | "online" | "routing_paused" | "routing_resumed" | "gear_switched" | "quota_warning" | "quota_exhausted" | "budget_warning" | "budget_exceeded" | "models_joined" | "local_found" | "local_gone" | "local_foreign";
 
 /** EventLevel is how much a person should care. */
 export type EventLevel = "info" | "warn" | "alert";
@@ -839,6 +886,15 @@ export type EventLevel = "info" | "warn" | "alert";
  * these values in one place (see Classify).
  */
 export type FailureClass = "ok" | "rate_limited" | "transient" | "soft" | "credential" | "gone" | "too_long" | "caller" | "cancelled" | "quota";
+
+/**
+ * GearInput is the body of PUT /api/chains/{name}/gear.
+ *
+ * Go: api.GearInput.
+ */
+export interface GearInput {
+  gear: ChainGear;
+}
 
 /**
  * KeyInfo describes a provider's key without revealing it.
@@ -1162,6 +1218,21 @@ export interface Percentiles {
   p50: number;
   p95: number;
   p99: number;
+}
+
+/**
+ * PreviewInput is the body of POST /api/route/preview: the fields of an
+ * OpenAI chat completions request the preview reads, plus its own task and
+ * gear. Any other field of a chat completions body is accepted too.
+ */
+export interface PreviewInput {
+  model: string;
+  messages: unknown[] | null;
+  tools?: unknown[];
+  stream?: boolean;
+  max_tokens?: number;
+  task?: string;
+  gear?: string;
 }
 
 /**
