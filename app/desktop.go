@@ -23,6 +23,7 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/options/linux"
 	"github.com/wailsapp/wails/v2/pkg/runtime"
 
+	"freelane/backend/config"
 	"freelane/backend/events"
 	"freelane/backend/gateway"
 )
@@ -266,6 +267,13 @@ func (d *desktop) setDefaultChain(name string) {
 	d.refresh()
 }
 
+func (d *desktop) setGear(chain, gear string) {
+	if err := d.g.SwitchGear(context.Background(), chain, gear); err != nil {
+		d.log.Warn("switching the gear", "chain", chain, "gear", gear, "err", err)
+	}
+	d.refresh()
+}
+
 func (d *desktop) setAutostart(on bool) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -330,14 +338,14 @@ func (d *desktop) refresh() {
 		d.notify(n)
 	}
 	var chains []string
-	current := "auto"
+	current, gear := "auto", config.GearAuto
 	for _, c := range snap.Chains {
 		chains = append(chains, c.Name)
 		if c.Default {
-			current = c.Name
+			current, gear = c.Name, c.Gear
 		}
 	}
-	d.tray.update(trayState{view: v, paused: snap.RoutingPaused, chains: chains, defaultChain: current, autostart: d.os.AutostartEnabled()})
+	d.tray.update(trayState{view: v, paused: snap.RoutingPaused, chains: chains, defaultChain: current, gear: gear, autostart: d.os.AutostartEnabled()})
 }
 
 func (d *desktop) notify(n notification) {

@@ -1,12 +1,30 @@
 package main
 
+import "freelane/backend/config"
+
 // trayState is everything the tray shows.
 type trayState struct {
 	view         trayView
 	paused       bool
 	chains       []string
 	defaultChain string
-	autostart    bool
+	// gear is the default chain's gear (config.GearAuto or GearManual).
+	gear      string
+	autostart bool
+}
+
+// gearTitle is the tray's gear item for the default chain: checked when
+// the chain is in the manual gear, its listed order.
+func gearTitle(s trayState) string {
+	return "Manual gear for " + s.defaultChain
+}
+
+// otherGear is the gear a click on the gear item switches to.
+func otherGear(gear string) string {
+	if gear == config.GearManual {
+		return config.GearAuto
+	}
+	return config.GearManual
 }
 
 // trayUI is the system tray icon and its menu. tray_systray.go implements
@@ -25,6 +43,8 @@ type trayActions interface {
 	copyEndpoint()
 	setPaused(bool)
 	setDefaultChain(string)
+	// setGear switches the gear of a chain.
+	setGear(chain, gear string)
 	setAutostart(bool)
 	quit()
 }

@@ -10,6 +10,8 @@ import (
 
 	"fyne.io/systray"
 	"github.com/godbus/dbus/v5"
+
+	"freelane/backend/config"
 )
 
 // systrayUI is the tray on Linux (StatusNotifierItem over DBus) and
@@ -26,11 +28,11 @@ type systrayUI struct {
 	level trayLevel
 	first bool
 
-	status, open, copyURL, pause, chainMenu, autostart, quit *systray.MenuItem
-	chainItems                                               map[string]*systray.MenuItem
-	chainOrder                                               []string
-	chainsStop                                               chan struct{} // ends the current chain items' click loops
-	stopClicks                                               chan struct{}
+	status, open, copyURL, pause, chainMenu, gear, autostart, quit *systray.MenuItem
+	chainItems                                                     map[string]*systray.MenuItem
+	chainOrder                                                     []string
+	chainsStop                                                     chan struct{} // ends the current chain items' click loops
+	stopClicks                                                     chan struct{}
 	// work queues the clicked items' actions for one goroutine that runs
 	// them in order. The systray library drops a click that nobody is
 	// receiving at that moment, so the loops that receive clicks only
@@ -82,6 +84,7 @@ func (t *systrayUI) onReady() {
 	t.copyURL = systray.AddMenuItem("Copy endpoint URL", "Copy the /v1 address for your tools")
 	t.pause = systray.AddMenuItem("Pause routing", "Answer 503 to every /v1 request until resumed")
 	t.chainMenu = systray.AddMenuItem("Default chain", "The chain the model \"auto\" routes to")
+	t.gear = systray.AddMenuItemCheckbox("Manual gear", "Route the default chain in its listed order instead of by its strategy", false)
 	t.autostart = systray.AddMenuItemCheckbox("Start at login", "Start FreeLane when you log in", false)
 	systray.AddSeparator()
 	t.quit = systray.AddMenuItem("Quit", "Stop routing and quit FreeLane")
@@ -131,6 +134,14 @@ func (t *systrayUI) clicks() {
 				t.mu.Unlock()
 				t.act.setPaused(!paused)
 			})
+		case <-t.gear.ClickedCh:
+			// Like Pause, the gear is read when the action runs.
+			t.do(func() {
+				t.mu.Lock()
+				chain, gear := t.last.defaultChain, t.last.gear
+				t.mu.Unlock()
+				t.act.setGear(chain, otherGear(gear))
+			})
 		case <-t.autostart.ClickedCh:
 			t.do(func() { t.act.setAutostart(!t.autostart.Checked()) })
 		case <-t.quit.ClickedCh:
@@ -164,6 +175,14 @@ func (t *systrayUI) update(s trayState) {
 			t.pause.SetTitle("Resume routing")
 		} else {
 			t.pause.SetTitle("Pause routing")
+		}
+	}
+	if t.first || s.gear != t.last.gear || s.defaultChain != t.last.defaultChain {
+		t.gear.SetTitle(gearTitle(s))
+		if s.gear == config.GearManual {
+			t.gear.Check()
+		} else {
+			t.gear.Uncheck()
 		}
 	}
 	if t.first || s.autostart != t.last.autostart {

@@ -106,3 +106,12 @@ func TestTrayInputFromSnapshot(t *testing.T) {
 		t.Errorf("paused snapshot gives %s", v.Level)
 	}
 }
+
+func TestTrayGearItem(t *testing.T) {
+	if got := gearTitle(trayState{defaultChain: "work", gear: "manual"}); got != "Manual gear for work" {
+		t.Errorf("title %q", got)
+	}
+	if otherGear("manual") != "auto" || otherGear("auto") != "manual" || otherGear("") != "manual" {
+		t.Error("a click must switch to the other gear")
+	}
+}
