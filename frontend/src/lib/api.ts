@@ -8,6 +8,8 @@ import type {
   Alias,
   ApiErrorBody,
   BudgetInput,
+  ChainGear,
+  ChainStrategy,
   Endpoints,
   FailureClass,
   LimitsInput,
@@ -209,8 +211,24 @@ export const api = {
     request<Answer<"POST /api/chains">>("POST", "/api/chains", {
       name,
       backends,
-      strategy: "ordered",
-    } satisfies Body<"POST /api/chains">),
+      strategy: "priority",
+    } satisfies Partial<Body<"POST /api/chains">>),
+  /** Stores a chain's routing settings; fields left out keep their values. */
+  setChainRouting: (
+    name: string,
+    r: { strategy?: ChainStrategy; gear?: ChainGear; weights?: Record<string, number>; priority?: Record<string, number>; max_wait?: string },
+  ) =>
+    request<Answer<"PUT /api/chains/{name}">>("PUT", `/api/chains/${seg(name)}`, r satisfies Partial<Body<"PUT /api/chains/{name}">>),
+  /** Switches a chain's gear; the switch is an event. */
+  setGear: (name: string, gear: ChainGear) =>
+    request<Answer<"PUT /api/chains/{name}/gear">>("PUT", `/api/chains/${seg(name)}/gear`, {
+      gear,
+    } satisfies Body<"PUT /api/chains/{name}/gear">),
+  /** Where a request with this body would go now, and why; nothing is called. */
+  previewRoute: (body: Partial<Body<"POST /api/route/preview">> & { model: string; messages: unknown[] }) =>
+    request<Answer<"POST /api/route/preview">>("POST", "/api/route/preview", body),
+  /** One request's trace with its routing decision. */
+  request: (id: string) => request<Answer<"GET /api/requests/{id}">>("GET", `/api/requests/${seg(id)}`),
   setChainBackends: (name: string, backends: string[]) =>
     request<Answer<"PUT /api/chains/{name}">>("PUT", `/api/chains/${seg(name)}`, {
       backends,
