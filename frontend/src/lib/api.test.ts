@@ -35,7 +35,7 @@ describe("api", () => {
   });
 
   it("uses relative URLs, encodes names and sends JSON", async () => {
-    const f = fakeFetch(() => ({ body: { name: "a b", backends: [], strategy: "ordered", generated: false } }));
+    const f = fakeFetch(() => ({ body: { name: "a b", backends: [], strategy: "priority", gear: "auto", max_wait: "", generated: false } }));
     vi.stubGlobal("fetch", f.fn);
     await api.setChainBackends("a b", ["x/y"]);
     expect(f.calls).toEqual([{ method: "PUT", url: "/api/chains/a%20b", body: { backends: ["x/y"] } }]);

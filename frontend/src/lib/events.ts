@@ -18,6 +18,7 @@ const KIND_WORDS: Record<EventKind, string> = {
   budget_exceeded: "budget spent",
   routing_paused: "routing paused",
   routing_resumed: "routing resumed",
+  gear_switched: "gear switched",
   models_joined: "new models",
   local_found: "local server found",
   local_gone: "local server stopped",

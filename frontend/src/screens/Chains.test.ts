@@ -54,7 +54,7 @@ describe("Chains", () => {
     const f = chainsFetch((method, url, body) => {
       if (method === "PUT" && url === "/api/chains/auto") {
         const b = body as { backends: string[] };
-        state = { ...state, chains: [{ name: "auto", backends: b.backends, strategy: "ordered", generated: false, default: true, warning: "" }, state.chains[1]] };
+        state = { ...state, chains: [{ name: "auto", backends: b.backends, strategy: "priority", gear: "auto", max_wait: "", generated: false, default: true, warning: "" }, state.chains[1]] };
         return { body: state.chains[0] };
       }
       if (method === "GET" && url === "/api/state") return { body: state };
@@ -119,7 +119,7 @@ describe("Chains", () => {
   });
 
   it("creates a chain and explains a missing name", async () => {
-    const f = chainsFetch((method) => (method === "POST" ? { status: 201, body: { name: "fast", backends: ["groq/llama"], strategy: "ordered", generated: false } } : { body: state }));
+    const f = chainsFetch((method) => (method === "POST" ? { status: 201, body: { name: "fast", backends: ["groq/llama"], strategy: "priority", gear: "auto", max_wait: "", generated: false } } : { body: state }));
     vi.stubGlobal("fetch", f.fn);
     render(Chains);
     const form = screen.getByTestId("chain-create");
@@ -130,15 +130,15 @@ describe("Chains", () => {
     await fireEvent.input(within(form).getByRole("textbox"), { target: { value: "fast" } });
     await fireEvent.change(within(form).getByRole("combobox"), { target: { value: "groq/llama" } });
     await fireEvent.click(within(form).getByRole("button", { name: "Create chain" }));
-    await waitFor(() => expect(f.calls[0]).toEqual({ method: "POST", url: "/api/chains", body: { name: "fast", backends: ["groq/llama"], strategy: "ordered" } }));
+    await waitFor(() => expect(f.calls[0]).toEqual({ method: "POST", url: "/api/chains", body: { name: "fast", backends: ["groq/llama"], strategy: "priority" } }));
   });
 
   it("warns under a chain whose backends share one provider", () => {
     live.applySnapshot(
       snapshot({
         chains: [
-          { name: "auto", backends: ["groq/llama", "cerebras/qwen"], strategy: "ordered", generated: true, default: true, warning: "" },
-          { name: "fast", backends: ["groq/llama", "groq/mixtral"], strategy: "ordered", generated: false, default: false, warning: "Every backend of this chain is on groq: one account's limits and outages stop it all." },
+          { name: "auto", backends: ["groq/llama", "cerebras/qwen"], strategy: "priority", gear: "auto", max_wait: "", generated: true, default: true, warning: "" },
+          { name: "fast", backends: ["groq/llama", "groq/mixtral"], strategy: "priority", gear: "auto", max_wait: "", generated: false, default: false, warning: "Every backend of this chain is on groq: one account's limits and outages stop it all." },
         ],
       }),
     );
@@ -166,8 +166,8 @@ describe("Chains: discovered local servers", () => {
     });
     live.applySnapshot(state);
   }
-  const auto = { name: "auto", backends: ["groq/llama", QWEN], strategy: "ordered" as const, generated: true, default: true, warning: "" };
-  const coding = { name: "coding", backends: ["groq/llama"], strategy: "ordered" as const, generated: false, default: false, warning: "" };
+  const auto = { name: "auto", backends: ["groq/llama", QWEN], strategy: "priority" as const, gear: "auto" as const, max_wait: "", generated: true, default: true, warning: "" };
+  const coding = { name: "coding", backends: ["groq/llama"], strategy: "priority" as const, gear: "auto" as const, max_wait: "", generated: false, default: false, warning: "" };
 
   it("offers a discovered model to every chain, under where it was found, and adds it with one PUT", async () => {
     withLocal([auto, coding]);

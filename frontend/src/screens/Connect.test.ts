@@ -112,7 +112,7 @@ describe("Connect", () => {
   });
 
   it("asks for the settings again when the model changes, and the SDK snippets follow", async () => {
-    live.applySnapshot(snapshot({ chains: [{ name: "auto", backends: [], strategy: "ordered", generated: true, default: true, warning: "" }, { name: "coding", backends: [], strategy: "ordered", generated: false, default: false, warning: "" }] }));
+    live.applySnapshot(snapshot({ chains: [{ name: "auto", backends: [], strategy: "priority", gear: "auto", max_wait: "", generated: true, default: true, warning: "" }, { name: "coding", backends: [], strategy: "priority", gear: "auto", max_wait: "", generated: false, default: false, warning: "" }] }));
     const f = connectFetch((url) => ({ body: setup(new URL(url, "http://x").searchParams.get("model") ?? "auto") }));
     vi.stubGlobal("fetch", f.fn);
     render(Connect);

@@ -172,4 +172,35 @@ describe("Requests", () => {
     await fireEvent(old, new Event("toggle"));
     await waitFor(() => expect(screen.getByTestId("request-path-a5").textContent).toBe("not recorded"));
   });
+
+  it("opens a request's routing decision from the server", async () => {
+    const withDecision = {
+      ...failover,
+      decision: {
+        requested: "coding",
+        chain: "coding",
+        gear: "auto",
+        strategy: "round_robin",
+        task: "background",
+        task_rule: "model matches *haiku*",
+        candidates: [
+          { backend: "A", tier: 0, rank: 1, verdict: "ordered", reason: "round robin: this request's turn order" },
+          { backend: "B", tier: 0, rank: 2, verdict: "skipped", reason: "breaker open", skip: "open" },
+        ],
+      },
+    };
+    const f = fakeFetch((_m, url) => ({ body: url.startsWith("/api/requests/r2") ? withDecision : [] }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Requests);
+    const detail = screen.getByTestId("request-detail-r2") as HTMLDetailsElement;
+    detail.open = true;
+    await fireEvent(detail, new Event("toggle"));
+    await waitFor(() => expect(screen.getByTestId("decision-r2-strategy").textContent).toBe("round_robin"));
+    expect(f.calls.some((c) => c.url === "/api/requests/r2")).toBe(true);
+    expect(screen.getByTestId("decision-r2-requested").textContent).toBe("coding");
+    expect(screen.getByTestId("decision-r2-chain").textContent).toBe("coding");
+    expect(screen.getByTestId("decision-r2-gear").textContent).toBe("auto");
+    expect(screen.getByTestId("decision-r2-task").textContent).toContain("model matches *haiku*");
+    expect(screen.getByTestId("decision-r2-row-B").textContent).toContain("breaker open");
+  });
 });

@@ -135,8 +135,8 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     ],
     providers: [provider("groq"), provider("cerebras"), provider("ollama", { keyless: true, key: { set: false, masked: "", source: "keyless", env: [], file: "" } })],
     chains: [
-      { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "ordered", generated: true, default: true, warning: "" },
-      { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "ordered", generated: false, default: false, warning: "" },
+      { name: "auto", backends: ["groq/llama", "cerebras/qwen", "ollama/qwen-coder"], strategy: "priority", gear: "auto", max_wait: "", generated: true, default: true, warning: "" },
+      { name: "coding", backends: ["cerebras/qwen", "groq/llama", "ollama/qwen-coder"], strategy: "priority", gear: "auto", max_wait: "", generated: false, default: false, warning: "" },
     ],
     missing_keys: [],
     requests: [trace("r1")],
