@@ -343,6 +343,58 @@ await test('requests screen shows each route', async () => {
   await page.screenshot({ path: join(shots, 'requests.png'), fullPage: true });
 });
 
+await test('a chain takes a strategy and a gear, previews its route, and a request shows its decision', async () => {
+  await go('chains');
+  const routing = page.getByTestId('routing-main');
+  await routing.waitFor();
+  // The strategy is stored and comes back after a reload.
+  await page.getByTestId('strategy-main').selectOption('round_robin');
+  const savedRouting = page.waitForResponse((r) => r.url().endsWith('/api/chains/main') && r.request().method() === 'PUT', { timeout: 10000 });
+  await page.getByTestId('save-routing-main').click();
+  assert((await savedRouting).ok(), 'saving the routing failed');
+  await page.reload();
+  await waitFor(async () => (await page.getByTestId('strategy-main').inputValue()) === 'round_robin', 'round_robin after a reload');
+  // The gear switch has its own endpoint and shows at once.
+  const switched = page.waitForResponse((r) => r.url().endsWith('/api/chains/main/gear'), { timeout: 10000 });
+  await page.getByTestId('gear-main-manual').click();
+  assert((await switched).ok(), 'switching the gear failed');
+  await waitFor(async () => (await page.getByTestId('gear-main-manual').getAttribute('aria-pressed')) === 'true', 'the manual gear to show');
+  // The preview names the gear, the strategy and every candidate.
+  await page.getByTestId('preview-main').click();
+  const dec = page.getByTestId('preview-decision-main');
+  await dec.waitFor();
+  assert((await page.getByTestId('preview-decision-main-gear').innerText()) === 'manual', `preview gear: ${await dec.innerText()}`);
+  assert((await page.getByTestId('preview-decision-main-chain').innerText()) === 'main', `preview chain: ${await dec.innerText()}`);
+  assert(await page.getByTestId('preview-decision-main-row-alpha/m-alpha').count() === 1, `preview candidates: ${await dec.innerText()}`);
+  await page.screenshot({ path: join(shots, 'chains-routing.png'), fullPage: true });
+  // A request's decision opens on the Requests screen.
+  const r = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'main', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await r.text();
+  const id = r.headers.get('x-freelane-request-id');
+  assert(r.status === 200 && id, `request: ${r.status}`);
+  await go('requests');
+  const row = page.getByTestId(`request-row-${id}`);
+  await row.waitFor();
+  await row.getByText('Details').click();
+  await waitFor(async () => (await page.getByTestId(`decision-${id}-gear`).count()) === 1, 'the decision to load');
+  assert((await page.getByTestId(`decision-${id}-gear`).innerText()) === 'manual', 'the request was not routed in the manual gear');
+  assert((await page.getByTestId(`decision-${id}-chain`).innerText()) === 'main', 'the decision names another chain');
+  assert((await page.getByTestId(`decision-${id}-candidates`).innerText()).includes('beta/m-beta'), 'the decision lists no candidates');
+  // Back to how the chain was, for the tests that follow.
+  await go('chains');
+  await page.getByTestId('routing-main').waitFor();
+  const back = page.waitForResponse((r) => r.url().endsWith('/api/chains/main/gear'), { timeout: 10000 });
+  await page.getByTestId('gear-main-auto').click();
+  await back;
+  await page.getByTestId('strategy-main').selectOption('priority');
+  const restored = page.waitForResponse((r) => r.url().endsWith('/api/chains/main') && r.request().method() === 'PUT', { timeout: 10000 });
+  await page.getByTestId('save-routing-main').click();
+  assert((await restored).ok(), 'restoring the routing failed');
+});
+
 await test('connect screen shows the endpoint', async () => {
   await go('connect');
   await waitFor(async () => (await page.locator('body').innerText()).includes(`${base}/v1`), 'the endpoint URL');
