@@ -65,7 +65,7 @@ func TestDefaultChain(t *testing.T) {
 	if r := e.do("PUT", "/api/default-chain", `{"name":"nope"}`, nil); r.status != 404 || r.param() != "name" {
 		t.Errorf("unknown chain: %d %s", r.status, r.body)
 	}
-	if r := e.do("PUT", "/api/default-chain", `{"name":"big"}`, nil); r.status != 200 || !strings.Contains(string(r.body), `"name":"big","backends":["c/mc"],"strategy":"ordered","generated":false,"default":true`) {
+	if r := e.do("PUT", "/api/default-chain", `{"name":"big"}`, nil); r.status != 200 || !strings.Contains(string(r.body), `"name":"big","backends":["c/mc"],"strategy":"priority","gear":"auto","max_wait":"","generated":false,"default":true`) {
 		t.Fatalf("set default: %d %s", r.status, r.body)
 	}
 	r = e.post("/v1/chat/completions", chat("auto", false))
