@@ -241,6 +241,11 @@ type Limits struct {
 	TPM         int `yaml:"tpm,omitempty"`
 	TPD         int `yaml:"tpd,omitempty"`
 	Concurrency int `yaml:"concurrency,omitempty"`
+	// QueueWait is how long a request waits for one of the concurrency
+	// slots, or for its turn under rpm, before the backend is passed by:
+	// 0 passes it by at once, nil means a model's provider's setting or
+	// the default (2s).
+	QueueWait *time.Duration `yaml:"queue_wait,omitempty"`
 	// Reset is when rpd and tpd start over: "daily HH:MM TZ" (the
 	// default, "daily 00:00 UTC"), "rolling 24h", "weekly mon HH:MM TZ" or
 	// "monthly D HH:MM TZ". rpm and tpm always cover the last 60 seconds.

@@ -758,10 +758,17 @@ func (v *validator) limits(l *Limits, f string) {
 			v.errorf(f+"."+n.key, "must be a number of %s >= 0 (0 or leaving it out = no limit), got %d", n.what, n.val)
 		}
 	}
+	if l.QueueWait != nil && (*l.QueueWait < 0 || *l.QueueWait > MaxQueueWait) {
+		v.errorf(f+".queue_wait", "must be between 0 (pass a busy backend by at once) and %s, got %s", MaxQueueWait, *l.QueueWait)
+	}
 	if _, err := quota.ParseRule(l.Reset); err != nil {
 		v.errorf(f+".reset", "%s", err.Error())
 	}
 }
+
+// MaxQueueWait bounds limits.queue_wait: a request that would wait longer
+// for a busy backend is better sent to the next one.
+const MaxQueueWait = 30 * time.Second
 
 // budgets checks the money budgets.
 func (v *validator) budgets(c *Config) {

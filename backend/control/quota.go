@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -19,6 +21,29 @@ type LimitsJSON struct {
 	TPD         int    `json:"tpd"`
 	Concurrency int    `json:"concurrency"`
 	Reset       string `json:"reset"`
+	// QueueWait is how long a request waits for a busy or paced backend
+	// ("2s", "0s" to pass it by at once); "" is the default.
+	QueueWait QueueWaitJSON `json:"queue_wait,omitempty"`
+}
+
+// QueueWaitJSON is a queue wait as the API shows and accepts it: a Go
+// duration such as "2s" or "500ms", checked as the body is read.
+type QueueWaitJSON string
+
+// UnmarshalJSON refuses a queue wait that is not a duration.
+func (w *QueueWaitJSON) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("queue_wait must be a duration such as \"2s\" or \"500ms\": %w", err)
+	}
+	s = strings.TrimSpace(s)
+	if s != "" {
+		if _, err := time.ParseDuration(s); err != nil {
+			return fmt.Errorf("queue_wait must be a duration such as \"2s\" or \"500ms\", got %q", s)
+		}
+	}
+	*w = QueueWaitJSON(s)
+	return nil
 }
 
 // PriceJSON is money per million tokens.
@@ -96,6 +121,9 @@ func limitsJSON(l *config.Limits) LimitsJSON {
 		return LimitsJSON{Reset: quota.DefaultReset}
 	}
 	out := LimitsJSON{RPM: l.RPM, RPD: l.RPD, TPM: l.TPM, TPD: l.TPD, Concurrency: l.Concurrency, Reset: l.Reset}
+	if l.QueueWait != nil {
+		out.QueueWait = QueueWaitJSON(l.QueueWait.String())
+	}
 	if out.Reset == "" {
 		out.Reset = quota.DefaultReset
 	}
@@ -110,6 +138,11 @@ func toLimits(in *LimitsJSON) *config.Limits {
 	l := &config.Limits{RPM: in.RPM, RPD: in.RPD, TPM: in.TPM, TPD: in.TPD, Concurrency: in.Concurrency, Reset: strings.TrimSpace(in.Reset)}
 	if l.Reset == quota.DefaultReset {
 		l.Reset = ""
+	}
+	if in.QueueWait != "" {
+		// UnmarshalJSON checked it.
+		d, _ := time.ParseDuration(string(in.QueueWait))
+		l.QueueWait = &d
 	}
 	if *l == (config.Limits{}) {
 		return nil

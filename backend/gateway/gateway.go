@@ -37,6 +37,7 @@ import (
 	"freelane/backend/quota"
 	"freelane/backend/redact"
 	"freelane/backend/router"
+	"freelane/backend/shape"
 	"freelane/backend/store"
 	"freelane/backend/upstream"
 	"freelane/backend/vault"
@@ -105,6 +106,7 @@ type Gateway struct {
 	feed      *feed
 	hub       *hub.Hub
 	quota     *quota.Manager
+	shape     *shape.Shaper
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
@@ -171,8 +173,10 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	g.quota.ReadAnswersWith(g.dialects)
+	g.shape = shape.New(o.Clock)
+	g.router.SetShaper(g.shape)
 	if !o.NoLedger {
-		g.router.SetAdmission(admission{g.quota})
+		g.router.SetAdmission(admission{m: g.quota, shape: g.shape})
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 	g.prober.CheckKeys(g.gate, g.checkKey)
@@ -280,6 +284,8 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
 	g.quota.Configure(quotaSettings(cfg, g.dialects))
+	// Pacing too; requests waiting in a backend's queue keep their place.
+	g.shape.Configure(shapeSettings(cfg))
 	// The secrets first too: answers to requests still in flight are
 	// redacted with the new set, which holds the keys they were sent with
 	// unless those were removed.

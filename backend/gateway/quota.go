@@ -10,6 +10,7 @@ import (
 	"freelane/backend/protocol"
 	"freelane/backend/quota"
 	"freelane/backend/router"
+	"freelane/backend/shape"
 	"freelane/backend/store"
 	"freelane/backend/tokens"
 )
@@ -21,8 +22,13 @@ const (
 	rollUpEvery    = time.Hour
 )
 
-// admission adapts the quota manager to the router's Admission.
-type admission struct{ m *quota.Manager }
+// admission adapts the quota manager to the router's Admission. After
+// each call it tells the shaper what the provider's rate-limit headers
+// said about its requests per minute.
+type admission struct {
+	m     *quota.Manager
+	shape *shape.Shaper
+}
 
 func target(b *router.Backend) quota.Target { return quota.Target{ID: b.ID} }
 
@@ -35,7 +41,15 @@ func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (fun
 	if sk != nil {
 		return nil, sk
 	}
-	return h.Done, nil
+	if a.shape == nil {
+		return h.Done, nil
+	}
+	return func(c *llm.CallUsage) {
+		h.Done(c)
+		if c != nil {
+			a.shape.Learn(b.ID, a.m.LearnedRPM(b.ID))
+		}
+	}, nil
 }
 
 // quotaSettings derives the quota manager's settings from a configuration,

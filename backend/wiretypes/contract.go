@@ -166,7 +166,7 @@ var freelane = contract{
 		{Name: "FailureClass", Type: typeOf[llm.Class](), Dir: "backend/llm",
 			Values: values(llm.OK, llm.RateLimited, llm.Transient, llm.Soft, llm.Credential, llm.Gone, llm.TooLong, llm.Caller, llm.Cancelled, llm.Quota)},
 		{Name: "SkipWord", Type: typeOf[llm.SkipWord](), Dir: "backend/llm",
-			Values: values(llm.SkipOpen, llm.SkipHalfOpen, llm.SkipCooling, llm.SkipKeyDisabled, llm.SkipRetired, llm.SkipQuota, llm.SkipTooLong, llm.SkipUnsupported)},
+			Values: values(llm.SkipOpen, llm.SkipHalfOpen, llm.SkipCooling, llm.SkipKeyDisabled, llm.SkipRetired, llm.SkipQuota, llm.SkipTooLong, llm.SkipUnsupported, llm.SkipBusy, llm.SkipPaced)},
 		{Name: "Dialect", Type: typeOf[llm.Dialect](), Dir: "backend/llm",
 			Values: values(llm.DialectOpenAI, llm.DialectResponses, llm.DialectAnthropic, llm.DialectGemini)},
 		{Name: "EventKind", Type: typeOf[events.Kind](), Dir: "backend/events",
