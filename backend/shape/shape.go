@@ -326,9 +326,7 @@ func (s *Shaper) Acquire(ctx context.Context, id llm.BackendID) (release func(),
 		}
 		w := &waiter{k: k, b: b, ready: make(chan struct{})}
 		s.queue = append(s.queue, w)
-		s.waiting++
-		s.mu.Unlock()
-		ok := s.await(ctx, w.ready, wait)
+		ok := s.awaitUnlock(ctx, w.ready, wait)
 		s.mu.Lock()
 		s.waiting--
 		if !w.granted {
@@ -368,9 +366,7 @@ func (s *Shaper) Acquire(ctx context.Context, id llm.BackendID) (release func(),
 	}
 	rk, rb := reserve(k, now), reserve(b, now)
 	due = max(delay(rk, now), delay(rb, now))
-	s.waiting++
-	s.mu.Unlock()
-	ok := s.await(ctx, nil, due)
+	ok := s.awaitUnlock(ctx, nil, due)
 	s.mu.Lock()
 	s.waiting--
 	if !ok {
@@ -385,11 +381,15 @@ func (s *Shaper) Acquire(ctx context.Context, id llm.BackendID) (release func(),
 	return s.releaser(k, b), nil
 }
 
-// await waits for ready (nil: never), for d on the clock, or for ctx; it
-// reports false only when ctx ended first.
-func (s *Shaper) await(ctx context.Context, ready <-chan struct{}, d time.Duration) bool {
+// awaitUnlock counts the caller as waiting, unlocks s.mu and waits for
+// ready (nil: never), for d on the clock, or for ctx; it reports false
+// only when ctx ended first. The timer is armed before the lock is let go,
+// so whoever sees the request waiting may move the clock past it.
+func (s *Shaper) awaitUnlock(ctx context.Context, ready <-chan struct{}, d time.Duration) bool {
 	t, fired := s.clock.NewTimer(d)
 	defer t.Stop()
+	s.waiting++
+	s.mu.Unlock()
 	select {
 	case <-ready:
 		return true
