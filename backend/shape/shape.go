@@ -74,9 +74,16 @@ type Shaper struct {
 	// request in it could start now: whenever a slot frees, the oldest
 	// that can start is given it.
 	queue []*waiter
-	// waiting counts the requests inside Acquire that wait for a slot or a
-	// token.
-	waiting int
+	// waits are the requests inside Acquire that wait for a slot or a
+	// token, with when their wait ends.
+	waits []*wait
+}
+
+// wait is one request waiting in Acquire: for a slot (w set) or a token,
+// until at the latest.
+type wait struct {
+	w     *waiter
+	until time.Time
 }
 
 // New returns a Shaper with no limits.
@@ -293,11 +300,19 @@ func (s *Shaper) Available(id llm.BackendID) *llm.Skip {
 	return nil
 }
 
-// Waiting is how many requests wait for a slot or a token now.
+// Waiting is how many requests wait for a slot or a token now: those
+// whose wait has not run out and, in the queue, who got no slot yet.
 func (s *Shaper) Waiting() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.waiting
+	now := s.clock.Now()
+	n := 0
+	for _, wt := range s.waits {
+		if wt.until.After(now) && (wt.w == nil || !wt.w.granted) {
+			n++
+		}
+	}
+	return n
 }
 
 func noRelease() {}
@@ -326,9 +341,7 @@ func (s *Shaper) Acquire(ctx context.Context, id llm.BackendID) (release func(),
 		}
 		w := &waiter{k: k, b: b, ready: make(chan struct{})}
 		s.queue = append(s.queue, w)
-		ok := s.awaitUnlock(ctx, w.ready, wait)
-		s.mu.Lock()
-		s.waiting--
+		ok := s.awaitUnlock(ctx, w, wait)
 		if !w.granted {
 			s.queue = slices.DeleteFunc(s.queue, func(q *waiter) bool { return q == w })
 			s.mu.Unlock()
@@ -367,8 +380,6 @@ func (s *Shaper) Acquire(ctx context.Context, id llm.BackendID) (release func(),
 	rk, rb := reserve(k, now), reserve(b, now)
 	due = max(delay(rk, now), delay(rb, now))
 	ok := s.awaitUnlock(ctx, nil, due)
-	s.mu.Lock()
-	s.waiting--
 	if !ok {
 		now := s.clock.Now()
 		cancel(rk, now)
@@ -382,14 +393,24 @@ func (s *Shaper) Acquire(ctx context.Context, id llm.BackendID) (release func(),
 }
 
 // awaitUnlock counts the caller as waiting, unlocks s.mu and waits for
-// ready (nil: never), for d on the clock, or for ctx; it reports false
-// only when ctx ended first. The timer is armed before the lock is let go,
-// so whoever sees the request waiting may move the clock past it.
-func (s *Shaper) awaitUnlock(ctx context.Context, ready <-chan struct{}, d time.Duration) bool {
+// w's slot (w nil: for none), for d on the clock, or for ctx; it reports
+// false only when ctx ended first. The timer is armed before the lock is
+// let go, so whoever sees the request waiting may move the clock past it.
+// The caller holds s.mu again when it returns.
+func (s *Shaper) awaitUnlock(ctx context.Context, w *waiter, d time.Duration) bool {
 	t, fired := s.clock.NewTimer(d)
-	defer t.Stop()
-	s.waiting++
+	wt := &wait{w: w, until: s.clock.Now().Add(d)}
+	s.waits = append(s.waits, wt)
 	s.mu.Unlock()
+	defer func() {
+		t.Stop()
+		s.mu.Lock()
+		s.waits = slices.DeleteFunc(s.waits, func(x *wait) bool { return x == wt })
+	}()
+	var ready <-chan struct{}
+	if w != nil {
+		ready = w.ready
+	}
 	select {
 	case <-ready:
 		return true
