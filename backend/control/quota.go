@@ -23,26 +23,24 @@ type LimitsJSON struct {
 	Reset       string `json:"reset"`
 	// QueueWait is how long a request waits for a busy or paced backend
 	// ("2s", "0s" to pass it by at once); "" is the default.
-	QueueWait QueueWaitJSON `json:"queue_wait,omitempty"`
+	QueueWait string `json:"queue_wait,omitempty"`
 }
 
-// QueueWaitJSON is a queue wait as the API shows and accepts it: a Go
-// duration such as "2s" or "500ms", checked as the body is read.
-type QueueWaitJSON string
-
-// UnmarshalJSON refuses a queue wait that is not a duration.
-func (w *QueueWaitJSON) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("queue_wait must be a duration such as \"2s\" or \"500ms\": %w", err)
+// UnmarshalJSON reads limits and refuses a queue wait that is not a
+// duration.
+func (l *LimitsJSON) UnmarshalJSON(b []byte) error {
+	type plain LimitsJSON
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
 	}
-	s = strings.TrimSpace(s)
-	if s != "" {
-		if _, err := time.ParseDuration(s); err != nil {
-			return fmt.Errorf("queue_wait must be a duration such as \"2s\" or \"500ms\", got %q", s)
+	p.QueueWait = strings.TrimSpace(p.QueueWait)
+	if p.QueueWait != "" {
+		if _, err := time.ParseDuration(p.QueueWait); err != nil {
+			return fmt.Errorf("queue_wait must be a duration such as \"2s\" or \"500ms\", got %q", p.QueueWait)
 		}
 	}
-	*w = QueueWaitJSON(s)
+	*l = LimitsJSON(p)
 	return nil
 }
 
@@ -122,7 +120,7 @@ func limitsJSON(l *config.Limits) LimitsJSON {
 	}
 	out := LimitsJSON{RPM: l.RPM, RPD: l.RPD, TPM: l.TPM, TPD: l.TPD, Concurrency: l.Concurrency, Reset: l.Reset}
 	if l.QueueWait != nil {
-		out.QueueWait = QueueWaitJSON(l.QueueWait.String())
+		out.QueueWait = l.QueueWait.String()
 	}
 	if out.Reset == "" {
 		out.Reset = quota.DefaultReset
@@ -141,7 +139,7 @@ func toLimits(in *LimitsJSON) *config.Limits {
 	}
 	if in.QueueWait != "" {
 		// UnmarshalJSON checked it.
-		d, _ := time.ParseDuration(string(in.QueueWait))
+		d, _ := time.ParseDuration(in.QueueWait)
 		l.QueueWait = &d
 	}
 	if *l == (config.Limits{}) {

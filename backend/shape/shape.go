@@ -217,7 +217,13 @@ func (s *Shaper) Learn(id llm.BackendID, rpm int64) {
 		return
 	}
 	l, _ := s.backendLimitsLocked(id)
-	sc.set(s.clock.Now(), l.Concurrency, l.RPM, max(rpm, 0))
+	now := s.clock.Now()
+	had := sc.bucket != nil
+	sc.set(now, l.Concurrency, l.RPM, max(rpm, 0))
+	if !had && sc.bucket != nil {
+		// The call that taught the limit counts against it.
+		sc.bucket.AllowN(now, 1)
+	}
 }
 
 func (s *Shaper) queuedLocked(sc *scope) bool {
