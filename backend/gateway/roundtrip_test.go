@@ -48,7 +48,7 @@ func roundTripConfig(upstream string) *config.Config {
 				Models: []config.Model{
 					{
 						ID: "meta/llama-3.3-70b", ParamsB: 70.5, Context: 131072, MaxOutput: 8192,
-						Limits:        &config.Limits{RPM: 30, RPD: 1000, TPM: 60000, TPD: 2000000, Concurrency: 3, Reset: "rolling 24h"},
+						Limits:        &config.Limits{RPM: 30, RPD: 1000, TPM: 60000, TPD: 2000000, Concurrency: 3, QueueWait: ptrTo(1500 * time.Millisecond), Reset: "rolling 24h"},
 						Price:         &config.Price{Input: 0.15, Output: 0.6},
 						CreditExpires: "2027-03-31",
 					},
