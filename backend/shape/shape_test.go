@@ -269,7 +269,7 @@ func TestBucket(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		set   shape.Settings
-		learn int64 // requests per minute learned for m1
+		learn int64 // requests per minute learned from the first call
 		// gap is the time between the first request and the second.
 		gap    time.Duration
 		second llm.BackendID
@@ -308,14 +308,15 @@ func TestBucket(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, c.set)
-			if c.learn > 0 {
-				r.s.Learn(m1, c.learn)
-			}
 			first := r.now(m1)
 			if first.skip != nil {
 				t.Fatalf("first: %v", first.skip)
 			}
 			first.release()
+			if c.learn > 0 {
+				// The first call's answer said so.
+				r.s.Learn(m1, c.learn)
+			}
 			r.clock.Advance(c.gap)
 			t0 := r.clock.Now()
 			ch := r.start(context.Background(), c.second)
