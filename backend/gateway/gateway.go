@@ -38,6 +38,7 @@ import (
 	"freelane/backend/redact"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/task"
 	"freelane/backend/tier"
 	"freelane/backend/upstream"
 	"freelane/backend/vault"
@@ -94,6 +95,8 @@ type Gateway struct {
 	// responses keeps the Responses API answers clients ask to store.
 	responses *store.ResponseStore
 	router    *router.Router
+	// tasks classifies every request; apply gives it the task rules.
+	tasks *task.Classifier
 	gate      *breaker.Set
 	bus       *events.Bus
 	api       *api.Server
@@ -170,6 +173,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
+	g.tasks = task.New(quota.PromptTokens)
+	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	g.quota.ReadAnswersWith(g.dialects)
 	if !o.NoLedger {
@@ -206,7 +211,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
-		Dialects: g.dialects})
+		Dialects: g.dialects, Tasks: g.tasks})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
@@ -355,6 +360,8 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
 	g.router.Swap(router.Build(spec))
+	// After the table, so a task's new chain is there when it is named.
+	g.tasks.Configure(taskRules(cfg.Tasks))
 	old := g.clients
 	g.rearmReplacedKeys(g.cfg, cfg)
 	g.cfg, g.clients, g.targets = cfg, clients, targets
@@ -665,6 +672,20 @@ func scoring(r config.Routing) *router.Scoring {
 
 // chainIDs reads a chain's backends; validation has already refused any
 // that do not parse.
+// taskRules are the configuration's task rules as the classifier takes
+// them.
+func taskRules(ts []config.Task) []task.Rule {
+	out := make([]task.Rule, 0, len(ts))
+	for _, t := range ts {
+		r := task.Rule{Task: t.Name, Chain: t.Chain, Prefer: chainIDs(t.Prefer)}
+		if w := t.When; w != nil {
+			r.Model, r.Tools, r.Thinking, r.PromptOver = w.Model, w.Tools, w.Thinking, w.PromptTokensOver
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 func chainIDs(refs []string) []llm.BackendID {
 	ids := make([]llm.BackendID, 0, len(refs))
 	for _, ref := range refs {
