@@ -95,8 +95,6 @@ type Gateway struct {
 	// responses keeps the Responses API answers clients ask to store.
 	responses *store.ResponseStore
 	router    *router.Router
-	// tasks classifies every request; apply gives it the task rules.
-	tasks *task.Classifier
 	gate      *breaker.Set
 	bus       *events.Bus
 	api       *api.Server
@@ -139,6 +137,9 @@ type Gateway struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// tasks classifies every request; apply gives it the task rules.
+	tasks *task.Classifier
 }
 
 // New opens the database in the data directory and builds every part.
