@@ -134,3 +134,13 @@ func TestKnownAndPrefers(t *testing.T) {
 		}
 	}
 }
+
+// Classifying by the built-in rules is on every request's path.
+func BenchmarkClassifyBuiltin(b *testing.B) {
+	cl := New(nil)
+	req := request("claude-sonnet-4-5", 40_000, llm.CapTools, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		cl.Classify(req)
+	}
+}
