@@ -15,6 +15,7 @@ import (
 
 	"freelane/backend/llm"
 	"freelane/backend/router"
+	"freelane/backend/tokens"
 )
 
 // The task classes every configuration has.
@@ -111,6 +112,20 @@ func Builtin() []Rule {
 // Estimator estimates a request's prompt tokens offline.
 type Estimator func(req *llm.Request) int
 
+// QuickPrompt is the estimate rules use unless told otherwise: a chat
+// request's conversation counted from a sample of its text
+// (tokens.QuickConversation), which costs a millisecond or two where a
+// full count of a long agent prompt takes tens; any other request, a
+// quarter of its bytes.
+func QuickPrompt(req *llm.Request) int {
+	if req.Endpoint == llm.Chat {
+		if c, err := req.Conversation(); err == nil {
+			return tokens.QuickConversation(c)
+		}
+	}
+	return req.Size() / 4
+}
+
 // set is one configuration's rules, ready to match.
 type set struct {
 	rules  []Rule
@@ -128,11 +143,11 @@ type Classifier struct {
 }
 
 // New returns a Classifier with the built-in rules. estimate counts a
-// prompt's tokens when its length does not decide a rule alone; nil
-// counts a quarter of the body's bytes.
+// prompt's tokens when its length does not decide a rule alone; nil is
+// QuickPrompt.
 func New(estimate Estimator) *Classifier {
 	if estimate == nil {
-		estimate = func(req *llm.Request) int { return req.Size() / 4 }
+		estimate = QuickPrompt
 	}
 	c := &Classifier{estimate: estimate}
 	c.Configure(nil)
