@@ -235,3 +235,36 @@ func TestCapabilitySkipBeforeAnyCall(t *testing.T) {
 		t.Errorf("a/ma was called %d times", n)
 	}
 }
+
+// Rules on the prompt's length and on tools, in the Responses and Gemini
+// dialects: the first rule that matches wins.
+func TestTaskRulesByPromptLengthAndTools(t *testing.T) {
+	e := newEnv(t, func(cfg *config.Config) {
+		quickChain(cfg)
+		cfg.Chains = append(cfg.Chains, config.Chain{Name: "big", Backends: []string{"b/mb"}})
+		cfg.Tasks = []config.Task{
+			{Name: "long_context", When: &config.TaskWhen{PromptTokensOver: 2000}, Chain: "big"},
+			{Name: "agent", When: &config.TaskWhen{Tools: ptrTo(true)}, Chain: "quick"},
+		}
+	})
+	long := strings.Repeat("Tell me more about the history of the city and its rivers. ", 400)
+	for _, c := range []struct {
+		name, path, body, task, rule, backend string
+	}{
+		{"long", "/v1/responses", `{"model":"main","input":"` + long + `"}`, "long_context", "tasks[0]: prompt over 2000 tokens", "b/mb"},
+		// An image counts no tokens, however many bytes it has.
+		{"long body, short prompt", "/v1beta/models/main:generateContent", `{"contents":[{"role":"user","parts":[{"text":"what is it"},{"inlineData":{"mimeType":"image/png","data":"` + strings.Repeat("A", 40000) + `"}}]}]}`, "default", "", "a/ma"},
+		{"tools", "/v1beta/models/main:generateContent", `{"tools":[{"functionDeclarations":[{"name":"f"}]}],"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, "agent", "tasks[1]: tools", "c/mc"},
+		{"long with tools", "/v1beta/models/main:generateContent", `{"tools":[{"functionDeclarations":[{"name":"f"}]}],"contents":[{"role":"user","parts":[{"text":"` + long + `"}]}]}`, "long_context", "tasks[0]: prompt over 2000 tokens", "b/mb"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.postAs(c.path, c.body, nil)
+			if got := r.header.Get("X-FreeLane-Backend"); r.status != http.StatusOK || got != c.backend {
+				t.Fatalf("status %d, served by %q, want %s: %s", r.status, got, c.backend, r.body)
+			}
+			if d := e.traceOf(r.header.Get("X-FreeLane-Request-Id")).Decision; d == nil || d.Task != c.task || d.TaskRule != c.rule {
+				t.Errorf("decision %+v", d)
+			}
+		})
+	}
+}
