@@ -671,8 +671,6 @@ func scoring(r config.Routing) *router.Scoring {
 	return &s
 }
 
-// chainIDs reads a chain's backends; validation has already refused any
-// that do not parse.
 // taskRules are the configuration's task rules as the classifier takes
 // them.
 func taskRules(ts []config.Task) []task.Rule {
@@ -687,6 +685,8 @@ func taskRules(ts []config.Task) []task.Rule {
 	return out
 }
 
+// chainIDs reads a chain's backends; validation has already refused any
+// that do not parse.
 func chainIDs(refs []string) []llm.BackendID {
 	ids := make([]llm.BackendID, 0, len(refs))
 	for _, ref := range refs {
