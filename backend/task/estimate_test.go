@@ -58,6 +58,7 @@ func TestQuickEstimateIsClose(t *testing.T) {
 	if d := float64(quick-full) / float64(full); d > 0.1 || d < -0.1 {
 		t.Errorf("quick estimate %d, full %d: %.0f%% off", quick, full, d*100)
 	}
+	t.Logf("quick estimate %d, full count %d", quick, full)
 }
 
 func longBody() []byte {
