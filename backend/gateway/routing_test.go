@@ -107,4 +107,3 @@ func TestFreeShortcutThroughTheServer(t *testing.T) {
 		t.Fatalf("ml:local: %d from %s", r.status, r.header.Get("X-FreeLane-Backend"))
 	}
 }
-
