@@ -174,7 +174,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
-	g.tasks = task.New(nil)
+	g.tasks = task.New(func(req *llm.Request) int { return req.EstimatedPrompt(task.QuickPrompt) })
 	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	g.quota.ReadAnswersWith(g.dialects)

@@ -11,6 +11,7 @@ import (
 	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/task"
 	"freelane/backend/tokens"
 )
 
@@ -35,10 +36,15 @@ func (a admission) Available(chain string, b *router.Backend) *llm.Skip {
 func (a admission) Headroom(id llm.BackendID) (float64, time.Time) { return a.m.Headroom(id) }
 
 // promptEstimator is the offline prompt estimate the router's context
-// check uses: the one the quota manager counts with.
+// check uses: the task rules' quick count (a sample of a long prompt's
+// text), made once per request whichever asks first. A full count of a
+// long agent prompt takes tens of milliseconds; the quick one stays within
+// a few percent, and a wrong guess still fails over as too_long.
 type promptEstimator struct{}
 
-func (promptEstimator) PromptTokens(req *llm.Request) int { return quota.PromptTokens(req) }
+func (promptEstimator) PromptTokens(req *llm.Request) int {
+	return req.EstimatedPrompt(task.QuickPrompt)
+}
 
 func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (func(*llm.CallUsage), *llm.Skip) {
 	h, sk := a.m.Admit(req, chain, target(b))
