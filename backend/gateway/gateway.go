@@ -124,7 +124,11 @@ type Gateway struct {
 	// from it.
 	mu      sync.Mutex
 	cfg     *config.Config
-	clients map[string]*upstream.Client
+	// clients holds each provider's client for its first key, keyClients
+	// one client per key of every provider (a provider with one key has
+	// it under an empty label).
+	clients    map[string]*upstream.Client
+	keyClients map[llm.KeyID]*upstream.Client
 	targets []probe.Target
 
 	// The goroutines the gateway starts, by when they stop: serving (the
@@ -286,12 +290,13 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.redact.Set(secrets(cfg))
 	now := g.clock.Now()
 	clients := map[string]*upstream.Client{}
+	keyClients := map[llm.KeyID]*upstream.Client{}
 	var targets []probe.Target
 	spec := router.Spec{Now: now}
 	for _, p := range cfg.Providers {
 		ps := router.ProviderSpec{
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
-			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
+			HasKey: p.Keyless || len(p.Pool()) > 0, KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
 		}
 		d, ok := g.dialectOf(p.Kind)
 		if !ok {
@@ -306,20 +311,37 @@ func (g *Gateway) applyLocked(v pool.View) error {
 			models[m.ID] = upstream.Model{MaxOutput: m.MaxOutput, Caps: caps, Known: known, Drop: m.DropParams}
 		}
 		if ps.HasKey && !p.Disabled {
-			c := upstream.New(upstream.Options{
-				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
-				Dialect: d, Codecs: g.dialects, Drop: p.DropParams, Models: models,
-				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
-				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
-				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
-				Transport: v.Transport(p),
-			})
-			clients[p.Name] = c
-			ps.Up = c
-			if p.Probed() && !cfg.Probes.Disabled {
-				for _, m := range p.Models {
-					targets = append(targets, probe.Target{ID: llm.BackendID{Provider: p.Name, Model: m.ID},
-						Remote: !loopbackURL(p.BaseURL), Up: c})
+			// A provider with one key (or none) names its backends without
+			// a key label, as it always has.
+			keys := p.Pool()
+			switch len(keys) {
+			case 0:
+				keys = []config.PoolKey{{}}
+			case 1:
+				keys[0].Label = ""
+			}
+			for _, k := range keys {
+				c := upstream.New(upstream.Options{
+					Name: p.Name, BaseURL: p.BaseURL, APIKey: k.Key, Headers: p.Headers,
+					Dialect: d, Codecs: g.dialects, Drop: p.DropParams, Models: models,
+					ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
+					FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
+					StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
+					Transport: v.Transport(p),
+				})
+				if _, ok := clients[p.Name]; !ok {
+					clients[p.Name] = c
+					ps.Up = c
+				}
+				keyClients[llm.KeyID{Provider: p.Name, Key: k.Label}] = c
+				if len(keys) > 1 {
+					ps.Keys = append(ps.Keys, router.KeySpec{Label: k.Label, Up: c})
+				}
+				if p.Probed() && !cfg.Probes.Disabled {
+					for _, m := range p.Models {
+						targets = append(targets, probe.Target{ID: llm.BackendID{Provider: p.Name, Key: k.Label, Model: m.ID},
+							Remote: !loopbackURL(p.BaseURL), Up: c})
+					}
 				}
 			}
 		}
@@ -350,10 +372,10 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
 	g.router.Swap(router.Build(spec))
-	old := g.clients
 	g.rearmReplacedKeys(g.cfg, cfg)
-	g.cfg, g.clients, g.targets = cfg, clients, targets
-	for _, c := range old {
+	oldKeys := g.keyClients
+	g.cfg, g.clients, g.keyClients, g.targets = cfg, clients, keyClients, targets
+	for _, c := range oldKeys {
 		c.CloseIdle()
 	}
 	return nil
@@ -400,6 +422,9 @@ func secrets(cfg *config.Config) []redact.Secret {
 	var out []redact.Secret
 	for _, p := range cfg.Providers {
 		out = append(out, redact.Key(p.APIKey))
+		for _, k := range p.APIKeys {
+			out = append(out, redact.Key(k))
+		}
 		for _, v := range p.Headers {
 			out = append(out, redact.Header(v))
 		}
@@ -605,7 +630,7 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, c := range g.clients {
+	for _, c := range g.keyClients {
 		c.CloseIdle()
 	}
 	if err := g.db.Close(); err != nil {
