@@ -122,14 +122,14 @@ type Gateway struct {
 	// mu guards what apply replaces on every configuration change: the
 	// pool as routing uses it, and the clients and probe targets built
 	// from it.
-	mu      sync.Mutex
-	cfg     *config.Config
+	mu  sync.Mutex
+	cfg *config.Config
 	// clients holds each provider's client for its first key, keyClients
 	// one client per key of every provider (a provider with one key has
 	// it under an empty label).
 	clients    map[string]*upstream.Client
 	keyClients map[llm.KeyID]*upstream.Client
-	targets []probe.Target
+	targets    []probe.Target
 
 	// The goroutines the gateway starts, by when they stop: serving (the
 	// HTTP server) once requests are drained, loops (the background
