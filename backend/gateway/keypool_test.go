@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,5 +206,62 @@ func TestPoolKeysInNoResponse(t *testing.T) {
 				t.Errorf("GET %s holds %q", path, k)
 			}
 		}
+	}
+}
+
+// A key pasted in the dashboard joins the pool: the provider's backends
+// become one per key, the view lists the labels, and removing the key by
+// its label goes back to one key.
+func TestPoolDashboardAddsSecondKey(t *testing.T) {
+	v := startKeyVendor(t)
+	e := newEnv(t, func(cfg *config.Config) {
+		cfg.Providers[0].BaseURL, cfg.Providers[0].APIKey = v.URL, ""
+		cfg.Chains = []config.Chain{{Name: "main", Backends: []string{"a/ma"}}}
+	})
+	e.setKey("a", poolKey1)
+	r := e.do(http.MethodPost, "/api/providers/a/keys", `{"key":"`+poolKey2+`"}`, nil)
+	if r.status != http.StatusCreated {
+		t.Fatalf("adding a key: %d %s", r.status, r.body)
+	}
+	for _, k := range []string{poolKey1, poolKey2, poolKey2[8:20]} {
+		if strings.Contains(string(r.body), k) {
+			t.Fatalf("the answer holds %q: %s", k, r.body)
+		}
+	}
+	if !strings.Contains(string(r.body), `"label":"`+config.KeyLabel(poolKey2)+`"`) || !strings.Contains(string(r.body), `"label":"`+config.KeyLabel(poolKey1)+`"`) {
+		t.Fatalf("the answer lists no labels: %s", r.body)
+	}
+	if r := e.do(http.MethodPost, "/api/providers/a/keys", `{"key":"`+poolKey2+`"}`, nil); r.status != http.StatusConflict || !strings.Contains(r.errorMessage(), "already holds this key") {
+		t.Fatalf("the same key again: %d %s", r.status, r.body)
+	}
+	v.set(poolKey1, http.StatusTooManyRequests, nil, "")
+	r = e.post("/v1/chat/completions", chat("main", false))
+	if r.status != http.StatusOK || r.header.Get("X-FreeLane-Backend") != pooled(poolKey2) || v.callsOf(poolKey2) != 1 {
+		t.Fatalf("with the pasted key: %d served by %q, attempts %q", r.status, r.header.Get("X-FreeLane-Backend"), r.attempts())
+	}
+	// The pool survives a restart: the pasted key was sealed, not lost,
+	// and no file FreeLane keeps holds it in the clear.
+	_ = e.g.Shutdown(t.Context())
+	files, _ := filepath.Glob(filepath.Join(e.dir, "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && (bytes.Contains(b, []byte(poolKey2)) || bytes.Contains(b, []byte(poolKey1))) {
+			t.Fatalf("%s holds a key in the clear", filepath.Base(f))
+		}
+	}
+	e.start(nil)
+	if st := e.backendState(pooled(poolKey2)); st.Backend == "" {
+		t.Fatal("after a restart the pasted key is not in the pool")
+	}
+	if r := e.do(http.MethodDelete, "/api/providers/a/keys/"+config.KeyLabel(poolKey2), "", nil); r.status != http.StatusOK {
+		t.Fatalf("removing the key: %d %s", r.status, r.body)
+	}
+	v.set(poolKey1, 0, nil, "")
+	r = e.post("/v1/chat/completions", chat("main", false))
+	if r.header.Get("X-FreeLane-Backend") != "a/ma" {
+		t.Fatalf("after the removal: served by %q, attempts %q", r.header.Get("X-FreeLane-Backend"), r.attempts())
+	}
+	if r := e.do(http.MethodDelete, "/api/providers/a/keys/knothere", "", nil); r.status != http.StatusNotFound {
+		t.Fatalf("removing an unknown label: %d %s", r.status, r.body)
 	}
 }
