@@ -89,6 +89,11 @@ export type BackendStatus = "cooling" | "degraded" | "disabled" | "exhausted" | 
 export interface BackendView {
   name: string;
   provider: string;
+  /**
+   * Key is the label of the key of a provider's pool this backend is
+   * called with; "" for a provider with one key.
+   */
+  key: string;
   model: string;
   tier: Tier;
   status: BackendStatus;
@@ -154,6 +159,38 @@ export interface BudgetView {
   fraction: number;
   resets_at: string;
   exceeded: boolean;
+}
+
+/**
+ * Candidate is one backend as the router's selection saw it.
+ *
+ * Go: llm.Candidate.
+ */
+export interface Candidate {
+  backend: string;
+  /**
+   * Tier is the backend's priority number; Rank its place in the order
+   * (1 first), 0 for one left out.
+   */
+  tier: number;
+  rank?: number;
+  verdict: string;
+  /**
+   * Reason says why in words: "round robin: turn 3 of 4", "cooling
+   * down after a 429", "needs 140000 tokens, context 131072".
+   */
+  reason?: string;
+  /**
+   * Skip is the skip word for a skipped or excluded candidate, Until
+   * when it may serve again.
+   */
+  skip?: SkipWord;
+  until?: string;
+  /**
+   * Score is the strategy's score with its parts, for the strategies
+   * that score.
+   */
+  score?: Score;
 }
 
 /**
@@ -436,6 +473,63 @@ export interface DayCount {
   calls: number;
   /** Failures counts the calls that did not succeed. */
   failures: number;
+}
+
+/**
+ * Decision is how the router chose where a request went: what was asked
+ * for, what it resolved to, and for every backend considered why it was
+ * tried where it was, passed by or left out. It is kept in the request's
+ * trace, so the request log and the dashboard can answer "why did this
+ * request go there" after the fact, and a route preview returns one
+ * without calling anything.
+ *
+ * Go: llm.Decision.
+ */
+export interface Decision {
+  /**
+   * Requested is the model name as the client sent it, shortcut suffix
+   * included.
+   */
+  requested: string;
+  /**
+   * Chain is the chain the name resolved to, empty for a pinned backend
+   * or a bare model id.
+   */
+  chain?: string;
+  /**
+   * Shortcut is the suffix that narrowed or reordered the chain (free,
+   * local, fast, cheap), without its colon.
+   */
+  shortcut?: string;
+  /**
+   * Gear is the gear the request was routed in, Strategy the strategy
+   * that ordered its tiers (priority in the manual gear), Task its task.
+   */
+  gear: string;
+  strategy: string;
+  task?: string;
+  /**
+   * TaskRule says what classified the request: "header", a rule's
+   * description, or empty for the default.
+   */
+  task_rule?: string;
+  /**
+   * Fallback is set when the auto gear fell back to the listed order,
+   * with the reason: "auto -> manual: too few samples (2 of 5)".
+   */
+  fallback?: string;
+  /**
+   * Waited is how long the request waited for a rate limit to reset
+   * before it walked the chain again.
+   */
+  waited_ns?: number;
+  /**
+   * Candidates are the backends considered, in the order they were
+   * ranked: first the ones to try, then the ones left out.
+   */
+  candidates: Candidate[] | null;
+  /** More counts candidates left out of the list to keep it small. */
+  more?: number;
 }
 
 /**
@@ -1071,6 +1165,22 @@ export interface Percentiles {
 }
 
 /**
+ * PoolKeyView is one key of a provider's pool. It names the key by its
+ * label and never holds the key or a part of it; the key's state is on
+ * the backends whose key is Label.
+ *
+ * Go: control.PoolKeyView.
+ */
+export interface PoolKeyView {
+  label: string;
+  /**
+   * From says where the key is given: "api_key" (the provider's first
+   * key, from the dashboard, the environment or the file) or "api_keys".
+   */
+  from: string;
+}
+
+/**
  * Price is money per million tokens.
  *
  * Go: quota.Price.
@@ -1254,6 +1364,11 @@ export interface ProviderView {
   stream_usage: boolean;
   headers: Record<string, string>;
   key: KeyInfo;
+  /**
+   * Keys lists the keys of the provider's pool by label, in the order
+   * they are tried; empty while the provider has one key or none.
+   */
+  keys: PoolKeyView[] | null;
   models: ModelSpec[];
   timeouts: Timeouts;
   limits: LimitsJSON;
@@ -1322,6 +1437,35 @@ export interface RoutingInput {
 /** RoutingState is the answer of /api/routing. */
 export interface RoutingState {
   paused: boolean;
+}
+
+/**
+ * Score is the auto strategy's score of one backend and its parts, each
+ * between 0 and 1 before weighting; least_latency and cost fill only
+ * theirs.
+ *
+ * Go: llm.Score.
+ */
+export interface Score {
+  total: number;
+  health: number;
+  headroom: number;
+  latency: number;
+  cost: number;
+  task: number;
+  /**
+   * LatencyMS is the latency the score was computed from, in
+   * milliseconds, and Samples how many calls it rests on; 0 samples is
+   * an untried backend, scored optimistically.
+   */
+  latency_ms?: number;
+  samples?: number;
+  /**
+   * ExpectedCost is the cost strategy's estimate for this request, and
+   * PriceUnknown marks a backend without a configured price.
+   */
+  expected_cost?: number;
+  price_unknown?: boolean;
 }
 
 /**
@@ -1580,6 +1724,11 @@ export interface Trace {
   committed?: boolean;
   /** Notes are what the request's parser left out (see Request.Notes). */
   notes?: string[];
+  /**
+   * Decision is how the router chose the backends it tried; nil for
+   * requests logged before decisions were recorded.
+   */
+  decision?: Decision;
 }
 
 /**
