@@ -56,7 +56,7 @@ func (m *Manager) Quotas(order []llm.BackendID) []QuotaView {
 	now := m.clock.Now()
 	out := make([]QuotaView, 0, len(order))
 	for _, id := range order {
-		b := m.backends[id]
+		b := m.backendOf(id)
 		if b == nil {
 			continue
 		}
