@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"freelane/backend/catalog"
 )
 
 // A pool is api_key then api_keys, each ${ENV}-expanded; labels are
@@ -89,5 +91,33 @@ func TestKeyPoolWithoutAPIKey(t *testing.T) {
 	}
 	if n := len(cfg.Providers[0].Pool()); n != 2 {
 		t.Errorf("pool of %d", n)
+	}
+}
+
+// A pool of a provider whose terms forbid spreading requests over keys is
+// accepted with a warning quoting the terms; one key draws none.
+func TestKeyPoolTermsWarning(t *testing.T) {
+	cat, err := catalog.Parse("mine.yaml", []byte(`date: 2099-01-01
+providers:
+  - {id: acme, name: Acme, tier: free, dialect: openai, base_url: "https://acme.example/v1", key_env: [ACME_KEY], key_terms: "one key per person (acme.example/terms)", models: [{id: a1}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		doc  string
+		warn bool
+	}{
+		{"providers: [{catalog: acme, api_key: k1}]\n", false},
+		{"providers: [{catalog: acme, api_key: k1, api_keys: [k2]}]\n", true},
+	} {
+		_, problems, err := ParseWith("t.yaml", []byte(tc.doc), ParseOptions{LookupEnv: envMap(nil), Catalog: cat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, ok := findProblem(problems, "providers[0].api_keys")
+		if ok != tc.warn || (ok && (!pr.Warning || !strings.Contains(pr.Message, "one key per person (acme.example/terms)"))) {
+			t.Errorf("%s: problem %+v (found %v), want a warning %v", tc.doc, pr, ok, tc.warn)
+		}
 	}
 }

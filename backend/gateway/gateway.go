@@ -22,6 +22,7 @@ import (
 	"freelane/backend/api"
 	"freelane/backend/auth"
 	"freelane/backend/breaker"
+	"freelane/backend/catalog"
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
@@ -115,6 +116,10 @@ type Gateway struct {
 	// only touched by the hub's update callback.
 	dashEvents *events.Subscription
 	lastUpdate time.Time
+
+	// startCatalog is the catalog read at start, used until the control
+	// plane (which holds the catalog later loaded) is open.
+	startCatalog *catalog.Catalog
 
 	// pool is the live pool of providers routing is built from.
 	pool *pool.Pool
@@ -212,6 +217,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
+	g.startCatalog = cat
 	g.pool.SetCatalog(pool.HeldCatalog(o.DataDir, cat), src)
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
@@ -283,7 +289,9 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	cfg := v.Config
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
-	g.quota.Configure(quotaSettings(cfg, g.dialects))
+	qs := quotaSettings(cfg, g.dialects)
+	qs.SharedKeys = g.sharedKeys(cfg)
+	g.quota.Configure(qs)
 	// The secrets first too: answers to requests still in flight are
 	// redacted with the new set, which holds the keys they were sent with
 	// unless those were removed.
@@ -379,6 +387,25 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		c.CloseIdle()
 	}
 	return nil
+}
+
+// sharedKeys names the providers whose catalog entry says their keys
+// share one quota.
+func (g *Gateway) sharedKeys(cfg *config.Config) map[string]bool {
+	cat := g.startCatalog
+	if g.control != nil {
+		cat = g.control.Catalog()
+	}
+	out := map[string]bool{}
+	if cat == nil {
+		return out
+	}
+	for _, p := range cfg.Providers {
+		if e, ok := cat.Provider(p.Catalog); ok && p.Catalog != "" && e.SharedQuota != "" {
+			out[p.Name] = true
+		}
+	}
+	return out
 }
 
 // dialectOf is the dialect upstreams of a provider kind speak, from the

@@ -3,10 +3,10 @@ package gateway_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"

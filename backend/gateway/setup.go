@@ -39,7 +39,7 @@ func (a adminView) Catalog() api.CatalogView {
 	v := api.CatalogView{Date: cat.Date, Source: g.pool.CatalogSource(), Providers: make([]api.CatalogEntry, 0, len(cat.Providers)), Changes: g.control.CatalogChanges()}
 	for _, e := range cat.Providers {
 		ce := api.CatalogEntry{ID: e.ID, Name: e.Name, Tier: e.Tier, Dialect: e.Dialect, BaseURL: e.BaseURL,
-			Placeholders: nonNil(e.Placeholders), KeyEnv: nonNil(e.KeyEnv), SignupURL: e.SignupURL, Credit: e.Credit,
+			Placeholders: nonNil(e.Placeholders), KeyEnv: nonNil(e.KeyEnv), SignupURL: e.SignupURL, Credit: e.Credit, SharedQuota: e.SharedQuota, KeyTerms: e.KeyTerms,
 			Notes: nonNil(e.Notes), Limits: limitWords(e.Limits), ListModels: e.ListModels, Configured: []string{},
 			EnvFound: g.control.EnvSet(e.KeyEnv), Models: make([]api.CatalogModel, 0, len(e.Models))}
 		for _, m := range e.Models {

@@ -281,6 +281,13 @@ export interface CatalogEntry {
   /** Credit is a trial or one-time allowance, in words. */
   credit: string;
   notes: string[] | null;
+  /**
+   * SharedQuota says what the provider's keys share their limits by,
+   * "" when each key has its own; KeyTerms quotes the provider's terms
+   * where they forbid spreading requests over several keys.
+   */
+  shared_quota: string;
+  key_terms: string;
   /** Limits are the provider-wide limits, each in words. */
   limits: string[] | null;
   models: CatalogModel[] | null;
