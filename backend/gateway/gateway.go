@@ -117,9 +117,9 @@ type Gateway struct {
 	dashEvents *events.Subscription
 	lastUpdate time.Time
 
-	// startCatalog is the catalog read at start, used until the control
-	// plane (which holds the catalog later loaded) is open.
-	startCatalog *catalog.Catalog
+	// catalog is the catalog in use, as the control plane holds it; it is
+	// kept here too because apply runs while the control plane is locked.
+	catalog *catalog.Catalog
 
 	// pool is the live pool of providers routing is built from.
 	pool *pool.Pool
@@ -217,7 +217,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
-	g.startCatalog = cat
+	g.catalog = cat
 	g.pool.SetCatalog(pool.HeldCatalog(o.DataDir, cat), src)
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
@@ -392,10 +392,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 // sharedKeys names the providers whose catalog entry says their keys
 // share one quota.
 func (g *Gateway) sharedKeys(cfg *config.Config) map[string]bool {
-	cat := g.startCatalog
-	if g.control != nil {
-		cat = g.control.Catalog()
-	}
+	cat := g.catalog
 	out := map[string]bool{}
 	if cat == nil {
 		return out

@@ -283,7 +283,16 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 		return api.CatalogView{}, &control.Error{Status: http.StatusConflict, Param: "url",
 			Message: fmt.Sprintf("the catalog is older than the one in use (dated %s); it was not used", cur.Date)}
 	}
+	// The configuration is applied with the new catalog: the gateway's
+	// copy changes first, since applying it runs under the control lock.
+	g.mu.Lock()
+	was := g.catalog
+	g.catalog = cat
+	g.mu.Unlock()
 	if err := g.control.SetCatalog(ctx, cat); err != nil {
+		g.mu.Lock()
+		g.catalog = was
+		g.mu.Unlock()
 		return api.CatalogView{}, err
 	}
 	g.pool.KeepCatalog(data)
