@@ -160,7 +160,10 @@ type ProviderInput struct {
 	Limits      *LimitsJSON       `json:"limits"`
 	APIKey      *string           `json:"api_key"`
 	Key         *KeyInfo          `json:"key"`
-	Notice      *string           `json:"notice,omitempty"`
+	// Keys is a field of the view, accepted so that a view can be sent
+	// back, and ignored: the pool is changed by its own routes.
+	Keys   *[]PoolKeyView `json:"keys,omitempty"`
+	Notice *string        `json:"notice,omitempty"`
 	// Catalog is accepted so a view can be sent back, and ignored: a
 	// provider keeps the catalog entry it was made from.
 	Catalog *string `json:"catalog,omitempty"`

@@ -1284,6 +1284,11 @@ export interface ProviderInput {
   limits: LimitsJSON | null;
   api_key: string | null;
   key: KeyInfo | null;
+  /**
+   * Keys is a field of the view, accepted so that a view can be sent
+   * back, and ignored: the pool is changed by its own routes.
+   */
+  keys?: PoolKeyView[];
   notice?: string;
   /**
    * Catalog is accepted so a view can be sent back, and ignored: a
