@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -63,6 +64,9 @@ type Options struct {
 	// Redactor removes the configured secrets from every answer before it
 	// is stored; nil stores answers as they came.
 	Redactor Redactor
+	// Tasks are the tasks a client may name in X-FreeLane-Task; nil
+	// knows only the built-in classes.
+	Tasks Tasks
 }
 
 // Server serves the API.
@@ -229,6 +233,9 @@ func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) (*heldBody,
 // serve routes a parsed request and writes the answer, or the failure, in
 // d's dialect.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request) {
+	if !s.routingHeaders(w, r, d, req) {
+		return
+	}
 	if req.Stream {
 		s.stream(w, r, d, req, nil)
 		return
@@ -266,6 +273,12 @@ func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Fai
 	}
 	if len(f.Attempts) > 0 {
 		w.Header().Set("X-FreeLane-Attempts", router.AttemptsHeader(f.Attempts))
+	}
+	if !f.RetryAt.IsZero() {
+		// Whole seconds, rounded up: a client that comes back at once
+		// would find the same limits.
+		secs := int(math.Ceil(f.RetryAt.Sub(s.o.Clock.Now()).Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	}
 	if f.Body != nil && f.Dialect == codec.Dialect() {
 		if e, ok := codec.DecodeError(f.Body); ok && e.Message != "" {

@@ -100,7 +100,49 @@ type Config struct {
 	Aliases []Alias `yaml:"aliases,omitempty"`
 	// Routing tunes how chains choose among their backends.
 	Routing Routing `yaml:"routing,omitempty"`
+	// Tasks are the task rules, tried in order for every request that
+	// does not name its task in X-FreeLane-Task; the first whose
+	// conditions the request meets gives it its task. Without any rule
+	// that has conditions the built-in rules apply (package task).
+	Tasks []Task `yaml:"tasks,omitempty"`
 }
+
+// Task is one task rule: the task a request gets when it meets every
+// condition of When, and where that task goes.
+type Task struct {
+	// Name is the task: default, background, think, long_context, or a
+	// name of the user's own.
+	Name string `yaml:"name" json:"name"`
+	// When are the conditions; without them the rule only gives the
+	// task its chain and preferences, for requests that name the task in
+	// their header (and, for the default task, those no rule matched).
+	When *TaskWhen `yaml:"when,omitempty" json:"when,omitempty"`
+	// Chain is the chain the task's requests go to, whatever name they
+	// asked for (a pinned provider/model excepted); empty keeps it.
+	Chain string `yaml:"chain,omitempty" json:"chain,omitempty"`
+	// Prefer are "provider/model" backends the auto strategy scores as
+	// the best match for the task.
+	Prefer []string `yaml:"prefer,omitempty" json:"prefer,omitempty"`
+}
+
+// TaskWhen are a task rule's conditions; a request must meet all that
+// are set.
+type TaskWhen struct {
+	// Model is a glob over the model name the client asked for, such as
+	// "claude-*haiku*".
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// Tools requires tools in the request (true) or none (false).
+	Tools *bool `yaml:"tools,omitempty" json:"tools,omitempty"`
+	// Thinking requires the client to ask for thinking or a reasoning
+	// effort (true), or not to (false).
+	Thinking *bool `yaml:"thinking,omitempty" json:"thinking,omitempty"`
+	// PromptTokensOver requires a prompt of more tokens than this,
+	// estimated offline.
+	PromptTokensOver int `yaml:"prompt_tokens_over,omitempty" json:"prompt_tokens_over,omitempty"`
+}
+
+// MaxTasks bounds the task rules; every request may try each one.
+const MaxTasks = 64
 
 // Alias routes the model names matching Pattern to Chain.
 type Alias struct {

@@ -160,6 +160,7 @@ func (v *validator) validate(c *Config) {
 	v.chains(c)
 	v.routing(c)
 	v.aliases(c)
+	v.tasks(c)
 	v.breaker(c)
 	v.budgets(c)
 	if d := c.Requests.ResponseRetentionDays; d < 0 || d > MaxResponseRetentionDays {
@@ -707,6 +708,72 @@ func (v *validator) aliases(c *Config) {
 				continue
 			}
 			v.errorf(f+".chain", "names no chain: %q is not among the chains (%s)", a.Chain, strings.Join(names, ", "))
+		}
+	}
+}
+
+// taskName is the characters of a task name, which clients send in a
+// header and the dashboard shows.
+var taskName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// MaxPromptTokensOver bounds a task rule's prompt_tokens_over: no model
+// holds more.
+const MaxPromptTokensOver = 10_000_000
+
+func (v *validator) tasks(c *Config) {
+	if len(c.Tasks) > MaxTasks {
+		v.errorf("tasks", "has %d entries; at most %d are allowed", len(c.Tasks), MaxTasks)
+		return
+	}
+	chainOf := map[string]int{} // task -> index of the rule that gave its chain
+	for i, t := range c.Tasks {
+		f := fmt.Sprintf("tasks[%d]", i)
+		switch {
+		case t.Name == "":
+			v.errorf(f+".name", "is required: default, background, think, long_context or a name of your own")
+		case !taskName.MatchString(t.Name):
+			v.errorf(f+".name", "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit, got %q", t.Name)
+		}
+		if w := t.When; w != nil {
+			switch {
+			case w.Model == "" && w.Tools == nil && w.Thinking == nil && w.PromptTokensOver == 0:
+				v.errorf(f+".when", "has no condition: set model, tools, thinking or prompt_tokens_over, or leave when out for a task that only X-FreeLane-Task chooses")
+			case len(w.Model) > 200:
+				v.errorf(f+".when.model", "is %d characters long; at most 200 are allowed", len(w.Model))
+			case w.Model != "" && !aliasPattern.MatchString(w.Model):
+				v.errorf(f+".when.model", "may hold the characters of a model name and the wildcards '*' and '?', got %q", w.Model)
+			}
+			if w.PromptTokensOver < 0 || w.PromptTokensOver > MaxPromptTokensOver {
+				v.errorf(f+".when.prompt_tokens_over", "must be a number of tokens from 1 to %d, got %d", MaxPromptTokensOver, w.PromptTokensOver)
+			}
+		}
+		if t.Chain != "" {
+			if t.Chain != "auto" && !slices.ContainsFunc(c.Chains, func(ch Chain) bool { return ch.Name == t.Chain }) {
+				names := []string{"auto"}
+				for _, ch := range c.Chains {
+					names = append(names, ch.Name)
+				}
+				v.errorf(f+".chain", "names no chain: %q is not among the chains (%s)", t.Chain, strings.Join(names, ", "))
+			} else if first, ok := chainOf[t.Name]; ok && c.Tasks[first].Chain != t.Chain {
+				v.errorf(f+".chain", "sends task %s to %q, but tasks[%d] (line %d) sends it to %q; a task has one chain", t.Name, t.Chain,
+					first, v.line(fmt.Sprintf("tasks[%d].chain", first)), c.Tasks[first].Chain)
+			} else if !ok {
+				chainOf[t.Name] = i
+			}
+		}
+		for j, ref := range t.Prefer {
+			pf := fmt.Sprintf("%s.prefer[%d]", f, j)
+			pname, _, ok := strings.Cut(ref, "/")
+			if !ok || pname == "" || strings.HasSuffix(ref, "/") {
+				v.errorf(pf, "must be a \"provider/model\" backend, got %q", ref)
+				continue
+			}
+			pname, _, _ = strings.Cut(pname, "@")
+			if _, found := c.Provider(pname); !found {
+				if _, local := c.LocalByName(pname); !local {
+					v.errorf(pf, "unknown provider %q in %q; %s%s", pname, ref, providerList(c), localList(c))
+				}
+			}
 		}
 	}
 }

@@ -909,10 +909,15 @@ func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, a
 				// auto follows the chain it routes to under its new name.
 				doc.DefaultChain = final
 			}
-			// So do the aliases that route to it.
+			// So do the aliases and tasks that route to it.
 			for j := range doc.Aliases {
 				if doc.Aliases[j].Chain == name {
 					doc.Aliases[j].Chain = final
+				}
+			}
+			for j := range doc.Tasks {
+				if doc.Tasks[j].Chain == name {
+					doc.Tasks[j].Chain = final
 				}
 			}
 		}
@@ -972,6 +977,12 @@ func (c *Control) DeleteChain(ctx context.Context, name string) error {
 		for j := range doc.Aliases {
 			if doc.Aliases[j].Chain == name {
 				doc.Aliases[j].Chain = "auto"
+			}
+		}
+		// A task sent there keeps the chain its requests ask for.
+		for j := range doc.Tasks {
+			if doc.Tasks[j].Chain == name {
+				doc.Tasks[j].Chain = ""
 			}
 		}
 		return nil

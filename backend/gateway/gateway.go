@@ -39,6 +39,8 @@ import (
 	"freelane/backend/redact"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/task"
+	"freelane/backend/tier"
 	"freelane/backend/upstream"
 	"freelane/backend/vault"
 )
@@ -144,6 +146,9 @@ type Gateway struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// tasks classifies every request; apply gives it the task rules.
+	tasks *task.Classifier
 }
 
 // New opens the database in the data directory and builds every part.
@@ -178,10 +183,13 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
+	g.tasks = task.New(func(req *llm.Request) int { return req.EstimatedPrompt(task.QuickPrompt) })
+	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	g.quota.ReadAnswersWith(g.dialects)
 	if !o.NoLedger {
 		g.router.SetAdmission(admission{g.quota})
+		g.router.SetEstimator(promptEstimator{})
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
 	g.prober.CheckKeys(g.gate, g.checkKey)
@@ -213,7 +221,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
-		Dialects: g.dialects})
+		Dialects: g.dialects, Tasks: g.tasks})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
@@ -315,7 +323,8 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		for _, m := range p.Models {
 			caps, known := capsOf(m.Capabilities)
 			ps.Models = append(ps.Models, router.ModelSpec{ID: m.ID, ParamsB: m.ParamsB, Context: m.Context,
-				CreditUntil: quota.CreditEnd(m.CreditDate()), Caps: caps, CapsKnown: known, Endpoints: endpointsOf(m.Endpoints)})
+				CreditUntil: quota.CreditEnd(m.CreditDate()), Caps: caps, CapsKnown: known, Endpoints: endpointsOf(m.Endpoints),
+				Price: priceOf(p, m)})
 			models[m.ID] = upstream.Model{MaxOutput: m.MaxOutput, Caps: caps, Known: known, Drop: m.DropParams}
 		}
 		if ps.HasKey && !p.Disabled {
@@ -356,9 +365,11 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		spec.Providers = append(spec.Providers, ps)
 	}
 	for _, c := range cfg.Chains {
-		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: chainIDs(c.Backends)})
+		spec.Chains = append(spec.Chains, router.ChainSpec{Name: c.Name, Backends: chainIDs(c.Backends),
+			Strategy: c.Strategy, Gear: c.Gear, Weights: refMap(c.Weights), Priority: refMap(c.Priority), MaxWait: c.MaxWait})
 	}
 	spec.DefaultChain = cfg.DefaultChain
+	spec.Scoring = scoring(cfg.Routing)
 	addr := cfg.Listen
 	if g.ln != nil {
 		addr = g.ln.Addr().String()
@@ -380,6 +391,8 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
 	g.router.Swap(router.Build(spec))
+	// After the table, so a task's new chain is there when it is named.
+	g.tasks.Configure(taskRules(cfg.Tasks))
 	g.rearmReplacedKeys(g.cfg, cfg)
 	oldKeys := g.keyClients
 	g.cfg, g.clients, g.keyClients, g.targets = cfg, clients, keyClients, targets
@@ -661,6 +674,64 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// refMap reads a chain's per-backend numbers (weights, priorities).
+func refMap(m map[string]int) map[llm.BackendID]int {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[llm.BackendID]int, len(m))
+	for ref, n := range m {
+		if id, err := llm.ParseBackendID(ref); err == nil {
+			out[id] = n
+		}
+	}
+	return out
+}
+
+// priceOf is what the router's cost strategy knows of a model's price: a
+// configured price, free for free and local tiers, and unknown for a paid
+// model nobody priced.
+func priceOf(p config.Provider, m config.Model) router.Price {
+	if m.Price != nil {
+		return router.Price{Input: m.Price.Input, Output: m.Price.Output, CacheRead: m.Price.CacheRead, Known: true}
+	}
+	return router.Price{Known: p.Tier != tier.Own}
+}
+
+// scoring is the auto strategy's settings, defaults filled in.
+func scoring(r config.Routing) *router.Scoring {
+	s := router.DefaultScoring
+	for _, w := range []struct {
+		dst *float64
+		src *float64
+	}{{&s.Health, r.Score.Health}, {&s.Headroom, r.Score.Headroom}, {&s.Latency, r.Score.Latency}, {&s.Cost, r.Score.Cost}, {&s.Task, r.Score.Task}} {
+		if w.src != nil {
+			*w.dst = *w.src
+		}
+	}
+	if r.MinSamples > 0 {
+		s.MinSamples = r.MinSamples
+	}
+	if r.MinScore > 0 {
+		s.MinScore = r.MinScore
+	}
+	return &s
+}
+
+// taskRules are the configuration's task rules as the classifier takes
+// them.
+func taskRules(ts []config.Task) []task.Rule {
+	out := make([]task.Rule, 0, len(ts))
+	for _, t := range ts {
+		r := task.Rule{Task: t.Name, Chain: t.Chain, Prefer: chainIDs(t.Prefer)}
+		if w := t.When; w != nil {
+			r.Model, r.Tools, r.Thinking, r.PromptOver = w.Model, w.Tools, w.Thinking, w.PromptTokensOver
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // chainIDs reads a chain's backends; validation has already refused any

@@ -131,5 +131,40 @@ func redactTrace(r *redact.Redactor, t llm.Trace) llm.Trace {
 			t.Attempts[i].Reason = m
 		}
 	}
+	t.Decision = redactDecision(r, t.Decision)
 	return t
+}
+
+// redactDecision is redactTrace for the routing decision: the name the
+// client sent and the reasons, which quote upstream errors, are free
+// text. It copies only when something was removed, since the router's
+// decision is shared with the request still being answered.
+func redactDecision(r *redact.Redactor, d *llm.Decision) *llm.Decision {
+	if d == nil {
+		return nil
+	}
+	var out *llm.Decision
+	edit := func() *llm.Decision {
+		if out == nil {
+			c := *d
+			c.Candidates = append([]llm.Candidate(nil), d.Candidates...)
+			out = &c
+		}
+		return out
+	}
+	if m := r.String(d.Requested); m != d.Requested {
+		edit().Requested = m
+	}
+	if m := r.String(d.Fallback); m != d.Fallback {
+		edit().Fallback = m
+	}
+	for i, c := range d.Candidates {
+		if m := r.String(c.Reason); m != c.Reason {
+			edit().Candidates[i].Reason = m
+		}
+	}
+	if out == nil {
+		return d
+	}
+	return out
 }

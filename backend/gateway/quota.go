@@ -11,6 +11,7 @@ import (
 	"freelane/backend/quota"
 	"freelane/backend/router"
 	"freelane/backend/store"
+	"freelane/backend/task"
 	"freelane/backend/tokens"
 )
 
@@ -28,6 +29,21 @@ func target(b *router.Backend) quota.Target { return quota.Target{ID: b.ID} }
 
 func (a admission) Available(chain string, b *router.Backend) *llm.Skip {
 	return a.m.Available(chain, target(b))
+}
+
+// Headroom is the quota manager's view of a backend's tightest limit, for
+// the router's auto strategy.
+func (a admission) Headroom(id llm.BackendID) (float64, time.Time) { return a.m.Headroom(id) }
+
+// promptEstimator is the offline prompt estimate the router's context
+// check uses: the task rules' quick count (a sample of a long prompt's
+// text), made once per request whichever asks first. A full count of a
+// long agent prompt takes tens of milliseconds; the quick one stays within
+// a few percent, and a wrong guess still fails over as too_long.
+type promptEstimator struct{}
+
+func (promptEstimator) PromptTokens(req *llm.Request) int {
+	return req.EstimatedPrompt(task.QuickPrompt)
 }
 
 func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (func(*llm.CallUsage), *llm.Skip) {

@@ -117,6 +117,10 @@ func roundTripConfig(upstream string) *config.Config {
 		Aliases:      []config.Alias{{Pattern: "gpt-4*", Chain: "cheap"}, {Pattern: "claude-*", Chain: "coding"}},
 		Routing: config.Routing{Score: config.ScoreWeights{Health: ptrTo(0.5), Headroom: ptrTo(0.15), Latency: ptrTo(0.15),
 			Cost: ptrTo(0.1), Task: ptrTo(0.1)}, MinSamples: 8, MinScore: 0.25},
+		Tasks: []config.Task{
+			{Name: "background", When: &config.TaskWhen{Model: "claude-*haiku*", Tools: ptrTo(false)}, Chain: "cheap"},
+			{Name: "review", When: &config.TaskWhen{Thinking: ptrTo(true), PromptTokensOver: 30000}, Prefer: []string{"paid/meta/llama-3.3-70b"}},
+		},
 	}
 }
 

@@ -29,6 +29,9 @@ type Decision struct {
 	// Fallback is set when the auto gear fell back to the listed order,
 	// with the reason: "auto -> manual: too few samples (2 of 5)".
 	Fallback string `json:"fallback,omitempty"`
+	// Error, in a route preview, is why the name routes nowhere: the
+	// message the request would be answered with.
+	Error string `json:"error,omitempty"`
 	// Waited is how long the request waited for a rate limit to reset
 	// before it walked the chain again.
 	Waited time.Duration `json:"waited_ns,omitempty"`

@@ -205,7 +205,35 @@ func (t Trace) Capped() Trace {
 		}
 		t.Attempts[i].Reason = truncate(a.Reason, MaxTraceReason)
 	}
+	t.Decision = t.Decision.capped()
 	return t
+}
+
+// capped returns d with the client's name and the reasons cut to the
+// MaxTrace bounds, copied when one is cut; the router's decision is
+// shared with the request still being answered.
+func (d *Decision) capped() *Decision {
+	if d == nil {
+		return nil
+	}
+	long := len(d.Requested) > MaxTraceModel || len(d.Fallback) > MaxTraceReason || len(d.Candidates) > MaxDecisionCandidates
+	for _, c := range d.Candidates {
+		long = long || len(c.Reason) > MaxTraceReason
+	}
+	if !long {
+		return d
+	}
+	out := *d
+	out.Requested = truncate(d.Requested, MaxTraceModel)
+	out.Fallback = truncate(d.Fallback, MaxTraceReason)
+	n := min(len(d.Candidates), MaxDecisionCandidates)
+	out.More += len(d.Candidates) - n
+	out.Candidates = make([]Candidate, n)
+	copy(out.Candidates, d.Candidates[:n])
+	for i := range out.Candidates {
+		out.Candidates[i].Reason = truncate(out.Candidates[i].Reason, MaxTraceReason)
+	}
+	return &out
 }
 
 // Trace is everything worth remembering about one client request: where it

@@ -411,13 +411,19 @@ func (h *Hold) Settle(c llm.CallUsage) {
 // is counted in the neutral model, the same in every dialect; the other
 // endpoints (completions, embeddings) have the one body shape that
 // tokens.Prompt reads.
-func (h *Hold) promptEstimate() int {
-	if h.req.Endpoint == llm.Chat {
-		if c, err := h.req.Conversation(); err == nil {
+func (h *Hold) promptEstimate() int { return PromptTokens(h.req) }
+
+// PromptTokens estimates req's prompt tokens offline: a chat request is
+// counted in the neutral model, the same in every dialect; the other
+// endpoints (completions, embeddings) have the one body shape that
+// tokens.Prompt reads.
+func PromptTokens(req *llm.Request) int {
+	if req.Endpoint == llm.Chat {
+		if c, err := req.Conversation(); err == nil {
 			return tokens.Conversation(c)
 		}
 	}
-	return tokens.Prompt(h.req.Raw())
+	return tokens.Prompt(req.Raw())
 }
 
 // completionEstimate is the tokens of the text an answer generated, read

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -73,7 +74,8 @@ type Shaper interface {
 type Classifier interface {
 	// Classify returns the request's task, what decided it (for the
 	// decision log: "header", or the rule), and the chain the task routes
-	// to, "" to keep the one the client asked for.
+	// to, "" to keep the one the client asked for. A request whose client
+	// named its task has Task set already; Classify keeps it.
 	Classify(req *llm.Request) (task, rule, chain string)
 }
 
@@ -92,10 +94,12 @@ type Router struct {
 	log   *slog.Logger
 	// admit is set once before serving (SetAdmission); nil admits all.
 	admit Admission
-	// shape and classify are set once before serving; nil paces nothing
-	// and leaves every request in the default task.
+	// shape, classify and estimate are set once before serving; nil
+	// paces nothing, leaves every request in the default task and
+	// estimates prompts from their length.
 	shape    Shaper
 	classify Classifier
+	estimate Estimator
 }
 
 // New returns a Router over the table. rec may be nil; a nil clock is the
@@ -109,6 +113,28 @@ func New(t *Table, gate Gate, rec Recorder, clk clock.Clock, log *slog.Logger) *
 	return r
 }
 
+// carryOver keeps what the old table learned (latency stats, rotation
+// turns, weighted shares) in t wherever the backend or tier is the same.
+func carryOver(t, old *Table) {
+	if old == nil {
+		return
+	}
+	for id, b := range t.backends {
+		if o := old.backends[id]; o != nil {
+			b.stats = o.stats
+		}
+	}
+	for name, p := range t.plans {
+		p.carryOver(old.plans[name])
+	}
+	for name, p := range t.modelPlans {
+		p.carryOver(old.modelPlans[name])
+	}
+	for id, p := range t.groupPlans {
+		p.carryOver(old.groupPlans[id])
+	}
+}
+
 // SetAdmission installs quota and budget checks. Call it before serving.
 func (r *Router) SetAdmission(a Admission) { r.admit = a }
 
@@ -118,11 +144,18 @@ func (r *Router) SetShaper(s Shaper) { r.shape = s }
 // SetClassifier installs the task rules. Call it before serving.
 func (r *Router) SetClassifier(c Classifier) { r.classify = c }
 
+// SetEstimator installs the offline prompt estimate the context check
+// uses. Call it before serving.
+func (r *Router) SetEstimator(e Estimator) { r.estimate = e }
+
 // Table returns the current routing table.
 func (r *Router) Table() *Table { return r.table.Load() }
 
 // Swap installs a new routing table for the next requests.
-func (r *Router) Swap(t *Table) { r.table.Store(t) }
+func (r *Router) Swap(t *Table) {
+	carryOver(t, r.table.Load())
+	r.table.Store(t)
+}
 
 // Failure is a request that could not be served, ready to be written in
 // the client's dialect: the status, a machine-readable code and a message.
@@ -137,6 +170,9 @@ type Failure struct {
 	Dialect  llm.Dialect
 	Attempts []llm.Attempt
 	Class    llm.Class
+	// RetryAt, for a request every backend rate limited, is the earliest
+	// time one announced it serves again: the client's Retry-After.
+	RetryAt time.Time
 }
 
 func (f *Failure) Error() string { return f.Message }
@@ -224,15 +260,68 @@ type attempt struct {
 
 type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
 
-// run is the failover loop shared by streams and plain requests.
+// run is the failover loop shared by streams and plain requests: resolve
+// the name, rank the candidates, call them in order until one answers,
+// and when every one was rate limited wait once for the earliest reset
+// (bounded by the chain's max_wait and the client's deadline) and walk
+// again.
 func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*llm.Trace, *Failure) {
 	start := r.clock.Now()
 	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Path: req.Path, Dialect: req.Dialect,
 		Model: req.Model, Stream: req.Stream, Notes: req.Notes}
 	dec := &llm.Decision{Requested: req.Model}
 	tr.Decision = dec
+	route, f := r.resolve(req, dec)
+	if f != nil {
+		r.finish(tr, start, f)
+		return tr, f
+	}
+	tr.Chain, tr.Alias = route.Chain, route.Alias
+
+	sel := getSelection()
+	defer putSelection(sel)
+	r.rank(req, route, true, sel)
+	r.decide(dec, sel)
+	w := walk{tr: tr, route: route, failed: nil}
+	done, f := r.walk(ctx, req, try, sel, &w)
+	if !done && f == nil && w.allLimited() {
+		if wait := r.waitFor(ctx, route, &w); wait > 0 {
+			dec.Waited = wait
+			if r.sleep(ctx, wait) {
+				sel2 := getSelection()
+				defer putSelection(sel2)
+				r.rank(req, route, true, sel2)
+				w.again = true
+				done, f = r.walk(ctx, req, try, sel2, &w)
+			}
+		}
+	}
+	if done {
+		r.finishTrace(tr, start)
+		return tr, nil
+	}
+	if f == nil {
+		f = r.failure(route, tr, w.final)
+		if w.blocked != nil && f.Class != llm.Cancelled && f.Class != llm.Caller {
+			// Nothing served and a budget kept paid backends out: that is
+			// what the user must hear about, not the free backends' failures.
+			f = &Failure{Status: http.StatusPaymentRequired, Code: "budget_exceeded",
+				Message: strings.TrimPrefix(w.blocked.Reason, "budget: "), Attempts: tr.Attempts, Class: llm.Quota}
+		}
+		if f.Class == llm.RateLimited && !w.resetAt.IsZero() {
+			f.RetryAt = w.resetAt
+		}
+	}
+	r.finish(tr, start, f)
+	return tr, f
+}
+
+// resolve finds the request's route: its task first, since a task may
+// name its own chain, then the name.
+func (r *Router) resolve(req *llm.Request, dec *llm.Decision) (Route, *Failure) {
 	name := req.Model
-	if r.classify != nil && req.Task == "" {
+	if r.classify != nil {
+		// A task the client named is asked about too, for its chain.
 		var chain string
 		req.Task, dec.TaskRule, chain = r.classify.Classify(req)
 		if chain != "" && !r.Table().IsPin(req.Model) {
@@ -248,113 +337,192 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 	if err != nil {
 		var re *ResolveError
 		errors.As(err, &re)
-		f := &Failure{Status: re.Status, Code: re.Code, Message: re.Message, Class: llm.Caller}
-		r.finish(tr, start, f)
-		return tr, f
+		return route, &Failure{Status: re.Status, Code: re.Code, Message: re.Message, Class: llm.Caller}
 	}
-	tr.Chain, tr.Alias = route.Chain, route.Alias
-	dec.Chain = route.Chain
+	dec.Chain, dec.Shortcut = route.Chain, route.Shortcut.String()
+	return route, nil
+}
 
-	// Pass by unavailable backends, unless every one of them is: then try
-	// them in order anyway, since refusing outright helps nobody.
-	// A backend at a quota or shut out by a budget is passed by even then.
-	skip := make([]*llm.Skip, len(route.Backends))
-	var hard []bool
-	usable := 0
-	for i, b := range route.Backends {
-		if sk := b.Unsupported(req); sk != nil {
-			if hard == nil {
-				hard = make([]bool, len(route.Backends))
-			}
-			skip[i], hard[i] = sk, true
-			continue
-		}
-		if r.admit != nil {
-			if sk := r.admit.Available(route.Chain, b); sk != nil {
-				if hard == nil {
-					hard = make([]bool, len(route.Backends))
-				}
-				skip[i], hard[i] = sk, true
-				continue
-			}
-		}
-		skip[i] = r.gate.Available(b.ID)
-		if skip[i] == nil {
-			usable++
-		}
+// walk is one request's progress through its candidates, across the walk
+// before a wait and the one after it.
+type walk struct {
+	tr    *llm.Trace
+	route Route
+	// final is the last call's failure, blocked a block budget that
+	// refused a backend.
+	final   *llm.Error
+	blocked *llm.Skip
+	// tooLong is the largest context that found the prompt too long, -1
+	// for none.
+	tooLong int
+	// failed are the backends that failed this request other than by a
+	// rate limit; the walk after a wait never calls them again.
+	failed []*Backend
+	// resetAt is the earliest time a rate-limited candidate announced it
+	// serves again; limited counts rate-limited candidates, others the
+	// rest.
+	resetAt         time.Time
+	limited, others int
+	again           bool
+}
+
+func (w *walk) noteLimit(until time.Time) {
+	w.limited++
+	if !until.IsZero() && (w.resetAt.IsZero() || until.Before(w.resetAt)) {
+		w.resetAt = until
 	}
-	tooLong := -1 // context size of a backend that found the prompt too long
-	var final *llm.Error
-	var blocked *llm.Skip // a block budget that refused a backend
+}
+
+// allLimited reports whether every candidate tried or passed by was rate
+// limited, so waiting for a reset may serve the request.
+func (w *walk) allLimited() bool { return w.limited > 0 && w.others == 0 }
+
+// walk calls the candidates in order. done is true when one served (or a
+// stream was committed); a Failure is returned only when the walk must
+// end the request at once (the client went away, a caller error).
+func (r *Router) walk(ctx context.Context, req *llm.Request, try attemptFunc, sel *selection, w *walk) (done bool, _ *Failure) {
+	tr, route := w.tr, w.route
+	if !w.again {
+		w.tooLong = -1
+	}
 	passBy := func(b *Backend, sk *llm.Skip) {
 		if sk.Blocked {
-			blocked = sk
+			w.blocked = sk
+		}
+		switch {
+		case sk.Class == llm.RateLimited || sk.Class == llm.Quota && !sk.Budget:
+			w.noteLimit(sk.Until)
+		case sk.Class != llm.Caller && sk.Class != llm.TooLong:
+			// A backend that cannot serve this request at all does not
+			// stand in the way of waiting for the others.
+			w.others++
 		}
 		a := llm.Attempt{Backend: b.name, Dialect: b.Dialect}
 		sk.Note(&a)
 		tr.Attempts = append(tr.Attempts, a)
 	}
-	for i, b := range route.Backends {
-		if (usable > 0 || hard != nil && hard[i]) && skip[i] != nil {
-			passBy(b, skip[i])
+	// Pass by unavailable backends, unless every one of them is: then try
+	// them in order anyway, since refusing outright helps nobody.
+	// A backend at a quota or shut out by a budget is passed by even then.
+	for _, i := range sel.seq {
+		c := &sel.cands[i]
+		b := c.b
+		if w.again && slices.Contains(w.failed, b) {
 			continue
 		}
-		if tooLong >= 0 && b.Context != 0 && b.Context <= tooLong {
+		if c.verdict == excluded || c.verdict == skipped && sel.usable > 0 {
+			passBy(b, c.skip)
+			continue
+		}
+		if w.tooLong >= 0 && b.Context != 0 && b.Context <= w.tooLong {
 			passBy(b, &llm.Skip{Word: llm.SkipTooLong, Class: llm.TooLong,
-				Reason: fmt.Sprintf("context %d not larger than %d", b.Context, tooLong)})
+				Reason: fmt.Sprintf("context %d not larger than %d", b.Context, w.tooLong)})
 			continue
 		}
 		if ctx.Err() != nil {
-			final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
-			break
+			w.final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
+			return false, nil
 		}
-		a, le, sk := r.attempt(ctx, req, route.Chain, b, usable > 0, tr, try)
+		a, le, sk := r.attempt(ctx, req, route.Chain, b, sel.usable > 0, tr, try)
 		if sk != nil {
 			passBy(b, sk)
 			continue
 		}
 		tr.Attempts = append(tr.Attempts, a.Attempt)
-		committed := a.committed
-		if le == nil || committed {
-			tr.Backend, tr.TTFT, tr.Committed = b.name, a.TTFT, committed
-			switch {
-			case a.Estimated:
-				// Settle estimated what the usage (if any) left out.
-				if a.usage != nil {
-					tr.Usage = *a.usage
-				}
-				tr.Usage.PromptTokens, tr.Usage.CompletionTokens = a.PromptTokens, a.CompletionTokens
-				tr.Usage.TotalTokens = a.PromptTokens + a.CompletionTokens
-			case a.usage != nil:
-				tr.Usage = *a.usage
-			}
-			if le != nil {
-				tr.Class, tr.Error = le.Class, le.Message
-				tr.Status = http.StatusOK
-				r.finishTrace(tr, start)
-				return tr, nil
-			}
-			tr.Class, tr.Status = llm.OK, http.StatusOK
-			r.finishTrace(tr, start)
-			return tr, nil
+		if le == nil || a.committed {
+			r.served(tr, b, a, le)
+			return true, nil
 		}
-		final = le
-		if !le.Class.FailsOver() || route.Pinned {
-			break
+		w.final = le
+		if le.Class == llm.RateLimited {
+			until := time.Time{}
+			if le.RetryAfter > 0 {
+				until = r.clock.Now().Add(le.RetryAfter)
+			}
+			w.noteLimit(until)
+		} else {
+			w.others++
+			w.failed = append(w.failed, b)
+		}
+		if !le.Class.FailsOver() || route.Pinned && !sameModel(route.Backends) {
+			return false, nil
 		}
 		if le.Class == llm.TooLong {
-			tooLong = max(tooLong, b.Context)
+			w.tooLong = max(w.tooLong, b.Context)
 		}
 	}
-	f := r.failure(route, tr, final)
-	if blocked != nil && f.Class != llm.Cancelled && f.Class != llm.Caller {
-		// Nothing served and a budget kept paid backends out: that is
-		// what the user must hear about, not the free backends' failures.
-		f = &Failure{Status: http.StatusPaymentRequired, Code: "budget_exceeded",
-			Message: strings.TrimPrefix(blocked.Reason, "budget: "), Attempts: tr.Attempts, Class: llm.Quota}
+	return false, nil
+}
+
+// sameModel reports whether bs are the keys of one model, which a pinned
+// request may fail over between.
+func sameModel(bs []*Backend) bool {
+	for _, b := range bs[1:] {
+		if b.ID.Provider != bs[0].ID.Provider || b.ID.Model != bs[0].ID.Model {
+			return false
+		}
 	}
-	r.finish(tr, start, f)
-	return tr, f
+	return len(bs) > 1
+}
+
+// served fills the trace from the attempt that answered.
+func (r *Router) served(tr *llm.Trace, b *Backend, a *attempt, le *llm.Error) {
+	tr.Backend, tr.TTFT, tr.Committed = b.name, a.TTFT, a.committed
+	switch {
+	case a.Estimated:
+		// Settle estimated what the usage (if any) left out.
+		if a.usage != nil {
+			tr.Usage = *a.usage
+		}
+		tr.Usage.PromptTokens, tr.Usage.CompletionTokens = a.PromptTokens, a.CompletionTokens
+		tr.Usage.TotalTokens = a.PromptTokens + a.CompletionTokens
+	case a.usage != nil:
+		tr.Usage = *a.usage
+	}
+	tr.Status = http.StatusOK
+	if le != nil {
+		// A stream that failed after it was committed.
+		tr.Class, tr.Error = le.Class, le.Message
+		return
+	}
+	tr.Class = llm.OK
+}
+
+// waitFor is how long to wait for the earliest announced reset before
+// walking the chain again, or 0 not to: no reset announced, one further
+// than the chain's max_wait, or past the client's deadline.
+func (r *Router) waitFor(ctx context.Context, route Route, w *walk) time.Duration {
+	maxWait := DefaultMaxWait
+	if route.plan != nil {
+		maxWait = route.plan.maxWait
+	}
+	if maxWait <= 0 || w.resetAt.IsZero() || w.again {
+		return 0
+	}
+	now := r.clock.Now()
+	d := w.resetAt.Sub(now)
+	if d <= 0 || d > maxWait {
+		// A reset already past is a stale word, not a reason to walk
+		// the same backends again.
+		return 0
+	}
+	if dl, ok := ctx.Deadline(); ok && now.Add(d).After(dl) {
+		return 0
+	}
+	return d
+}
+
+// sleep waits d on the router's clock; false when the client went away
+// first.
+func (r *Router) sleep(ctx context.Context, d time.Duration) bool {
+	t, c := r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // attempt makes one call to b, admitted by the quota manager and, when
@@ -417,7 +585,9 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 
 	called = true
 	t0 := r.clock.Now()
+	b.stats.inflight.Add(1)
 	err := r.protect(ctx, b, a, try)
+	b.stats.inflight.Add(-1)
 	a.Latency = r.clock.Since(t0)
 	if errors.Is(err, errCommitted) {
 		a.committed = true
@@ -433,6 +603,15 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 		a.Class = llm.OK
 	} else {
 		a.Class, a.Status, a.Reason = le.Class, le.Status, le.Message
+	}
+	if le == nil || a.committed {
+		// Only answers say how fast a backend is: a quick refusal must
+		// not make it look fast.
+		prompt, cached := 0, 0
+		if a.usage != nil {
+			prompt, cached = a.usage.PromptTokens, a.usage.CacheReadTokens
+		}
+		b.stats.observe(r.clock.Now(), req.Stream, a.TTFT, a.Latency, prompt, cached)
 	}
 	return a, le, nil
 }
@@ -500,9 +679,13 @@ func (r *Router) failure(route Route, tr *llm.Trace, last *llm.Error) *Failure {
 	}
 	allLimited := len(tr.Attempts) > 0
 	allUnsupported := last == nil && len(tr.Attempts) > 0
+	tooLong := false
 	var parts []string
 	for _, a := range tr.Attempts {
-		if a.Skip != llm.SkipUnsupported {
+		switch {
+		case a.Skip == llm.SkipTooLong && a.Skipped:
+			tooLong = true
+		case a.Skip != llm.SkipUnsupported:
 			allUnsupported = false
 		}
 		// A quota used up is a rate limit the user configured.
@@ -520,6 +703,13 @@ func (r *Router) failure(route Route, tr *llm.Trace, last *llm.Error) *Failure {
 	name := route.Chain
 	if name == "" {
 		name = tr.Model
+	}
+	if allUnsupported && tooLong {
+		// No backend's context holds the prompt and the answer: a
+		// shorter prompt or a lower max_tokens is the caller's to choose.
+		f.Class, f.Status, f.Code = llm.TooLong, http.StatusBadRequest, "context_length_exceeded"
+		f.Message = fmt.Sprintf("the request does not fit the context of any backend for %q: %s", name, strings.Join(parts, "; "))
+		return f
 	}
 	if allUnsupported {
 		// Not one backend could have served it: the request asks for

@@ -3,6 +3,7 @@ package router
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -129,6 +130,8 @@ type Spec struct {
 	// serve, such as where the dashboard is and which key variables are
 	// read; it stands in for "no backends" in the answer to auto.
 	EmptyHint string
+	// Scoring tunes the auto strategy; the zero value is DefaultScoring.
+	Scoring *Scoring
 }
 
 // AliasSpec routes model names matching Pattern (a glob: '*' any run of
@@ -159,8 +162,11 @@ type Backend struct {
 	Price     Price
 	KeyWeight int
 	// alone is the route of a request pinned to this backend, made once
-	// so that resolving a pin allocates nothing.
-	alone []*Backend
+	// so that resolving a pin allocates nothing, and alonePlan its plan.
+	alone     []*Backend
+	alonePlan *plan
+	// stats are the backend's recent latencies, kept across tables.
+	stats *stats
 	// limited is set when Endpoints or Caps restrict what the backend
 	// serves, so a backend that serves everything is checked at once.
 	limited bool
@@ -237,6 +243,12 @@ type Table struct {
 	// generated or user-defined.
 	defaultOf string
 	aliases   []AliasSpec
+	// plans are how each chain, each bare model id and each pooled
+	// model's pin choose among their backends, made once per table.
+	plans      map[string]*plan
+	modelPlans map[string]*plan
+	groupPlans map[llm.BackendID]*plan
+	scoring    Scoring
 }
 
 // DefaultOf names the user chain the model "auto" routes to, or "" when
@@ -255,9 +267,17 @@ func Build(spec Spec) *Table {
 		pinOnly:   map[string][]*Backend{},
 		keyGroups: map[llm.BackendID][]*Backend{},
 
+		plans:      map[string]*plan{},
+		modelPlans: map[string]*plan{},
+		groupPlans: map[llm.BackendID]*plan{},
+		scoring:    DefaultScoring,
+
 		keylessModels: map[string]string{},
 		aliases:       slices.Clone(spec.Aliases),
 		emptyHint:     spec.EmptyHint,
+	}
+	if spec.Scoring != nil {
+		t.scoring = *spec.Scoring
 	}
 	var own, free, local, credit []*Backend
 	var ownDefault []*Backend
@@ -295,6 +315,8 @@ func Build(spec Spec) *Table {
 				}
 				b.limited = b.Endpoints != nil || b.CapsKnown
 				b.alone = []*Backend{b}
+				b.alonePlan = newPlan("", b.alone, ChainSpec{})
+				b.stats = &stats{}
 				t.backends[id] = b
 				t.keyGroups[group] = append(t.keyGroups[group], b)
 			}
@@ -345,13 +367,24 @@ func Build(spec Spec) *Table {
 			}
 		}
 		t.addChain(c.Name, bs)
+		t.plans[c.Name] = newPlan(c.Name, bs, c)
 	}
 	if _, ok := t.chains[DefaultChain]; !ok {
 		if bs, ok := t.chains[spec.DefaultChain]; ok {
 			t.addChain(DefaultChain, bs)
 			t.defaultOf = spec.DefaultChain
+			t.plans[DefaultChain] = t.plans[spec.DefaultChain]
 		} else {
 			t.addChain(DefaultChain, t.order)
+			t.plans[DefaultChain] = newPlan(DefaultChain, t.order, ChainSpec{})
+		}
+	}
+	for model, bs := range t.byModel {
+		t.modelPlans[model] = newPlan("", bs, ChainSpec{})
+	}
+	for id, bs := range t.keyGroups {
+		if len(bs) > 1 {
+			t.groupPlans[id] = newPlan("", bs, ChainSpec{})
 		}
 	}
 	// The default chain leads every listing: it is what most tools ask for.
@@ -390,8 +423,13 @@ type Route struct {
 	// Alias is the pattern that sent the name to Chain, when one did.
 	Alias    string
 	Backends []*Backend
-	// Pinned is set for an explicit provider/model: no failover.
+	// Pinned is set for an explicit provider/model: no failover, except
+	// from one key of a pooled provider to the next.
 	Pinned bool
+	// Shortcut is the model-name suffix that narrowed or reordered the
+	// route.
+	Shortcut shortcut
+	plan     *plan
 }
 
 // IsPin reports whether model names one backend ("provider/model"), which
@@ -428,20 +466,50 @@ func (e *ResolveError) Error() string { return e.Message }
 // a '/' of a server discovery found is reached only through that server's
 // name; a configured provider's such id also answers alone, as the user
 // chose that provider.
+//
+// A name no rule knows that ends in a shortcut (":free", ":local", ":fast"
+// or ":cheap") is resolved without it, and the shortcut narrows or
+// reorders the route: only free and local backends, only local ones, the
+// least latency first, the cheapest first. Exact names win, so a model id
+// that itself ends in ":free" (as OpenRouter's do) is never cut.
 func (t *Table) Resolve(model string) (Route, error) {
+	route, err := t.resolve(model)
+	if err == nil {
+		return route, nil
+	}
+	var re *ResolveError
+	if !errors.As(err, &re) || re.Code != "model_not_found" {
+		return route, err
+	}
+	for sc := shortFree; sc <= shortCheap; sc++ {
+		base, ok := strings.CutSuffix(model, ":"+sc.String())
+		if !ok || base == "" {
+			continue
+		}
+		r2, err2 := t.resolve(base)
+		if err2 != nil {
+			return r2, err2
+		}
+		r2.Shortcut = sc
+		return r2, nil
+	}
+	return route, err
+}
+
+func (t *Table) resolve(model string) (Route, error) {
 	if bs, ok := t.chains[model]; ok {
 		if len(bs) == 0 {
 			return Route{}, t.emptyChain(model)
 		}
-		return Route{Chain: model, Backends: bs}, nil
+		return Route{Chain: model, Backends: bs, plan: t.plans[model]}, nil
 	}
 	if id, ok := llm.CutBackendID(model); ok {
 		if grp := t.keyGroups[id]; id.Key == "" && len(grp) > 1 {
 			// A pin of a pooled provider's model may use any of its keys.
-			return Route{Backends: grp, Pinned: true}, nil
+			return Route{Backends: grp, Pinned: true, plan: t.groupPlans[id]}, nil
 		}
 		if b, ok := t.backends[id]; ok {
-			return Route{Backends: b.alone, Pinned: true}, nil
+			return Route{Backends: b.alone, Pinned: true, plan: b.alonePlan}, nil
 		}
 	}
 	if hint, ok := t.keyless[model]; ok && strings.Contains(model, "/") {
@@ -454,7 +522,7 @@ func (t *Table) Resolve(model string) (Route, error) {
 		}
 	}
 	if bs, ok := t.byModel[model]; ok {
-		return Route{Backends: bs}, nil
+		return Route{Backends: bs, plan: t.modelPlans[model]}, nil
 	}
 	if hint, ok := t.keylessModels[model]; ok {
 		return Route{}, &ResolveError{Status: http.StatusServiceUnavailable, Code: "missing_api_key",
@@ -466,7 +534,7 @@ func (t *Table) Resolve(model string) (Route, error) {
 				if len(bs) == 0 {
 					return Route{}, t.emptyChain(chain)
 				}
-				return Route{Chain: chain, Alias: vendorChainPatterns[i], Backends: bs}, nil
+				return Route{Chain: chain, Alias: vendorChainPatterns[i], Backends: bs, plan: t.plans[chain]}, nil
 			}
 		}
 	}
@@ -483,7 +551,7 @@ func (t *Table) Resolve(model string) (Route, error) {
 		if len(bs) == 0 {
 			return Route{}, t.emptyChain(a.Chain)
 		}
-		return Route{Chain: a.Chain, Alias: a.Pattern, Backends: bs}, nil
+		return Route{Chain: a.Chain, Alias: a.Pattern, Backends: bs, plan: t.plans[a.Chain]}, nil
 	}
 	if bs := t.pinOnly[model]; len(bs) > 0 {
 		return Route{}, &ResolveError{Status: http.StatusNotFound, Code: "model_not_found",

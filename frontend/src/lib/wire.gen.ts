@@ -526,6 +526,11 @@ export interface Decision {
    */
   fallback?: string;
   /**
+   * Error, in a route preview, is why the name routes nowhere: the
+   * message the request would be answered with.
+   */
+  error?: string;
+  /**
    * Waited is how long the request waited for a rate limit to reset
    * before it walked the chain again.
    */
