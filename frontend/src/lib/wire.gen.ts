@@ -640,6 +640,16 @@ export interface Endpoints {
     request: void;
     response: ProviderView;
   };
+  /** Adds the key to the provider's pool (its first key when it has none); answers 201. */
+  "POST /api/providers/{name}/keys": {
+    request: KeyInput;
+    response: ProviderView;
+  };
+  /** Removes the key with this label from the provider's pool. */
+  "DELETE /api/providers/{name}/keys/{label}": {
+    request: void;
+    response: ProviderView;
+  };
   "GET /api/chains": {
     request: void;
     response: ChainView[] | null;
