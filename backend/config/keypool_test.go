@@ -60,10 +60,8 @@ func TestKeyPoolErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			y := withGroq("    api_keys: [k2]")
-			if tt.name != "keyless" {
-				y = withGroq(tt.line)
-			} else {
+			y := withGroq(tt.line)
+			if tt.name == "keyless" {
 				y = doc(append(append([]string{}, groqLines...), "    api_keys: [k2]", tt.line)...)
 				y = []byte(strings.Replace(string(y), "    api_key: k\n", "", 1))
 			}
