@@ -248,8 +248,12 @@ type Provider struct {
 	// user is told to fix it there rather than in the dashboard; set in
 	// the effective configuration only.
 	KeyFile string `yaml:"-"`
+	// APIKeys are more keys of the same provider, each ${ENV}-expanded
+	// like api_key. The provider's pool is api_key followed by api_keys
+	// (use Pool); an entry that expands to nothing is left out.
+	APIKeys []string `yaml:"api_keys,omitempty"`
 	// Keyless says the server needs no key (local servers such as Ollama);
-	// api_key must then be empty.
+	// api_key and api_keys must then be empty.
 	Keyless bool `yaml:"keyless"`
 	// Headers are extra request headers sent upstream, such as OpenRouter's
 	// HTTP-Referer. Values are ${ENV}-expanded too.

@@ -257,6 +257,7 @@ func (v *validator) providers(c *Config) {
 
 		v.baseURL(p, f)
 		v.apiKey(p, f)
+		v.apiKeys(p, f)
 		v.headers(p, f)
 		v.models(p, f)
 		v.timeouts(p, f)
@@ -286,7 +287,7 @@ func (v *validator) baseURL(p *Provider, f string) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		v.errorf(f, "must not have a query or fragment: the router appends the API's paths to it, got %q", p.BaseURL)
 	}
-	if u.Scheme == "http" && p.APIKey != "" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && len(p.Pool()) > 0 && !isLoopback(u.Hostname()) {
 		v.warnf(f, "uses plain http to %s, so the API key travels unencrypted; use https", u.Hostname())
 	}
 }
@@ -305,9 +306,9 @@ func (v *validator) apiKey(p *Provider, f string) {
 	switch {
 	case p.Keyless && p.APIKey != "":
 		v.errorf(f, "must be empty when keyless is true; remove api_key, or set keyless: false if the server needs a key")
-	case p.Keyless || p.Disabled:
-		// No key is needed, or the provider is never used: a missing key is
-		// not worth a warning.
+	case p.Keyless || p.Disabled || (p.APIKey == "" && len(p.Pool()) > 0):
+		// No key is needed, the provider is never used, or api_keys gives
+		// the keys: a missing api_key is not worth a warning.
 		v.envHandled[f] = true
 	case p.APIKey == "":
 		v.envHandled[f] = true
@@ -321,6 +322,51 @@ func (v *validator) apiKey(p *Provider, f string) {
 			fix = "give " + strings.Join(p.APIKeyEnv, ", ") + " a value to use it"
 		}
 		v.warnf(f, "%s; provider %q has no key and is left out of every chain; %s", reason, p.Name, fix)
+	}
+}
+
+// apiKeys checks a provider's pool: no key twice, none with spaces
+// around it, at most MaxPoolKeys, none for a keyless server.
+func (v *validator) apiKeys(p *Provider, f string) {
+	if len(p.APIKeys) == 0 {
+		return
+	}
+	f += ".api_keys"
+	if p.Keyless {
+		v.errorf(f, "must be empty when keyless is true; remove api_keys, or set keyless: false if the server needs a key")
+		return
+	}
+	total := len(p.APIKeys)
+	if p.APIKey != "" {
+		total++
+	}
+	if total > MaxPoolKeys {
+		v.errorf(f, "holds too many keys: a provider may have at most %d (api_key and api_keys together), got %d", MaxPoolKeys, total)
+	}
+	seen := map[string]string{}
+	if p.APIKey != "" {
+		seen[p.APIKey] = "api_key"
+	}
+	for i, k := range p.APIKeys {
+		fi := fmt.Sprintf("%s[%d]", f, i)
+		if unset := v.d.envUnset[fi]; k == "" {
+			v.envHandled[fi] = true
+			if len(unset) > 0 {
+				v.warnf(fi, "%s not set; this key is left out of the pool of provider %q; set %s to use it", envVarsPhrase(unset), p.Name, strings.Join(unset, ", "))
+			} else {
+				v.warnf(fi, "is empty and is left out of the pool of provider %q; remove it or give it a key", p.Name)
+			}
+			continue
+		}
+		if strings.TrimSpace(k) != k || strings.ContainsAny(k, " \t\r\n") {
+			v.errorf(fi, "must not contain spaces or line breaks; copy the key again without them")
+			continue
+		}
+		if was, dup := seen[k]; dup {
+			v.errorf(fi, "is the same key as %s; give each key once", was)
+			continue
+		}
+		seen[k] = fi
 	}
 }
 

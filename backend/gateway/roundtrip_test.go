@@ -61,6 +61,8 @@ func roundTripConfig(upstream string) *config.Config {
 			},
 			{
 				Name: "lit", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: upstream, APIKey: rtLiteralKey,
+				// A second key of the pool, sealed at rest like the first.
+				APIKeys:     []string{"sk-rt-pool-literal-0123456789"},
 				Headers:     map[string]string{"X-Team": "router"},
 				StreamUsage: ptrTo(true),
 				// Quirks and capabilities have no dashboard field yet; edits

@@ -9,7 +9,7 @@ import "freelane/backend/llm"
 func (m *Manager) LearnedRPM(id llm.BackendID) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	sc := m.scopes[backendScope(id)]
+	sc := m.scopes[m.backendScope(id)]
 	if sc == nil {
 		return 0
 	}

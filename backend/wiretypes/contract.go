@@ -108,6 +108,10 @@ var freelane = contract{
 			Request: typeOf[providerTest](), Response: typeOf[api.TestResult]()},
 		{Route: "PUT /api/providers/{name}/key", Request: typeOf[keyInput](), Response: typeOf[control.ProviderView]()},
 		{Route: "DELETE /api/providers/{name}/key", Response: typeOf[control.ProviderView]()},
+		{Route: "POST /api/providers/{name}/keys", Doc: "Adds the key to the provider's pool (its first key when it has none); answers 201.",
+			Request: typeOf[keyInput](), Response: typeOf[control.ProviderView]()},
+		{Route: "DELETE /api/providers/{name}/keys/{label}", Doc: "Removes the key with this label from the provider's pool.",
+			Response: typeOf[control.ProviderView]()},
 
 		{Route: "GET /api/chains", Response: typeOf[[]api.ChainView]()},
 		{Route: "POST /api/chains", Request: typeOf[chainCreate](), Response: typeOf[api.ChainView]()},

@@ -89,6 +89,11 @@ export type BackendStatus = "cooling" | "degraded" | "disabled" | "exhausted" | 
 export interface BackendView {
   name: string;
   provider: string;
+  /**
+   * Key is the label of the key of a provider's pool this backend is
+   * called with; "" for a provider with one key.
+   */
+  key: string;
   model: string;
   tier: Tier;
   status: BackendStatus;
@@ -276,6 +281,13 @@ export interface CatalogEntry {
   /** Credit is a trial or one-time allowance, in words. */
   credit: string;
   notes: string[] | null;
+  /**
+   * SharedQuota says what the provider's keys share their limits by,
+   * "" when each key has its own; KeyTerms quotes the provider's terms
+   * where they forbid spreading requests over several keys.
+   */
+  shared_quota: string;
+  key_terms: string;
   /** Limits are the provider-wide limits, each in words. */
   limits: string[] | null;
   models: CatalogModel[] | null;
@@ -625,6 +637,16 @@ export interface Endpoints {
     response: ProviderView;
   };
   "DELETE /api/providers/{name}/key": {
+    request: void;
+    response: ProviderView;
+  };
+  /** Adds the key to the provider's pool (its first key when it has none); answers 201. */
+  "POST /api/providers/{name}/keys": {
+    request: KeyInput;
+    response: ProviderView;
+  };
+  /** Removes the key with this label from the provider's pool. */
+  "DELETE /api/providers/{name}/keys/{label}": {
     request: void;
     response: ProviderView;
   };
@@ -1170,6 +1192,22 @@ export interface Percentiles {
 }
 
 /**
+ * PoolKeyView is one key of a provider's pool. It names the key by its
+ * label and never holds the key or a part of it; the key's state is on
+ * the backends whose key is Label.
+ *
+ * Go: control.PoolKeyView.
+ */
+export interface PoolKeyView {
+  label: string;
+  /**
+   * From says where the key is given: "api_key" (the provider's first
+   * key, from the dashboard, the environment or the file) or "api_keys".
+   */
+  from: string;
+}
+
+/**
  * Price is money per million tokens.
  *
  * Go: quota.Price.
@@ -1266,6 +1304,11 @@ export interface ProviderInput {
   limits: LimitsJSON | null;
   api_key: string | null;
   key: KeyInfo | null;
+  /**
+   * Keys is a field of the view, accepted so that a view can be sent
+   * back, and ignored: the pool is changed by its own routes.
+   */
+  keys?: PoolKeyView[];
   notice?: string;
   /**
    * Catalog is accepted so a view can be sent back, and ignored: a
@@ -1353,6 +1396,11 @@ export interface ProviderView {
   stream_usage: boolean;
   headers: Record<string, string>;
   key: KeyInfo;
+  /**
+   * Keys lists the keys of the provider's pool by label, in the order
+   * they are tried; empty while the provider has one key or none.
+   */
+  keys: PoolKeyView[] | null;
   models: ModelSpec[];
   timeouts: Timeouts;
   limits: LimitsJSON;
