@@ -451,6 +451,11 @@ func (r *Router) walk(ctx context.Context, req *llm.Request, try attemptFunc, se
 			w.tooLong = max(w.tooLong, b.Context)
 		}
 	}
+	if ctx.Err() != nil {
+		// The client left while the last candidate kept it waiting (in a
+		// backend's queue, say): that, not the backends, ended it.
+		w.final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
+	}
 	return false, nil
 }
 
