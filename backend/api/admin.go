@@ -125,6 +125,8 @@ func (s *Server) MountAdmin(a Admin) {
 	route("POST /api/providers/{name}/test", h.testProvider)
 	route("PUT /api/providers/{name}/key", h.setKey)
 	route("DELETE /api/providers/{name}/key", h.deleteKey)
+	route("POST /api/providers/{name}/keys", h.addKey)
+	route("DELETE /api/providers/{name}/keys/{label}", h.removeKey)
 	route("GET /api/chains", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Chains()) })
 	route("POST /api/chains", h.createChain)
 	route("PUT /api/chains/{name}", h.updateChain)
@@ -343,6 +345,32 @@ func (h *adminHandlers) setKey(w http.ResponseWriter, r *http.Request) {
 
 func (h *adminHandlers) deleteKey(w http.ResponseWriter, r *http.Request) {
 	v, err := h.a.Control().SetKey(r.Context(), r.PathValue("name"), nil)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// addKey adds a pasted key to a provider's pool.
+func (h *adminHandlers) addKey(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Key string `json:"key"`
+	}
+	if !h.decode(w, r, &in) {
+		return
+	}
+	v, err := h.a.Control().AddKey(r.Context(), r.PathValue("name"), in.Key)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, v)
+}
+
+// removeKey takes one key, named by its label, out of a provider's pool.
+func (h *adminHandlers) removeKey(w http.ResponseWriter, r *http.Request) {
+	v, err := h.a.Control().RemoveKey(r.Context(), r.PathValue("name"), r.PathValue("label"))
 	if err != nil {
 		fail(w, err)
 		return

@@ -64,6 +64,9 @@ type Options struct {
 	// Redactor removes the configured secrets from every answer before it
 	// is stored; nil stores answers as they came.
 	Redactor Redactor
+	// Tasks are the tasks a client may name in X-FreeLane-Task; nil
+	// knows only the built-in classes.
+	Tasks Tasks
 }
 
 // Server serves the API.
@@ -230,6 +233,9 @@ func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) (*heldBody,
 // serve routes a parsed request and writes the answer, or the failure, in
 // d's dialect.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request) {
+	if !s.routingHeaders(w, r, d, req) {
+		return
+	}
 	if req.Stream {
 		s.stream(w, r, d, req, nil)
 		return

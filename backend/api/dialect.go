@@ -74,6 +74,9 @@ func newSurface(reg *protocol.Registry) surface {
 		}
 	}
 	cors = addHeader(cors, "Content-Type")
+	// Any client may steer routing, a web page's too.
+	cors = addHeader(cors, TaskHeader)
+	cors = addHeader(cors, GearHeader)
 	for _, d := range sf.dialects {
 		for _, h := range d.Inbound.CORSHeaders {
 			cors = addHeader(cors, h)

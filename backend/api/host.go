@@ -49,6 +49,9 @@ func (h *host) Complete(w http.ResponseWriter, r *http.Request, req *llm.Request
 	if req.Path == "" {
 		req.Path = callPath(r)
 	}
+	if !h.s.routingHeaders(w, r, h.d, req) {
+		return nil, false
+	}
 	res, f := h.s.o.Router.Complete(r.Context(), req)
 	if f != nil {
 		h.s.fail(w, h.d.Codec, f)
@@ -60,6 +63,9 @@ func (h *host) Complete(w http.ResponseWriter, r *http.Request, req *llm.Request
 func (h *host) Stream(w http.ResponseWriter, r *http.Request, req *llm.Request, f protocol.StreamFilter) {
 	if req.Path == "" {
 		req.Path = callPath(r)
+	}
+	if !h.s.routingHeaders(w, r, h.d, req) {
+		return
 	}
 	h.s.stream(w, r, h.d, req, f)
 }

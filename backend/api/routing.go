@@ -1,146 +1,72 @@
 package api
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
-	"freelane/backend/config"
-	"freelane/backend/control"
 	"freelane/backend/llm"
+	"freelane/backend/protocol"
+	"freelane/backend/router"
 )
 
-// Routing is what the routing endpoints of the admin API need: switching
-// a chain's gear, previewing a route and reading one request's decision.
-type Routing interface {
-	// SwitchGear sets a chain's gear and tells the dashboard and the tray
-	// with an event.
-	SwitchGear(ctx context.Context, chain, gear string) error
-	// PreviewRoute answers where req would go now and why, calling no
-	// backend.
-	PreviewRoute(req *llm.Request) *llm.Decision
-	// Request finds one request's trace in the live tail or the request
-	// log; found is false when neither knows the id.
-	Request(ctx context.Context, id string) (t llm.Trace, found bool, err error)
+// Tasks are the task names a client may send in X-FreeLane-Task; the
+// task package's Classifier provides them.
+type Tasks interface {
+	Known(name string) bool
+	Names() []string
 }
 
-// mountRouting adds the gear switch, the route preview and one request's
-// trace to the admin API.
-func (h *adminHandlers) mountRouting(route func(string, http.HandlerFunc)) {
-	route("PUT /api/chains/{name}/gear", h.switchGear)
-	route("POST /api/route/preview", h.previewRoute)
-	route("GET /api/requests/{id}", h.request)
-}
+// The headers a client steers routing with, in every dialect.
+const (
+	TaskHeader = "X-FreeLane-Task"
+	GearHeader = "X-FreeLane-Gear"
+)
 
-// GearInput is the body of PUT /api/chains/{name}/gear.
-type GearInput struct {
-	Gear string `json:"gear"`
-}
+// builtinTasks are the task classes known without a configuration.
+var builtinTasks = []string{"default", "background", "think", "long_context"}
 
-func (h *adminHandlers) switchGear(w http.ResponseWriter, r *http.Request) {
-	var in GearInput
-	if !h.decode(w, r, &in) {
-		return
-	}
-	name := r.PathValue("name")
-	if err := h.a.SwitchGear(r.Context(), name, in.Gear); err != nil {
-		fail(w, err)
-		return
-	}
-	c, _ := h.chain(name)
-	writeJSON(w, http.StatusOK, c)
-}
+// maxHeaderEcho bounds how much of a refused header value an error
+// message repeats.
+const maxHeaderEcho = 64
 
-// Bounds of a preview's task name, which is a class or a task the
-// configuration names.
-const maxTaskName = 64
-
-// previewFields are the preview's own fields, taken out of the body before
-// the rest is read as an OpenAI chat completions request.
-type previewFields struct {
-	Task string `json:"task"`
-	Gear string `json:"gear"`
-}
-
-func (h *adminHandlers) previewRoute(w http.ResponseWriter, r *http.Request) {
-	var body map[string]json.RawMessage
-	if !h.decodeLoose(w, r, &body) {
-		return
-	}
-	if body == nil {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object", "")
-		return
-	}
-	var pf previewFields
-	for k, dst := range map[string]*string{"task": &pf.Task, "gear": &pf.Gear} {
-		raw, ok := body[k]
-		if !ok {
-			continue
+// routingHeaders sets the request's task and gear from the client's
+// X-FreeLane-Task and X-FreeLane-Gear headers, or refuses a value that
+// names no task or gear with a 400 in d's dialect; ok is false when the
+// answer is written. Every routed call of every dialect passes here
+// right before the router sees it.
+func (s *Server) routingHeaders(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request) bool {
+	if v := strings.TrimSpace(r.Header.Get(TaskHeader)); v != "" {
+		if !s.knownTask(v) {
+			writeIn(w, d, "invalid_request_error", protocol.ErrorInfo{Status: http.StatusBadRequest, Code: "unknown_task",
+				Message: fmt.Sprintf("%s names no task: %q is not one of %s", TaskHeader, llm.Truncate(v, maxHeaderEcho), joinList(s.taskNames(), "or"))})
+			return false
 		}
-		delete(body, k)
-		if err := json.Unmarshal(raw, dst); err != nil {
-			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", k+" must be a string", k)
-			return
+		req.Task = v
+	}
+	if v := strings.TrimSpace(r.Header.Get(GearHeader)); v != "" {
+		g := strings.ToLower(v)
+		if g != router.GearAuto && g != router.GearManual {
+			writeIn(w, d, "invalid_request_error", protocol.ErrorInfo{Status: http.StatusBadRequest, Code: "invalid_gear",
+				Message: fmt.Sprintf("%s must be %q or %q, got %q", GearHeader, router.GearAuto, router.GearManual, llm.Truncate(v, maxHeaderEcho))})
+			return false
 		}
+		req.Gear = g
 	}
-	if pf.Gear != "" && pf.Gear != config.GearAuto && pf.Gear != config.GearManual {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
-			fmt.Sprintf("gear must be %q or %q, got %q", config.GearAuto, config.GearManual, pf.Gear), "gear")
-		return
-	}
-	if len(pf.Task) > maxTaskName || strings.IndexFunc(pf.Task, notNameRune) >= 0 {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
-			fmt.Sprintf("task must be a task name of at most %d letters, digits, '_', '-' or '.'", maxTaskName), "task")
-		return
-	}
-	rest, err := json.Marshal(body)
-	if err != nil {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is not a JSON object", "")
-		return
-	}
-	codec, ok := h.s.o.Dialects.Codec(llm.DialectOpenAI)
-	if !ok {
-		WriteError(w, http.StatusInternalServerError, "server_error", "internal", "the OpenAI dialect is not registered", "")
-		return
-	}
-	req, err := codec.ParseRequest(llm.Chat, rest)
-	if err != nil {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request",
-			"the preview takes an OpenAI chat completions body (model, messages, tools, stream, max_tokens): "+err.Error(), "")
-		return
-	}
-	req.Task, req.Gear = pf.Task, pf.Gear
-	writeJSON(w, http.StatusOK, h.a.PreviewRoute(req))
+	return true
 }
 
-// maxRequestID bounds a request id in a path: the router's are 32
-// characters, the request log's own 32 hex digits.
-const maxRequestID = 64
-
-func (h *adminHandlers) request(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if id == "" || len(id) > maxRequestID || strings.IndexFunc(id, notIDRune) >= 0 {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
-			fmt.Sprintf("a request id is at most %d letters, digits, '_' or '-', such as req_0190a1b2c3d4e5f60718293a4b5c", maxRequestID), "id")
-		return
+func (s *Server) knownTask(name string) bool {
+	if s.o.Tasks != nil {
+		return s.o.Tasks.Known(name)
 	}
-	t, found, err := h.a.Request(r.Context(), id)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if !found {
-		fail(w, &control.Error{Status: http.StatusNotFound, Code: "unknown_request", Param: "id",
-			Message: fmt.Sprintf("there is no request %q: it never was, or the request log no longer keeps it", id)})
-		return
-	}
-	writeJSON(w, http.StatusOK, t)
+	return slices.Contains(builtinTasks, name)
 }
 
-func notIDRune(r rune) bool {
-	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+func (s *Server) taskNames() []string {
+	if s.o.Tasks != nil {
+		return s.o.Tasks.Names()
+	}
+	return builtinTasks
 }
-
-func notNameRune(r rune) bool { return notIDRune(r) && r != '.' }

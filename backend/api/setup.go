@@ -41,6 +41,11 @@ type CatalogEntry struct {
 	// Credit is a trial or one-time allowance, in words.
 	Credit string   `json:"credit"`
 	Notes  []string `json:"notes"`
+	// SharedQuota says what the provider's keys share their limits by,
+	// "" when each key has its own; KeyTerms quotes the provider's terms
+	// where they forbid spreading requests over several keys.
+	SharedQuota string `json:"shared_quota"`
+	KeyTerms    string `json:"key_terms"`
 	// Limits are the provider-wide limits, each in words.
 	Limits []string       `json:"limits"`
 	Models []CatalogModel `json:"models"`

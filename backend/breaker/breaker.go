@@ -38,10 +38,13 @@ type Settings struct {
 	// backend starts at the first; one that trips again within FlapWindow
 	// of recovering moves one step up; every HealthyStretch it stays closed
 	// moves it one step down.
-	OpenTimes          []time.Duration
-	FlapWindow         time.Duration // [5m]
-	HealthyStretch     time.Duration // [10m]
-	RateLimitCooldown  time.Duration // after a 429 that did not say how long [60s]
+	OpenTimes      []time.Duration
+	FlapWindow     time.Duration // [5m]
+	HealthyStretch time.Duration // [10m]
+	// RateLimitCooldown caps the rest after 429s that did not say how
+	// long: the first rests 5 s, each further one in a row twice as long,
+	// up to this [60s].
+	RateLimitCooldown  time.Duration
 	CredentialCooldown time.Duration // how long a rejected key stays disabled [1h]
 	// RetireFallback ends a retirement on its own for backends nobody
 	// probes (own keys with probes off) [24h]; a passing probe ends it sooner.
@@ -168,6 +171,8 @@ type backend struct {
 
 	coolUntil time.Time
 	coolWhy   string
+	// limited counts the 429s in a row that did not say how long to wait.
+	limited int
 
 	retired    bool
 	retiredAt  time.Time
@@ -550,7 +555,7 @@ func (b *Set) report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte ti
 			b.score(st, score, now)
 			return
 		}
-		st.failures = 0
+		st.failures, st.limited = 0, 0
 		if wasTrial {
 			// A recovered backend starts from a cautious score:
 			// good enough to serve, quick to trip again if it relapses.
@@ -573,7 +578,8 @@ func (b *Set) report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte ti
 		b.score(st, 0.3, now)
 		wait := e.RetryAfter
 		if wait <= 0 {
-			wait = b.s.RateLimitCooldown
+			st.limited++
+			wait = headerlessCooldown(st.limited, b.s.RateLimitCooldown)
 		}
 		st.coolUntil, st.coolWhy = now.Add(wait), e.Message
 		b.publish(events.Event{Time: now, Kind: events.Cooldown, Level: events.Info, Backend: st.name, Provider: st.id.Provider,
@@ -601,6 +607,16 @@ func (b *Set) report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte ti
 			b.trip(st, now, fmt.Sprintf("health %.2f below %.2f, last: %s", st.health, b.s.HealthThreshold, e.Message), true)
 		}
 	}
+}
+
+// headerlessCooldown is the rest after the nth 429 in a row that did not
+// say how long: 5 s doubling each time, never above capAt.
+func headerlessCooldown(n int, capAt time.Duration) time.Duration {
+	d := defaults.RateLimitFirstCooldown
+	for i := 1; i < n && d < capAt; i++ {
+		d *= 2
+	}
+	return min(d, capAt)
 }
 
 // penalty is the score of a failed outcome in the health EWMA: an empty

@@ -667,21 +667,51 @@ func TestRateLimitCoolsDownButNeverTrips(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		settings breaker.Settings
-		want     time.Duration
+		want     []time.Duration // the rest after each 429 in a row
 	}{
-		{"default cooldown", breaker.Settings{}, 60 * time.Second},
-		{"configured cooldown", breaker.Settings{RateLimitCooldown: 5 * time.Minute}, 5 * time.Minute},
+		{"default cooldown doubles from 5s to 60s", breaker.Settings{},
+			[]time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 60 * time.Second, 60 * time.Second}},
+		{"configured cap", breaker.Settings{RateLimitCooldown: 5 * time.Minute},
+			[]time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute}},
+		{"cap below 5s", breaker.Settings{RateLimitCooldown: 2 * time.Second},
+			[]time.Duration{2 * time.Second, 2 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.settings)
-			e.call(prov, be, limited(0), 0)
-			e.avail(prov, be, breaker.ReasonCooling, t0.Add(tc.want))
-			e.clock.Advance(tc.want - time.Nanosecond)
-			e.avail(prov, be, breaker.ReasonCooling, t0.Add(tc.want))
-			e.clock.Advance(time.Nanosecond)
-			e.avail(prov, be, "", time.Time{})
+			for _, want := range tc.want {
+				start := e.now()
+				e.call(prov, be, limited(0), 0)
+				e.avail(prov, be, breaker.ReasonCooling, start.Add(want))
+				e.clock.Advance(want - time.Nanosecond)
+				e.avail(prov, be, breaker.ReasonCooling, start.Add(want))
+				e.clock.Advance(time.Nanosecond)
+				e.avail(prov, be, "", time.Time{})
+			}
 		})
 	}
+	t.Run("a success starts the doubling again", func(t *testing.T) {
+		e := newEnv(t, breaker.Settings{})
+		for _, want := range []time.Duration{5 * time.Second, 10 * time.Second} {
+			start := e.now()
+			e.call(prov, be, limited(0), 0)
+			e.avail(prov, be, breaker.ReasonCooling, start.Add(want))
+			e.clock.Advance(want)
+		}
+		e.call(prov, be, nil, time.Millisecond)
+		start := e.now()
+		e.call(prov, be, limited(0), 0)
+		e.avail(prov, be, breaker.ReasonCooling, start.Add(5*time.Second))
+	})
+	t.Run("a 429 that says how long does not count", func(t *testing.T) {
+		e := newEnv(t, breaker.Settings{})
+		e.call(prov, be, limited(0), 0)
+		e.clock.Advance(5 * time.Second)
+		e.call(prov, be, limited(30*time.Second), 0)
+		e.clock.Advance(30 * time.Second)
+		start := e.now()
+		e.call(prov, be, limited(0), 0)
+		e.avail(prov, be, breaker.ReasonCooling, start.Add(10*time.Second))
+	})
 	t.Run("three in a row lower health and do not trip", func(t *testing.T) {
 		e := newEnv(t, breaker.Settings{})
 		for i, h := range []float64{0.825, 0.69375, 0.5953125} {

@@ -65,6 +65,14 @@ type Provider struct {
 	ListModels bool `yaml:"list_models,omitempty" json:"list_models,omitempty"`
 	// Credit is a trial or one-time allowance, in words.
 	Credit string `yaml:"credit,omitempty" json:"credit,omitempty"`
+	// SharedQuota, when set, says in words what the provider's keys share
+	// their limits by (one Google Cloud project): several keys of it are
+	// counted as one allowance, not one each.
+	SharedQuota string `yaml:"shared_quota,omitempty" json:"shared_quota,omitempty"`
+	// KeyTerms, when set, are the provider's own words (with a link) that
+	// forbid spreading requests over several keys; a pool of its keys is
+	// warned about. Only set from the provider's published terms.
+	KeyTerms string `yaml:"key_terms,omitempty" json:"key_terms,omitempty"`
 	// Limits apply to the provider as a whole.
 	Limits []Limit  `yaml:"limits,omitempty" json:"limits,omitempty"`
 	Notes  []string `yaml:"notes,omitempty" json:"notes,omitempty"`

@@ -139,6 +139,9 @@ func (d *decoder) fillCatalog(c *Config, cat *catalog.Catalog) *Config {
 			continue
 		}
 		d.fillProvider(p, e, f)
+		if e.KeyTerms != "" && len(p.Pool()) > 1 {
+			d.problems = append(d.problems, Problem{Warning: true, Line: d.lines[f+".api_keys"], Field: f + ".api_keys", Message: fmt.Sprintf("holds %d keys of %s, whose terms do not allow spreading requests over several keys: %s", len(p.Pool()), e.Name, e.KeyTerms)})
+		}
 	}
 	return &out
 }

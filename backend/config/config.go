@@ -100,7 +100,49 @@ type Config struct {
 	Aliases []Alias `yaml:"aliases,omitempty"`
 	// Routing tunes how chains choose among their backends.
 	Routing Routing `yaml:"routing,omitempty"`
+	// Tasks are the task rules, tried in order for every request that
+	// does not name its task in X-FreeLane-Task; the first whose
+	// conditions the request meets gives it its task. Without any rule
+	// that has conditions the built-in rules apply (package task).
+	Tasks []Task `yaml:"tasks,omitempty"`
 }
+
+// Task is one task rule: the task a request gets when it meets every
+// condition of When, and where that task goes.
+type Task struct {
+	// Name is the task: default, background, think, long_context, or a
+	// name of the user's own.
+	Name string `yaml:"name" json:"name"`
+	// When are the conditions; without them the rule only gives the
+	// task its chain and preferences, for requests that name the task in
+	// their header (and, for the default task, those no rule matched).
+	When *TaskWhen `yaml:"when,omitempty" json:"when,omitempty"`
+	// Chain is the chain the task's requests go to, whatever name they
+	// asked for (a pinned provider/model excepted); empty keeps it.
+	Chain string `yaml:"chain,omitempty" json:"chain,omitempty"`
+	// Prefer are "provider/model" backends the auto strategy scores as
+	// the best match for the task.
+	Prefer []string `yaml:"prefer,omitempty" json:"prefer,omitempty"`
+}
+
+// TaskWhen are a task rule's conditions; a request must meet all that
+// are set.
+type TaskWhen struct {
+	// Model is a glob over the model name the client asked for, such as
+	// "claude-*haiku*".
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// Tools requires tools in the request (true) or none (false).
+	Tools *bool `yaml:"tools,omitempty" json:"tools,omitempty"`
+	// Thinking requires the client to ask for thinking or a reasoning
+	// effort (true), or not to (false).
+	Thinking *bool `yaml:"thinking,omitempty" json:"thinking,omitempty"`
+	// PromptTokensOver requires a prompt of more tokens than this,
+	// estimated offline.
+	PromptTokensOver int `yaml:"prompt_tokens_over,omitempty" json:"prompt_tokens_over,omitempty"`
+}
+
+// MaxTasks bounds the task rules; every request may try each one.
+const MaxTasks = 64
 
 // Alias routes the model names matching Pattern to Chain.
 type Alias struct {
@@ -206,8 +248,12 @@ type Provider struct {
 	// user is told to fix it there rather than in the dashboard; set in
 	// the effective configuration only.
 	KeyFile string `yaml:"-"`
+	// APIKeys are more keys of the same provider, each ${ENV}-expanded
+	// like api_key. The provider's pool is api_key followed by api_keys
+	// (use Pool); an entry that expands to nothing is left out.
+	APIKeys []string `yaml:"api_keys,omitempty"`
 	// Keyless says the server needs no key (local servers such as Ollama);
-	// api_key must then be empty.
+	// api_key and api_keys must then be empty.
 	Keyless bool `yaml:"keyless"`
 	// Headers are extra request headers sent upstream, such as OpenRouter's
 	// HTTP-Referer. Values are ${ENV}-expanded too.
@@ -241,6 +287,11 @@ type Limits struct {
 	TPM         int `yaml:"tpm,omitempty"`
 	TPD         int `yaml:"tpd,omitempty"`
 	Concurrency int `yaml:"concurrency,omitempty"`
+	// QueueWait is how long a request waits for one of the concurrency
+	// slots, or for its turn under rpm, before the backend is passed by:
+	// 0 passes it by at once, nil means a model's provider's setting or
+	// the default (2s).
+	QueueWait *time.Duration `yaml:"queue_wait,omitempty"`
 	// Reset is when rpd and tpd start over: "daily HH:MM TZ" (the
 	// default, "daily 00:00 UTC"), "rolling 24h", "weekly mon HH:MM TZ" or
 	// "monthly D HH:MM TZ". rpm and tpm always cover the last 60 seconds.

@@ -160,6 +160,7 @@ func (v *validator) validate(c *Config) {
 	v.chains(c)
 	v.routing(c)
 	v.aliases(c)
+	v.tasks(c)
 	v.breaker(c)
 	v.budgets(c)
 	if d := c.Requests.ResponseRetentionDays; d < 0 || d > MaxResponseRetentionDays {
@@ -256,6 +257,7 @@ func (v *validator) providers(c *Config) {
 
 		v.baseURL(p, f)
 		v.apiKey(p, f)
+		v.apiKeys(p, f)
 		v.headers(p, f)
 		v.models(p, f)
 		v.timeouts(p, f)
@@ -285,7 +287,7 @@ func (v *validator) baseURL(p *Provider, f string) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		v.errorf(f, "must not have a query or fragment: the router appends the API's paths to it, got %q", p.BaseURL)
 	}
-	if u.Scheme == "http" && p.APIKey != "" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && len(p.Pool()) > 0 && !isLoopback(u.Hostname()) {
 		v.warnf(f, "uses plain http to %s, so the API key travels unencrypted; use https", u.Hostname())
 	}
 }
@@ -304,9 +306,9 @@ func (v *validator) apiKey(p *Provider, f string) {
 	switch {
 	case p.Keyless && p.APIKey != "":
 		v.errorf(f, "must be empty when keyless is true; remove api_key, or set keyless: false if the server needs a key")
-	case p.Keyless || p.Disabled:
-		// No key is needed, or the provider is never used: a missing key is
-		// not worth a warning.
+	case p.Keyless || p.Disabled || (p.APIKey == "" && len(p.Pool()) > 0):
+		// No key is needed, the provider is never used, or api_keys gives
+		// the keys: a missing api_key is not worth a warning.
 		v.envHandled[f] = true
 	case p.APIKey == "":
 		v.envHandled[f] = true
@@ -320,6 +322,51 @@ func (v *validator) apiKey(p *Provider, f string) {
 			fix = "give " + strings.Join(p.APIKeyEnv, ", ") + " a value to use it"
 		}
 		v.warnf(f, "%s; provider %q has no key and is left out of every chain; %s", reason, p.Name, fix)
+	}
+}
+
+// apiKeys checks a provider's pool: no key twice, none with spaces
+// around it, at most MaxPoolKeys, none for a keyless server.
+func (v *validator) apiKeys(p *Provider, f string) {
+	if len(p.APIKeys) == 0 {
+		return
+	}
+	f += ".api_keys"
+	if p.Keyless {
+		v.errorf(f, "must be empty when keyless is true; remove api_keys, or set keyless: false if the server needs a key")
+		return
+	}
+	total := len(p.APIKeys)
+	if p.APIKey != "" {
+		total++
+	}
+	if total > MaxPoolKeys {
+		v.errorf(f, "holds too many keys: a provider may have at most %d (api_key and api_keys together), got %d", MaxPoolKeys, total)
+	}
+	seen := map[string]string{}
+	if p.APIKey != "" {
+		seen[p.APIKey] = "api_key"
+	}
+	for i, k := range p.APIKeys {
+		fi := fmt.Sprintf("%s[%d]", f, i)
+		if unset := v.d.envUnset[fi]; k == "" {
+			v.envHandled[fi] = true
+			if len(unset) > 0 {
+				v.warnf(fi, "%s not set; this key is left out of the pool of provider %q; set %s to use it", envVarsPhrase(unset), p.Name, strings.Join(unset, ", "))
+			} else {
+				v.warnf(fi, "is empty and is left out of the pool of provider %q; remove it or give it a key", p.Name)
+			}
+			continue
+		}
+		if strings.TrimSpace(k) != k || strings.ContainsAny(k, " \t\r\n") {
+			v.errorf(fi, "must not contain spaces or line breaks; copy the key again without them")
+			continue
+		}
+		if was, dup := seen[k]; dup {
+			v.errorf(fi, "is the same key as %s; give each key once", was)
+			continue
+		}
+		seen[k] = fi
 	}
 }
 
@@ -668,6 +715,72 @@ func (v *validator) aliases(c *Config) {
 	}
 }
 
+// taskName is the characters of a task name, which clients send in a
+// header and the dashboard shows.
+var taskName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// MaxPromptTokensOver bounds a task rule's prompt_tokens_over: no model
+// holds more.
+const MaxPromptTokensOver = 10_000_000
+
+func (v *validator) tasks(c *Config) {
+	if len(c.Tasks) > MaxTasks {
+		v.errorf("tasks", "has %d entries; at most %d are allowed", len(c.Tasks), MaxTasks)
+		return
+	}
+	chainOf := map[string]int{} // task -> index of the rule that gave its chain
+	for i, t := range c.Tasks {
+		f := fmt.Sprintf("tasks[%d]", i)
+		switch {
+		case t.Name == "":
+			v.errorf(f+".name", "is required: default, background, think, long_context or a name of your own")
+		case !taskName.MatchString(t.Name):
+			v.errorf(f+".name", "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit, got %q", t.Name)
+		}
+		if w := t.When; w != nil {
+			switch {
+			case w.Model == "" && w.Tools == nil && w.Thinking == nil && w.PromptTokensOver == 0:
+				v.errorf(f+".when", "has no condition: set model, tools, thinking or prompt_tokens_over, or leave when out for a task that only X-FreeLane-Task chooses")
+			case len(w.Model) > 200:
+				v.errorf(f+".when.model", "is %d characters long; at most 200 are allowed", len(w.Model))
+			case w.Model != "" && !aliasPattern.MatchString(w.Model):
+				v.errorf(f+".when.model", "may hold the characters of a model name and the wildcards '*' and '?', got %q", w.Model)
+			}
+			if w.PromptTokensOver < 0 || w.PromptTokensOver > MaxPromptTokensOver {
+				v.errorf(f+".when.prompt_tokens_over", "must be a number of tokens from 1 to %d, got %d", MaxPromptTokensOver, w.PromptTokensOver)
+			}
+		}
+		if t.Chain != "" {
+			if t.Chain != "auto" && !slices.ContainsFunc(c.Chains, func(ch Chain) bool { return ch.Name == t.Chain }) {
+				names := []string{"auto"}
+				for _, ch := range c.Chains {
+					names = append(names, ch.Name)
+				}
+				v.errorf(f+".chain", "names no chain: %q is not among the chains (%s)", t.Chain, strings.Join(names, ", "))
+			} else if first, ok := chainOf[t.Name]; ok && c.Tasks[first].Chain != t.Chain {
+				v.errorf(f+".chain", "sends task %s to %q, but tasks[%d] (line %d) sends it to %q; a task has one chain", t.Name, t.Chain,
+					first, v.line(fmt.Sprintf("tasks[%d].chain", first)), c.Tasks[first].Chain)
+			} else if !ok {
+				chainOf[t.Name] = i
+			}
+		}
+		for j, ref := range t.Prefer {
+			pf := fmt.Sprintf("%s.prefer[%d]", f, j)
+			pname, _, ok := strings.Cut(ref, "/")
+			if !ok || pname == "" || strings.HasSuffix(ref, "/") {
+				v.errorf(pf, "must be a \"provider/model\" backend, got %q", ref)
+				continue
+			}
+			pname, _, _ = strings.Cut(pname, "@")
+			if _, found := c.Provider(pname); !found {
+				if _, local := c.LocalByName(pname); !local {
+					v.errorf(pf, "unknown provider %q in %q; %s%s", pname, ref, providerList(c), localList(c))
+				}
+			}
+		}
+	}
+}
+
 func providerList(c *Config) string {
 	var names []string
 	for _, p := range c.Providers {
@@ -761,10 +874,17 @@ func (v *validator) limits(l *Limits, f string) {
 			v.errorf(f+"."+n.key, "must be a number of %s >= 0 (0 or leaving it out = no limit), got %d", n.what, n.val)
 		}
 	}
+	if l.QueueWait != nil && (*l.QueueWait < 0 || *l.QueueWait > MaxQueueWait) {
+		v.errorf(f+".queue_wait", "must be between 0 (pass a busy backend by at once) and %s, got %s", MaxQueueWait, *l.QueueWait)
+	}
 	if _, err := quota.ParseRule(l.Reset); err != nil {
 		v.errorf(f+".reset", "%s", err.Error())
 	}
 }
+
+// MaxQueueWait bounds limits.queue_wait: a request that would wait longer
+// for a busy backend is better sent to the next one.
+const MaxQueueWait = 30 * time.Second
 
 // budgets checks the money budgets.
 func (v *validator) budgets(c *Config) {

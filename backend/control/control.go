@@ -34,6 +34,9 @@ const (
 	docConfig  = "config"
 	docKeys    = "keys"
 	docHeaders = "headers"
+	// docPools holds the sealed keys of api_keys, by provider and
+	// position; the document holds them empty.
+	docPools = "pool_keys"
 )
 
 // Key sources, as the dashboard shows them.
@@ -73,6 +76,9 @@ func binding(p *config.Provider) string {
 }
 
 func bindLabel(provider string) string { return provider + "\x00binding" }
+
+// poolLabel binds a sealed pool key to its provider.
+func poolLabel(provider string) string { return provider + "\x00api_keys" }
 
 func headerLabel(provider, name string) string {
 	return provider + "\x00header\x00" + strings.ToLower(name)
@@ -325,6 +331,9 @@ func (c *Control) loadStored(ctx context.Context) (*config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control: the stored configuration is invalid: %w", err)
 	}
+	if err := c.openPools(ctx, doc); err != nil {
+		return nil, err
+	}
 	hraw, ok, err := c.db.GetState(ctx, docHeaders)
 	if err != nil || !ok {
 		return doc, err
@@ -348,6 +357,34 @@ func (c *Control) loadStored(ctx context.Context) (*config.Config, error) {
 		}
 	}
 	return doc, nil
+}
+
+// openPools puts the sealed keys of api_keys back into doc.
+func (c *Control) openPools(ctx context.Context, doc *config.Config) error {
+	raw, ok, err := c.db.GetState(ctx, docPools)
+	if err != nil || !ok {
+		return err
+	}
+	var pools map[string][]string
+	if err := json.Unmarshal(raw, &pools); err != nil {
+		return fmt.Errorf("control: stored pool keys are damaged: %w", err)
+	}
+	for i := range doc.Providers {
+		p := &doc.Providers[i]
+		seals := pools[p.Name]
+		for j := range p.APIKeys {
+			if j >= len(seals) || seals[j] == "" || p.APIKeys[j] != "" {
+				continue
+			}
+			k, err := c.vault.Open(seals[j], poolLabel(p.Name))
+			if err != nil {
+				c.log.Error("cannot open a stored pool key", "provider", p.Name, "err", err)
+				continue
+			}
+			p.APIKeys[j] = k
+		}
+	}
+	return nil
 }
 
 // OnChange registers f to run after every applied change.
@@ -437,8 +474,21 @@ func (c *Control) persist(ctx context.Context, doc *config.Config) error {
 	open := *doc
 	open.Providers = slices.Clone(doc.Providers)
 	sealed := map[string]map[string]string{}
+	pools := map[string][]string{}
 	for i := range open.Providers {
 		p := &open.Providers[i]
+		if len(p.APIKeys) > 0 {
+			keys := slices.Clone(p.APIKeys)
+			seals := make([]string, len(keys))
+			for j, k := range keys {
+				if k == "" || config.HasRef(k) {
+					continue
+				}
+				seals[j] = c.vault.Seal(k, poolLabel(p.Name))
+				keys[j] = ""
+			}
+			p.APIKeys, pools[p.Name] = keys, seals
+		}
 		if len(p.Headers) == 0 {
 			continue
 		}
@@ -463,9 +513,16 @@ func (c *Control) persist(ctx context.Context, doc *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("control: encoding header values: %w", err)
 	}
+	pb, err := json.Marshal(pools)
+	if err != nil {
+		return fmt.Errorf("control: encoding pool keys: %w", err)
+	}
 	// The sealed values go first, so that a stored document never names
-	// header values that were not stored.
+	// header values or keys that were not stored.
 	if err := c.db.PutState(ctx, docHeaders, hb); err != nil {
+		return err
+	}
+	if err := c.db.PutState(ctx, docPools, pb); err != nil {
 		return err
 	}
 	if err := c.db.PutState(ctx, docConfig, b); err != nil {
@@ -573,6 +630,8 @@ func (c *Control) unbind(old, next *config.Config) {
 		if config.HasRef(p.APIKey) {
 			p.APIKey, p.APIKeyEnv = "", nil
 		}
+		// The pool's other keys were given for the old destination too.
+		p.APIKeys = nil
 	}
 	c.bindKeys(next)
 }

@@ -52,6 +52,16 @@ type KeyInfo struct {
 	File string `json:"file"`
 }
 
+// PoolKeyView is one key of a provider's pool. It names the key by its
+// label and never holds the key or a part of it; the key's state is on
+// the backends whose key is Label.
+type PoolKeyView struct {
+	Label string `json:"label"`
+	// From says where the key is given: "api_key" (the provider's first
+	// key, from the dashboard, the environment or the file) or "api_keys".
+	From string `json:"from"`
+}
+
 // ProviderView is a provider as the dashboard shows it. It shows the
 // configuration as stored, ${ENV} references included, so that what a
 // client reads can be sent back unchanged (see ProviderInput) without
@@ -73,9 +83,12 @@ type ProviderView struct {
 	StreamUsage bool              `json:"stream_usage"`
 	Headers     map[string]string `json:"headers"`
 	Key         KeyInfo           `json:"key"`
-	Models      []ModelSpec       `json:"models"`
-	Timeouts    Timeouts          `json:"timeouts"`
-	Limits      LimitsJSON        `json:"limits"`
+	// Keys lists the keys of the provider's pool by label, in the order
+	// they are tried; empty while the provider has one key or none.
+	Keys     []PoolKeyView `json:"keys"`
+	Models   []ModelSpec   `json:"models"`
+	Timeouts Timeouts      `json:"timeouts"`
+	Limits   LimitsJSON    `json:"limits"`
 	// Source says where the provider comes from.
 	Source ProviderSource `json:"source"`
 	// Local describes the server of a discovered provider; nil for others.
@@ -148,7 +161,10 @@ type ProviderInput struct {
 	Limits      *LimitsJSON       `json:"limits"`
 	APIKey      *string           `json:"api_key"`
 	Key         *KeyInfo          `json:"key"`
-	Notice      *string           `json:"notice,omitempty"`
+	// Keys is a field of the view, accepted so that a view can be sent
+	// back, and ignored: the pool is changed by its own routes.
+	Keys   *[]PoolKeyView `json:"keys,omitempty"`
+	Notice *string        `json:"notice,omitempty"`
 	// Catalog is accepted so a view can be sent back, and ignored: a
 	// provider keeps the catalog entry it was made from.
 	Catalog *string `json:"catalog,omitempty"`
@@ -262,7 +278,122 @@ func (c *Control) view(p config.Provider, key string) ProviderView {
 	if key != "" {
 		v.Key.Set, v.Key.Masked = true, vault.Mask(key)
 	}
+	v.Keys = []PoolKeyView{}
+	if eff := (config.Provider{APIKey: key, APIKeys: c.expandedPool(p)}); eff.Pooled() {
+		for _, k := range eff.Pool() {
+			from := "api_keys"
+			if k.Key == key {
+				from = "api_key"
+			}
+			v.Keys = append(v.Keys, PoolKeyView{Label: k.Label, From: from})
+		}
+	}
 	return v
+}
+
+// expandedPool is p's api_keys with ${ENV} references read.
+func (c *Control) expandedPool(p config.Provider) []string {
+	out := make([]string, 0, len(p.APIKeys))
+	for _, k := range p.APIKeys {
+		if config.HasRef(k) {
+			if name := strings.TrimSuffix(strings.TrimPrefix(k, "${"), "}"); c.envValue([]string{name}) != "" {
+				k = c.envValue([]string{name})
+			} else {
+				k = ""
+			}
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// AddKey adds key to the pool of provider name: it becomes the provider's
+// key when it has none, and is tried after its other keys otherwise.
+func (c *Control) AddKey(ctx context.Context, name, key string) (ProviderView, error) {
+	k := strings.TrimSpace(key)
+	if k == "" {
+		return ProviderView{}, userErr(http.StatusBadRequest, "key", "paste the key")
+	}
+	if strings.ContainsAny(k, " \t\r\n") {
+		return ProviderView{}, userErr(http.StatusBadRequest, "key", "the key contains spaces or line breaks; paste the key alone")
+	}
+	err := c.update(ctx, "", func(doc *config.Config) error {
+		i := providerIndex(doc, name)
+		if i < 0 {
+			return userErr(http.StatusNotFound, "name", "there is no provider %q", name)
+		}
+		p := &doc.Providers[i]
+		eff, err := c.effective(doc)
+		if err != nil {
+			return err
+		}
+		first := ""
+		if j := providerIndex(eff, name); j >= 0 {
+			first = eff.Providers[j].APIKey
+		}
+		if first == "" {
+			p.Keyless = false
+			return c.setKeyLocked(name, &k)
+		}
+		pool := config.Provider{APIKey: first, APIKeys: c.expandedPool(*p)}
+		for _, have := range pool.Pool() {
+			if have.Key == k {
+				return userErr(http.StatusConflict, "key", "provider %q already holds this key (%s)", name, have.Label)
+			}
+		}
+		if n := len(pool.Pool()); n >= config.MaxPoolKeys {
+			return userErr(http.StatusBadRequest, "key", "provider %q already holds %d keys, the most a provider may have; remove one first", name, n)
+		}
+		if how, ok := c.fileKeys[name]; ok {
+			return userErr(http.StatusForbidden, "key", "%s gives the keys of %q (%s), and the file wins over the dashboard at every start; add the key to api_keys in the file and restart FreeLane",
+				FileLabel(c.fileKeyLocked(name)), name, how)
+		}
+		p.APIKeys = append(p.APIKeys, k)
+		return nil
+	})
+	if err != nil {
+		return ProviderView{}, scoped(err, "providers[")
+	}
+	return c.Provider(name)
+}
+
+// RemoveKey takes the key labelled label out of the pool of provider
+// name. The provider's first key is removed as DELETE .../key does; a key
+// the environment gives is removed there.
+func (c *Control) RemoveKey(ctx context.Context, name, label string) (ProviderView, error) {
+	err := c.update(ctx, "", func(doc *config.Config) error {
+		i := providerIndex(doc, name)
+		if i < 0 {
+			return userErr(http.StatusNotFound, "name", "there is no provider %q", name)
+		}
+		p := &doc.Providers[i]
+		for j, k := range c.expandedPool(*p) {
+			if k != "" && config.KeyLabel(k) == label {
+				if config.HasRef(p.APIKeys[j]) {
+					return userErr(http.StatusConflict, "label", "the key %s of %q comes from the environment (%s); unset it there", label, name, p.APIKeys[j])
+				}
+				if how, ok := c.fileKeys[name]; ok {
+					return userErr(http.StatusForbidden, "label", "%s gives the keys of %q (%s), and the file wins over the dashboard at every start; remove the key in the file and restart FreeLane",
+						FileLabel(c.fileKeyLocked(name)), name, how)
+				}
+				p.APIKeys = slices.Delete(p.APIKeys, j, j+1)
+				return nil
+			}
+		}
+		eff, err := c.effective(doc)
+		if err != nil {
+			return err
+		}
+		if j := providerIndex(eff, name); j >= 0 && eff.Providers[j].APIKey != "" && config.KeyLabel(eff.Providers[j].APIKey) == label {
+			empty := ""
+			return c.setKeyLocked(name, &empty)
+		}
+		return userErr(http.StatusNotFound, "label", "provider %q holds no key labelled %q", name, label)
+	})
+	if err != nil {
+		return ProviderView{}, scoped(err, "providers[")
+	}
+	return c.Provider(name)
 }
 
 func (c *Control) envSet(names []string) bool {
@@ -910,10 +1041,15 @@ func (c *Control) UpdateChain(ctx context.Context, name string, in ChainInput, a
 				// auto follows the chain it routes to under its new name.
 				doc.DefaultChain = final
 			}
-			// So do the aliases that route to it.
+			// So do the aliases and tasks that route to it.
 			for j := range doc.Aliases {
 				if doc.Aliases[j].Chain == name {
 					doc.Aliases[j].Chain = final
+				}
+			}
+			for j := range doc.Tasks {
+				if doc.Tasks[j].Chain == name {
+					doc.Tasks[j].Chain = final
 				}
 			}
 		}
@@ -1015,6 +1151,12 @@ func (c *Control) DeleteChain(ctx context.Context, name string) error {
 		for j := range doc.Aliases {
 			if doc.Aliases[j].Chain == name {
 				doc.Aliases[j].Chain = "auto"
+			}
+		}
+		// A task sent there keeps the chain its requests ask for.
+		for j := range doc.Tasks {
+			if doc.Tasks[j].Chain == name {
+				doc.Tasks[j].Chain = ""
 			}
 		}
 		return nil

@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -19,6 +21,27 @@ type LimitsJSON struct {
 	TPD         int    `json:"tpd"`
 	Concurrency int    `json:"concurrency"`
 	Reset       string `json:"reset"`
+	// QueueWait is how long a request waits for a busy or paced backend
+	// ("2s", "0s" to pass it by at once); "" is the default.
+	QueueWait string `json:"queue_wait,omitempty"`
+}
+
+// UnmarshalJSON reads limits and refuses a queue wait that is not a
+// duration.
+func (l *LimitsJSON) UnmarshalJSON(b []byte) error {
+	type plain LimitsJSON
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	p.QueueWait = strings.TrimSpace(p.QueueWait)
+	if p.QueueWait != "" {
+		if _, err := time.ParseDuration(p.QueueWait); err != nil {
+			return fmt.Errorf("queue_wait must be a duration such as \"2s\" or \"500ms\", got %q", p.QueueWait)
+		}
+	}
+	*l = LimitsJSON(p)
+	return nil
 }
 
 // PriceJSON is money per million tokens.
@@ -96,6 +119,9 @@ func limitsJSON(l *config.Limits) LimitsJSON {
 		return LimitsJSON{Reset: quota.DefaultReset}
 	}
 	out := LimitsJSON{RPM: l.RPM, RPD: l.RPD, TPM: l.TPM, TPD: l.TPD, Concurrency: l.Concurrency, Reset: l.Reset}
+	if l.QueueWait != nil {
+		out.QueueWait = l.QueueWait.String()
+	}
 	if out.Reset == "" {
 		out.Reset = quota.DefaultReset
 	}
@@ -110,6 +136,11 @@ func toLimits(in *LimitsJSON) *config.Limits {
 	l := &config.Limits{RPM: in.RPM, RPD: in.RPD, TPM: in.TPM, TPD: in.TPD, Concurrency: in.Concurrency, Reset: strings.TrimSpace(in.Reset)}
 	if l.Reset == quota.DefaultReset {
 		l.Reset = ""
+	}
+	if in.QueueWait != "" {
+		// UnmarshalJSON checked it.
+		d, _ := time.ParseDuration(in.QueueWait)
+		l.QueueWait = &d
 	}
 	if *l == (config.Limits{}) {
 		return nil

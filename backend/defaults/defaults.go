@@ -54,8 +54,12 @@ const (
 	// HealthyStretch is how long a backend stays closed to move one step
 	// down OpenTimes.
 	HealthyStretch = 10 * time.Minute
-	// RateLimitCooldown is how long a backend rests after a 429 that did
-	// not say when to retry.
+	// RateLimitFirstCooldown is the rest after the first 429 in a row that
+	// did not say how long; each further one doubles it, up to
+	// RateLimitCooldown.
+	RateLimitFirstCooldown = 5 * time.Second
+	// RateLimitCooldown is the longest a backend rests after 429s in a
+	// row that did not say when to retry.
 	RateLimitCooldown = 60 * time.Second
 	// CredentialCooldown is how long a rejected key stays disabled.
 	CredentialCooldown = time.Hour

@@ -30,17 +30,20 @@ import (
 type BackendView struct {
 	// ID is the backend; Name, Provider and Model are its parts as the
 	// dashboard reads them.
-	ID       llm.BackendID             `json:"-"`
-	Name     string                    `json:"name"`
-	Provider string                    `json:"provider"`
-	Model    string                    `json:"model"`
-	Tier     tier.Tier                 `json:"tier"`
-	Status   string                    `json:"status"`
-	State    breaker.State             `json:"state"`
-	Health   float64                   `json:"health"`
-	Reason   string                    `json:"reason"`
-	Until    *time.Time                `json:"until"`
-	Windows  map[string]metrics.Window `json:"windows"`
+	ID       llm.BackendID `json:"-"`
+	Name     string        `json:"name"`
+	Provider string        `json:"provider"`
+	// Key is the label of the key of a provider's pool this backend is
+	// called with; "" for a provider with one key.
+	Key     string                    `json:"key"`
+	Model   string                    `json:"model"`
+	Tier    tier.Tier                 `json:"tier"`
+	Status  string                    `json:"status"`
+	State   breaker.State             `json:"state"`
+	Health  float64                   `json:"health"`
+	Reason  string                    `json:"reason"`
+	Until   *time.Time                `json:"until"`
+	Windows map[string]metrics.Window `json:"windows"`
 	// Today is the backend's calls today (local time), the figure the
 	// usage ledger gives for the day.
 	Today metrics.DayCount `json:"today"`
@@ -271,19 +274,24 @@ func (g *Gateway) backendViews() []BackendView {
 	threshold := cfg.Breaker.HealthThreshold
 	var out []BackendView
 	seen := map[llm.BackendID]bool{}
-	add := func(p config.Provider, m config.Model) {
-		id := llm.BackendID{Provider: p.Name, Model: m.ID}
-		if seen[id] {
+	add := func(p config.Provider, m config.Model, key string) {
+		id := llm.BackendID{Provider: p.Name, Key: key, Model: m.ID}
+		if seen[id] || (key == "" && seen[llm.BackendID{Provider: p.Name, Model: m.ID, Key: "\x00pooled"}]) {
 			return
 		}
 		seen[id] = true
+		if key != "" {
+			// The keys of a pool stand for the model: it is not listed
+			// again without a key.
+			seen[llm.BackendID{Provider: p.Name, Model: m.ID, Key: "\x00pooled"}] = true
+		}
 		name := id.String()
-		v := BackendView{ID: id, Name: name, Provider: p.Name, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name),
+		v := BackendView{ID: id, Name: name, Provider: p.Name, Key: key, Model: m.ID, Tier: p.Tier, Windows: g.metrics.Windows(name),
 			Today: g.feed.today.Backend(now, name), Health: 1, State: breaker.Closed}
 		switch {
 		case p.Disabled:
 			v.Status, v.Reason = "disabled", "the provider is disabled"
-		case !p.Keyless && p.APIKey == "":
+		case !p.Keyless && len(p.Pool()) == 0:
 			v.Status, v.Reason = "no_key", keyHint(p)
 		default:
 			st := g.gate.Status(id)
@@ -325,13 +333,13 @@ func (g *Gateway) backendViews() []BackendView {
 		p := byName[b.ID.Provider]
 		for _, m := range p.Models {
 			if m.ID == b.ID.Model {
-				add(p, m)
+				add(p, m, b.ID.Key)
 			}
 		}
 	}
 	for _, p := range cfg.Providers {
 		for _, m := range p.Models {
-			add(p, m)
+			add(p, m, "")
 		}
 	}
 	return out

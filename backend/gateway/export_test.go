@@ -26,3 +26,7 @@ func (g *Gateway) Loops() (started, running []string) {
 	}
 	return started, running
 }
+
+// ShapeWaiting is how many requests wait in the shaper for a slot or a
+// token, so tests know when every request has parked before moving time.
+func (g *Gateway) ShapeWaiting() int { return g.shape.Waiting() }

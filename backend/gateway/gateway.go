@@ -22,6 +22,7 @@ import (
 	"freelane/backend/api"
 	"freelane/backend/auth"
 	"freelane/backend/breaker"
+	"freelane/backend/catalog"
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
@@ -37,7 +38,9 @@ import (
 	"freelane/backend/quota"
 	"freelane/backend/redact"
 	"freelane/backend/router"
+	"freelane/backend/shape"
 	"freelane/backend/store"
+	"freelane/backend/task"
 	"freelane/backend/tier"
 	"freelane/backend/upstream"
 	"freelane/backend/vault"
@@ -106,6 +109,7 @@ type Gateway struct {
 	feed      *feed
 	hub       *hub.Hub
 	quota     *quota.Manager
+	shape     *shape.Shaper
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
@@ -117,16 +121,24 @@ type Gateway struct {
 	dashEvents *events.Subscription
 	lastUpdate time.Time
 
+	// catalog is the catalog in use, as the control plane holds it; it is
+	// kept here too because apply runs while the control plane is locked.
+	catalog *catalog.Catalog
+
 	// pool is the live pool of providers routing is built from.
 	pool *pool.Pool
 
 	// mu guards what apply replaces on every configuration change: the
 	// pool as routing uses it, and the clients and probe targets built
 	// from it.
-	mu      sync.Mutex
-	cfg     *config.Config
-	clients map[string]*upstream.Client
-	targets []probe.Target
+	mu  sync.Mutex
+	cfg *config.Config
+	// clients holds each provider's client for its first key, keyClients
+	// one client per key of every provider (a provider with one key has
+	// it under an empty label).
+	clients    map[string]*upstream.Client
+	keyClients map[llm.KeyID]*upstream.Client
+	targets    []probe.Target
 
 	// The goroutines the gateway starts, by when they stop: serving (the
 	// HTTP server) once requests are drained, loops (the background
@@ -136,6 +148,9 @@ type Gateway struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// tasks classifies every request; apply gives it the task rules.
+	tasks *task.Classifier
 }
 
 // New opens the database in the data directory and builds every part.
@@ -170,10 +185,14 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
+	g.tasks = task.New(func(req *llm.Request) int { return req.EstimatedPrompt(task.QuickPrompt) })
+	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	g.quota.ReadAnswersWith(g.dialects)
+	g.shape = shape.New(o.Clock)
+	g.router.SetShaper(g.shape)
 	if !o.NoLedger {
-		g.router.SetAdmission(admission{g.quota})
+		g.router.SetAdmission(admission{m: g.quota, shape: g.shape})
 		g.router.SetEstimator(promptEstimator{})
 	}
 	g.prober = probe.New(probe.Settings{}, g.probeTargets, standings{g.gate}, o.Clock, g.bus, o.Logger)
@@ -206,10 +225,11 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
-		Dialects: g.dialects})
+		Dialects: g.dialects, Tasks: g.tasks})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
+	g.catalog = cat
 	g.pool.SetCatalog(pool.HeldCatalog(o.DataDir, cat), src)
 	g.control, err = control.Open(ctx, control.Options{
 		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
@@ -281,19 +301,24 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	cfg := v.Config
 	// Quotas first: the new table may route to backends whose limits and
 	// prices must already be known.
-	g.quota.Configure(quotaSettings(cfg, g.dialects))
+	qs := quotaSettings(cfg, g.dialects)
+	qs.SharedKeys = g.sharedKeys(cfg)
+	g.quota.Configure(qs)
+	// Pacing too; requests waiting in a backend's queue keep their place.
+	g.shape.Configure(shapeSettings(cfg))
 	// The secrets first too: answers to requests still in flight are
 	// redacted with the new set, which holds the keys they were sent with
 	// unless those were removed.
 	g.redact.Set(secrets(cfg))
 	now := g.clock.Now()
 	clients := map[string]*upstream.Client{}
+	keyClients := map[llm.KeyID]*upstream.Client{}
 	var targets []probe.Target
 	spec := router.Spec{Now: now}
 	for _, p := range cfg.Providers {
 		ps := router.ProviderSpec{
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
-			HasKey: p.Keyless || p.APIKey != "", KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
+			HasKey: p.Keyless || len(p.Pool()) > 0, KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
 		}
 		d, ok := g.dialectOf(p.Kind)
 		if !ok {
@@ -309,20 +334,37 @@ func (g *Gateway) applyLocked(v pool.View) error {
 			models[m.ID] = upstream.Model{MaxOutput: m.MaxOutput, Caps: caps, Known: known, Drop: m.DropParams}
 		}
 		if ps.HasKey && !p.Disabled {
-			c := upstream.New(upstream.Options{
-				Name: p.Name, BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers,
-				Dialect: d, Codecs: g.dialects, Drop: p.DropParams, Models: models,
-				ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
-				FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
-				StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
-				Transport: v.Transport(p),
-			})
-			clients[p.Name] = c
-			ps.Up = c
-			if p.Probed() && !cfg.Probes.Disabled {
-				for _, m := range p.Models {
-					targets = append(targets, probe.Target{ID: llm.BackendID{Provider: p.Name, Model: m.ID},
-						Remote: !loopbackURL(p.BaseURL), Up: c})
+			// A provider with one key (or none) names its backends without
+			// a key label, as it always has.
+			keys := p.Pool()
+			switch len(keys) {
+			case 0:
+				keys = []config.PoolKey{{}}
+			case 1:
+				keys[0].Label = ""
+			}
+			for _, k := range keys {
+				c := upstream.New(upstream.Options{
+					Name: p.Name, BaseURL: p.BaseURL, APIKey: k.Key, Headers: p.Headers,
+					Dialect: d, Codecs: g.dialects, Drop: p.DropParams, Models: models,
+					ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
+					FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
+					StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
+					Transport: v.Transport(p),
+				})
+				if _, ok := clients[p.Name]; !ok {
+					clients[p.Name] = c
+					ps.Up = c
+				}
+				keyClients[llm.KeyID{Provider: p.Name, Key: k.Label}] = c
+				if len(keys) > 1 {
+					ps.Keys = append(ps.Keys, router.KeySpec{Label: k.Label, Up: c})
+				}
+				if p.Probed() && !cfg.Probes.Disabled {
+					for _, m := range p.Models {
+						targets = append(targets, probe.Target{ID: llm.BackendID{Provider: p.Name, Key: k.Label, Model: m.ID},
+							Remote: !loopbackURL(p.BaseURL), Up: c})
+					}
 				}
 			}
 		}
@@ -356,13 +398,31 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
 	g.router.Swap(router.Build(spec))
-	old := g.clients
+	// After the table, so a task's new chain is there when it is named.
+	g.tasks.Configure(taskRules(cfg.Tasks))
 	g.rearmReplacedKeys(g.cfg, cfg)
-	g.cfg, g.clients, g.targets = cfg, clients, targets
-	for _, c := range old {
+	oldKeys := g.keyClients
+	g.cfg, g.clients, g.keyClients, g.targets = cfg, clients, keyClients, targets
+	for _, c := range oldKeys {
 		c.CloseIdle()
 	}
 	return nil
+}
+
+// sharedKeys names the providers whose catalog entry says their keys
+// share one quota.
+func (g *Gateway) sharedKeys(cfg *config.Config) map[string]bool {
+	cat := g.catalog
+	out := map[string]bool{}
+	if cat == nil {
+		return out
+	}
+	for _, p := range cfg.Providers {
+		if e, ok := cat.Provider(p.Catalog); ok && p.Catalog != "" && e.SharedQuota != "" {
+			out[p.Name] = true
+		}
+	}
+	return out
 }
 
 // dialectOf is the dialect upstreams of a provider kind speak, from the
@@ -406,6 +466,9 @@ func secrets(cfg *config.Config) []redact.Secret {
 	var out []redact.Secret
 	for _, p := range cfg.Providers {
 		out = append(out, redact.Key(p.APIKey))
+		for _, k := range p.APIKeys {
+			out = append(out, redact.Key(k))
+		}
 		for _, v := range p.Headers {
 			out = append(out, redact.Header(v))
 		}
@@ -611,7 +674,7 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, c := range g.clients {
+	for _, c := range g.keyClients {
 		c.CloseIdle()
 	}
 	if err := g.db.Close(); err != nil {
@@ -662,6 +725,20 @@ func scoring(r config.Routing) *router.Scoring {
 		s.MinScore = r.MinScore
 	}
 	return &s
+}
+
+// taskRules are the configuration's task rules as the classifier takes
+// them.
+func taskRules(ts []config.Task) []task.Rule {
+	out := make([]task.Rule, 0, len(ts))
+	for _, t := range ts {
+		r := task.Rule{Task: t.Name, Chain: t.Chain, Prefer: chainIDs(t.Prefer)}
+		if w := t.When; w != nil {
+			r.Model, r.Tools, r.Thinking, r.PromptOver = w.Model, w.Tools, w.Thinking, w.PromptTokensOver
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // chainIDs reads a chain's backends; validation has already refused any

@@ -18,14 +18,23 @@ import (
 func (g *Gateway) checkKey(ctx context.Context, k llm.KeyID) *llm.Error {
 	g.mu.Lock()
 	p, _ := g.cfg.Provider(k.Provider)
-	c := g.clients[k.Provider]
+	c := g.keyClients[k]
 	g.mu.Unlock()
 	if p == nil || c == nil {
-		// The provider was removed or lost its key since: nothing is left
+		// The provider was removed or lost the key since: nothing is left
 		// to check, and its backends route nowhere.
 		return nil
 	}
-	_, err := g.pool.ReadList(ctx, *p)
+	// A key of a pool is checked with that key alone; a provider with one
+	// key has it under the empty label, wherever the config gives it.
+	keyed := *p
+	for i, pk := range p.Pool() {
+		if pk.Label == k.Key || (k.Key == "" && i == 0) {
+			keyed.APIKey = pk.Key
+			break
+		}
+	}
+	_, err := g.pool.ReadList(ctx, keyed)
 	switch {
 	case err == nil:
 		return nil
@@ -57,7 +66,9 @@ func (g *Gateway) rearmReplacedKeys(old, next *config.Config) {
 	}
 	for _, p := range next.Providers {
 		was, ok := old.Provider(p.Name)
-		if !ok || was.APIKey == p.APIKey || p.APIKey == "" {
+		if !ok || was.Pooled() || p.Pooled() || was.APIKey == p.APIKey || p.APIKey == "" {
+			// Keys of a pool are labelled by what they are: a new key has
+			// a new label and starts with no history.
 			continue
 		}
 		g.gate.KeyReplaced(llm.KeyID{Provider: p.Name}, "the key was replaced")

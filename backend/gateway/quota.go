@@ -10,7 +10,9 @@ import (
 	"freelane/backend/protocol"
 	"freelane/backend/quota"
 	"freelane/backend/router"
+	"freelane/backend/shape"
 	"freelane/backend/store"
+	"freelane/backend/task"
 	"freelane/backend/tokens"
 )
 
@@ -21,8 +23,13 @@ const (
 	rollUpEvery    = time.Hour
 )
 
-// admission adapts the quota manager to the router's Admission.
-type admission struct{ m *quota.Manager }
+// admission adapts the quota manager to the router's Admission. After
+// each call it tells the shaper what the provider's rate-limit headers
+// said about its requests per minute.
+type admission struct {
+	m     *quota.Manager
+	shape *shape.Shaper
+}
 
 func target(b *router.Backend) quota.Target { return quota.Target{ID: b.ID} }
 
@@ -35,17 +42,30 @@ func (a admission) Available(chain string, b *router.Backend) *llm.Skip {
 func (a admission) Headroom(id llm.BackendID) (float64, time.Time) { return a.m.Headroom(id) }
 
 // promptEstimator is the offline prompt estimate the router's context
-// check uses: the one the quota manager counts with.
+// check uses: the task rules' quick count (a sample of a long prompt's
+// text), made once per request whichever asks first. A full count of a
+// long agent prompt takes tens of milliseconds; the quick one stays within
+// a few percent, and a wrong guess still fails over as too_long.
 type promptEstimator struct{}
 
-func (promptEstimator) PromptTokens(req *llm.Request) int { return quota.PromptTokens(req) }
+func (promptEstimator) PromptTokens(req *llm.Request) int {
+	return req.EstimatedPrompt(task.QuickPrompt)
+}
 
 func (a admission) Admit(req *llm.Request, chain string, b *router.Backend) (func(*llm.CallUsage), *llm.Skip) {
 	h, sk := a.m.Admit(req, chain, target(b))
 	if sk != nil {
 		return nil, sk
 	}
-	return h.Done, nil
+	if a.shape == nil {
+		return h.Done, nil
+	}
+	return func(c *llm.CallUsage) {
+		h.Done(c)
+		if c != nil {
+			a.shape.Learn(b.ID, a.m.LearnedRPM(b.ID))
+		}
+	}, nil
 }
 
 // quotaSettings derives the quota manager's settings from a configuration,

@@ -48,7 +48,7 @@ func roundTripConfig(upstream string) *config.Config {
 				Models: []config.Model{
 					{
 						ID: "meta/llama-3.3-70b", ParamsB: 70.5, Context: 131072, MaxOutput: 8192,
-						Limits:        &config.Limits{RPM: 30, RPD: 1000, TPM: 60000, TPD: 2000000, Concurrency: 3, Reset: "rolling 24h"},
+						Limits:        &config.Limits{RPM: 30, RPD: 1000, TPM: 60000, TPD: 2000000, Concurrency: 3, QueueWait: ptrTo(1500 * time.Millisecond), Reset: "rolling 24h"},
 						Price:         &config.Price{Input: 0.15, Output: 0.6},
 						CreditExpires: "2027-03-31",
 					},
@@ -61,6 +61,8 @@ func roundTripConfig(upstream string) *config.Config {
 			},
 			{
 				Name: "lit", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: upstream, APIKey: rtLiteralKey,
+				// A second key of the pool, sealed at rest like the first.
+				APIKeys:     []string{"sk-rt-pool-literal-0123456789"},
 				Headers:     map[string]string{"X-Team": "router"},
 				StreamUsage: ptrTo(true),
 				// Quirks and capabilities have no dashboard field yet; edits
@@ -115,6 +117,10 @@ func roundTripConfig(upstream string) *config.Config {
 		Aliases:      []config.Alias{{Pattern: "gpt-4*", Chain: "cheap"}, {Pattern: "claude-*", Chain: "coding"}},
 		Routing: config.Routing{Score: config.ScoreWeights{Health: ptrTo(0.5), Headroom: ptrTo(0.15), Latency: ptrTo(0.15),
 			Cost: ptrTo(0.1), Task: ptrTo(0.1)}, MinSamples: 8, MinScore: 0.25, AutoGear: config.GearManual},
+		Tasks: []config.Task{
+			{Name: "background", When: &config.TaskWhen{Model: "claude-*haiku*", Tools: ptrTo(false)}, Chain: "cheap"},
+			{Name: "review", When: &config.TaskWhen{Thinking: ptrTo(true), PromptTokensOver: 30000}, Prefer: []string{"paid/meta/llama-3.3-70b"}},
+		},
 	}
 }
 

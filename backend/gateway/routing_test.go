@@ -47,6 +47,13 @@ func TestStrategiesSpreadThroughTheServer(t *testing.T) {
 	if r.status != http.StatusOK || r.header.Get("X-FreeLane-Backend") != "b/mb" {
 		t.Fatalf("stream: %d from %s, want b/mb's turn", r.status, r.header.Get("X-FreeLane-Backend"))
 	}
+	// The manual gear per request: the listed order, every time.
+	for range 3 {
+		r := e.postAs("/v1/chat/completions", chat("turns", false), map[string]string{"X-FreeLane-Gear": "manual"})
+		if r.status != http.StatusOK || r.header.Get("X-FreeLane-Backend") != "b/mb" {
+			t.Fatalf("manual gear: %d from %s, want b/mb", r.status, r.header.Get("X-FreeLane-Backend"))
+		}
+	}
 }
 
 // TestSwitchThenWaitThroughTheServer: when the only backend answers 429

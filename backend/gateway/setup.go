@@ -39,7 +39,7 @@ func (a adminView) Catalog() api.CatalogView {
 	v := api.CatalogView{Date: cat.Date, Source: g.pool.CatalogSource(), Providers: make([]api.CatalogEntry, 0, len(cat.Providers)), Changes: g.control.CatalogChanges()}
 	for _, e := range cat.Providers {
 		ce := api.CatalogEntry{ID: e.ID, Name: e.Name, Tier: e.Tier, Dialect: e.Dialect, BaseURL: e.BaseURL,
-			Placeholders: nonNil(e.Placeholders), KeyEnv: nonNil(e.KeyEnv), SignupURL: e.SignupURL, Credit: e.Credit,
+			Placeholders: nonNil(e.Placeholders), KeyEnv: nonNil(e.KeyEnv), SignupURL: e.SignupURL, Credit: e.Credit, SharedQuota: e.SharedQuota, KeyTerms: e.KeyTerms,
 			Notes: nonNil(e.Notes), Limits: limitWords(e.Limits), ListModels: e.ListModels, Configured: []string{},
 			EnvFound: g.control.EnvSet(e.KeyEnv), Models: make([]api.CatalogModel, 0, len(e.Models))}
 		for _, m := range e.Models {
@@ -283,7 +283,16 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 		return api.CatalogView{}, &control.Error{Status: http.StatusConflict, Param: "url",
 			Message: fmt.Sprintf("the catalog is older than the one in use (dated %s); it was not used", cur.Date)}
 	}
+	// The configuration is applied with the new catalog: the gateway's
+	// copy changes first, since applying it runs under the control lock.
+	g.mu.Lock()
+	was := g.catalog
+	g.catalog = cat
+	g.mu.Unlock()
 	if err := g.control.SetCatalog(ctx, cat); err != nil {
+		g.mu.Lock()
+		g.catalog = was
+		g.mu.Unlock()
 		return api.CatalogView{}, err
 	}
 	g.pool.KeepCatalog(data)

@@ -149,6 +149,9 @@ type Request struct {
 	// X-FreeLane-Gear header; empty means the chain's own.
 	Gear string
 
+	// promptEst is the estimated prompt tokens, 0 until asked.
+	promptEst int
+
 	src Source
 
 	convOnce sync.Once
@@ -178,4 +181,15 @@ func (r *Request) Body(model string, e Edits) []byte { return r.src.Rewrite(mode
 func (r *Request) Conversation() (*Conversation, error) {
 	r.convOnce.Do(func() { r.conv, r.convErr = r.src.Conversation() })
 	return r.conv, r.convErr
+}
+
+// EstimatedPrompt is the request's prompt tokens as est counts them,
+// counted once: the task rules and the router's context check ask the
+// same question of the same request, which is served by one goroutine at
+// a time.
+func (r *Request) EstimatedPrompt(est func(*Request) int) int {
+	if r.promptEst == 0 {
+		r.promptEst = max(est(r), 1)
+	}
+	return r.promptEst
 }

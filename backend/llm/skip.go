@@ -23,6 +23,11 @@ const (
 	// SkipUnsupported is a backend that cannot serve the request: not its
 	// endpoint, a capability it lacks, or a request its dialect cannot say.
 	SkipUnsupported SkipWord = "unsupported"
+	// SkipBusy is a backend whose concurrency limit stayed full for the
+	// whole queue wait; SkipPaced one whose requests-per-minute pacing
+	// would have made the request wait longer than that.
+	SkipBusy  SkipWord = "busy"
+	SkipPaced SkipWord = "paced"
 )
 
 // Skip is why the router passed a backend by without calling it. The

@@ -16,7 +16,7 @@ func (m *Manager) Headroom(id llm.BackendID) (left float64, reset time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	left = 1
-	for _, k := range [2]scopeKey{keyScope(id), backendScope(id)} {
+	for _, k := range [2]scopeKey{m.keyScope(id), m.backendScope(id)} {
 		s := m.scopes[k]
 		if s == nil {
 			continue

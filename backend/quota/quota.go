@@ -73,6 +73,9 @@ type Settings struct {
 	// dialect, which limits are learned from; a provider missing here has
 	// none learned from headers.
 	RateHeaders map[string]llm.RateHeaders
+	// SharedKeys names the providers whose keys share one quota, so that
+	// a pool of their keys is counted as one key.
+	SharedKeys map[string]bool
 }
 
 // Manager enforces limits and budgets. It is safe for concurrent use.
@@ -87,6 +90,7 @@ type Manager struct {
 	scopes    map[scopeKey]*scope
 	backends  map[llm.BackendID]*Backend
 	providers map[string]Limits
+	shared    map[string]bool
 	rates     map[string]llm.RateHeaders
 	budgets   []*budgetState // kept across Configure by id
 	spend     spendTotals
@@ -127,6 +131,7 @@ func (m *Manager) Configure(s Settings) {
 	m.backends = backends
 	m.providers = s.Providers
 	m.rates = s.RateHeaders
+	m.shared = s.SharedKeys
 	// A provider or model whose limits were removed keeps its counters
 	// (learned limits still apply) but loses its configured limits.
 	for k, sc := range m.scopes {
@@ -144,15 +149,39 @@ type scopeKey struct {
 	model string
 }
 
-func keyScope(id llm.BackendID) scopeKey     { return scopeKey{key: id.KeyID()} }
-func backendScope(id llm.BackendID) scopeKey { return scopeKey{key: id.KeyID(), model: id.Model} }
+// backendOf is the configuration of backend id: a model's limits and
+// price are the same for every key of a pool, so they are configured
+// once, without a key.
+func (m *Manager) backendOf(id llm.BackendID) *Backend {
+	if b := m.backends[id]; b != nil {
+		return b
+	}
+	id.Key = ""
+	return m.backends[id]
+}
+
+// keyScope is the scope of the key id is called with. The keys of a
+// provider whose keys share one quota (all keys of one Google project)
+// are counted together, as the provider's one key.
+func (m *Manager) keyScope(id llm.BackendID) scopeKey { return scopeKey{key: m.quotaKey(id)} }
+
+func (m *Manager) backendScope(id llm.BackendID) scopeKey {
+	return scopeKey{key: m.quotaKey(id), model: id.Model}
+}
+
+func (m *Manager) quotaKey(id llm.BackendID) llm.KeyID {
+	if m.shared[id.Provider] {
+		return llm.KeyID{Provider: id.Provider}
+	}
+	return id.KeyID()
+}
 
 // limitsOf is the configured limits of a scope.
 func (m *Manager) limitsOf(k scopeKey) Limits {
 	if k.model == "" {
 		return m.providers[k.key.Provider]
 	}
-	if b := m.backends[llm.BackendID{Provider: k.key.Provider, Key: k.key.Key, Model: k.model}]; b != nil {
+	if b := m.backendOf(llm.BackendID{Provider: k.key.Provider, Key: k.key.Key, Model: k.model}); b != nil {
 		return b.Limits
 	}
 	return Limits{}
@@ -187,7 +216,7 @@ func (m *Manager) Available(chain string, b Target) *llm.Skip {
 	if sk := m.limitsLocked(b, now); sk != nil {
 		return sk
 	}
-	if bk := m.backends[b.ID]; bk != nil && !bk.Price.Free() {
+	if bk := m.backendOf(b.ID); bk != nil && !bk.Price.Free() {
 		if bs := m.exceededLocked(chain, b.ID.Provider, 0, now); bs != nil {
 			return bs.skip()
 		}
@@ -220,7 +249,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 	h := &Hold{m: m, req: req, chain: chain, b: b}
 	var evs []events.Event
 	m.mu.Lock()
-	bk := m.backends[b.ID]
+	bk := m.backendOf(b.ID)
 	paid := bk != nil && !bk.Price.Free() && len(m.budgets) > 0
 	now := m.clock.Now()
 	h.at = now
@@ -261,7 +290,7 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 }
 
 func (m *Manager) scopesOf(b Target) [2]*scope {
-	return [2]*scope{m.scope(keyScope(b.ID)), m.scope(backendScope(b.ID))}
+	return [2]*scope{m.scope(m.keyScope(b.ID)), m.scope(m.backendScope(b.ID))}
 }
 
 // limitsLocked returns a skip when b or its provider is at a limit.
@@ -352,7 +381,7 @@ func (h *Hold) Settle(c llm.CallUsage) {
 	var evs []events.Event
 	m.mu.Lock()
 	var price Price
-	if bk := m.backends[h.b.ID]; bk != nil {
+	if bk := m.backendOf(h.b.ID); bk != nil {
 		price = bk.Price
 	}
 	spent := cost(price, prompt, completion)
@@ -371,7 +400,7 @@ func (h *Hold) Settle(c llm.CallUsage) {
 		}
 		evs = m.spendLocked(now, h.chain, h.b.ID.Provider, spent, evs)
 		if c.Header != nil || (c.Err != nil && c.Err.Status == http.StatusTooManyRequests) {
-			m.scope(backendScope(h.b.ID)).learn(now, c.Header, c.Err)
+			m.scope(m.backendScope(h.b.ID)).learn(now, c.Header, c.Err)
 		}
 	}
 	m.mu.Unlock()
@@ -433,7 +462,7 @@ func (m *Manager) Restore(rows []Usage) {
 			// A row of a request no backend served still spent nothing.
 			continue
 		}
-		for _, k := range []scopeKey{keyScope(r.Backend), backendScope(r.Backend)} {
+		for _, k := range []scopeKey{m.keyScope(r.Backend), m.backendScope(r.Backend)} {
 			m.scope(k).record(r.Time, r.Requests, r.Tokens)
 		}
 		m.spendLocked(r.Time, r.Chain, r.Backend.Provider, r.Cost, nil)

@@ -221,8 +221,9 @@ func (s *scope) full(now time.Time) *llm.Skip {
 			continue
 		}
 		if u.kind == concurrency {
-			// A slot frees when a call ends, at no known time.
-			return quotaSkip(fmt.Sprintf("%s: %d requests already in flight (concurrency limit)", s.name, u.used), time.Time{})
+			// The shaper holds the concurrency limit, with its queue; the
+			// count here only shows what is in flight.
+			continue
 		}
 		u.resets = s.resets(u.kind, now)
 		if u.learned {

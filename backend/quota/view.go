@@ -56,7 +56,7 @@ func (m *Manager) Quotas(order []llm.BackendID) []QuotaView {
 	now := m.clock.Now()
 	out := make([]QuotaView, 0, len(order))
 	for _, id := range order {
-		b := m.backends[id]
+		b := m.backendOf(id)
 		if b == nil {
 			continue
 		}
@@ -67,7 +67,7 @@ func (m *Manager) Quotas(order []llm.BackendID) []QuotaView {
 		}
 		// Provider limits are shown on each of its backends: they are
 		// what stops it too.
-		for _, sc := range []*scope{m.scope(keyScope(id)), m.scope(backendScope(id))} {
+		for _, sc := range []*scope{m.scope(m.keyScope(id)), m.scope(m.backendScope(id))} {
 			l := sc.uses(now, true)
 			for _, u := range l.all() {
 				lu := LimitUse{Kind: u.kind.String(), Used: u.used, Limit: u.limit, Learned: u.learned}

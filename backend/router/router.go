@@ -74,7 +74,8 @@ type Shaper interface {
 type Classifier interface {
 	// Classify returns the request's task, what decided it (for the
 	// decision log: "header", or the rule), and the chain the task routes
-	// to, "" to keep the one the client asked for.
+	// to, "" to keep the one the client asked for. A request whose client
+	// named its task has Task set already; Classify keeps it.
 	Classify(req *llm.Request) (task, rule, chain string)
 }
 
@@ -319,7 +320,8 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 // name its own chain, then the name.
 func (r *Router) resolve(req *llm.Request, dec *llm.Decision) (Route, *Failure) {
 	name := req.Model
-	if r.classify != nil && req.Task == "" {
+	if r.classify != nil {
+		// A task the client named is asked about too, for its chain.
 		var chain string
 		req.Task, dec.TaskRule, chain = r.classify.Classify(req)
 		if chain != "" && !r.Table().IsPin(req.Model) {
@@ -448,6 +450,11 @@ func (r *Router) walk(ctx context.Context, req *llm.Request, try attemptFunc, se
 		if le.Class == llm.TooLong {
 			w.tooLong = max(w.tooLong, b.Context)
 		}
+	}
+	if ctx.Err() != nil {
+		// The client left while the last candidate kept it waiting (in a
+		// backend's queue, say): that, not the backends, ended it.
+		w.final = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 	}
 	return false, nil
 }

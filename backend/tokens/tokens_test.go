@@ -156,3 +156,24 @@ func TestConversationCountsToolsAndCalls(t *testing.T) {
 		t.Errorf("tools and calls: %d, one message %d", got, base)
 	}
 }
+
+func TestSampled(t *testing.T) {
+	short := []byte("a short text is counted whole")
+	if Sampled(short, 1024) != Count(short) {
+		t.Errorf("short: %d, want %d", Sampled(short, 1024), Count(short))
+	}
+	// Prose and code mixed, with non-ASCII text, far longer than the
+	// sample.
+	var long []byte
+	for i := range 400 {
+		long = append(long, "The quick brown fox jumps over the lazy dog; "...)
+		long = append(long, "if err != nil { return fmt.Errorf(\"step %d: %w\", i, err) }\n"...)
+		if i%5 == 0 {
+			long = append(long, "Grüße aus Köln, schönes Wetter heute. "...)
+		}
+	}
+	full, quick := Count(long), Sampled(long, 4096)
+	if d := float64(quick-full) / float64(full); d > 0.1 || d < -0.1 {
+		t.Errorf("sampled %d, counted %d: %.0f%% off", quick, full, d*100)
+	}
+}

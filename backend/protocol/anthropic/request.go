@@ -76,6 +76,9 @@ func parseRequest(ep llm.Endpoint, body []byte, needMax bool) (*llm.Request, err
 			}
 		case "thinking":
 			src.budget = thinkingBudget(v)
+			if thinkingAsked(v) {
+				r.Wants |= llm.CapReasoning
+			}
 		}
 		return err == nil
 	})
@@ -121,6 +124,23 @@ func thinkingBudget(v []byte) int {
 		return 0
 	}
 	return budget
+}
+
+// thinkingAsked reports whether a thinking object turns thinking on:
+// any type but "disabled" does. Reasoning is something the request wants,
+// not needs: a model without it still answers.
+func thinkingAsked(v []byte) bool {
+	if v[0] != '{' {
+		return false
+	}
+	on := false
+	jsonscan.EachMember(v, 0, func(k []byte, s, e int) bool {
+		if string(k) == "type" {
+			on = v[s] == '"' && string(v[s:e]) != `"disabled"`
+		}
+		return true
+	})
+	return on
 }
 
 // checkMessages validates the messages array of a valid body: a non-empty

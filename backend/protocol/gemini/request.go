@@ -86,6 +86,10 @@ func ParseRequestFor(ep llm.Endpoint, model string, stream bool, body []byte) (*
 						if string(v[s:e]) == `"application/json"` {
 							r.Needs |= llm.CapJSON
 						}
+					case "thinkingConfig", "thinking_config":
+						if thinkingAsked(v[s:e]) {
+							r.Wants |= llm.CapReasoning
+						}
 					}
 					return true
 				})
@@ -103,6 +107,29 @@ func ParseRequestFor(ep llm.Endpoint, model string, stream bool, body []byte) (*
 		return nil, llm.BadRequest("contents", "contents is required: an array of {\"role\": \"user\", \"parts\": [{\"text\": \"...\"}]}")
 	}
 	return r, nil
+}
+
+// thinkingAsked reports whether a thinkingConfig asks the model to
+// think: a budget other than 0 (-1 is dynamic), a thinking level, or
+// thoughts included.
+func thinkingAsked(v []byte) bool {
+	if v[0] != '{' {
+		return false
+	}
+	on := false
+	jsonscan.EachMember(v, 0, func(k []byte, s, e int) bool {
+		val := string(v[s:e])
+		switch string(k) {
+		case "thinkingBudget", "thinking_budget":
+			on = on || (val != "0" && val != "null")
+		case "thinkingLevel", "thinking_level":
+			on = on || (v[s] == '"' && val != `""`)
+		case "includeThoughts", "include_thoughts":
+			on = on || val == "true"
+		}
+		return true
+	})
+	return on
 }
 
 // invalidJSON says where a body json.Valid refused is broken.

@@ -103,6 +103,16 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 			if v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) > 0 {
 				r.Needs |= llm.CapTools
 			}
+		case "reasoning_effort":
+			if effortAsked(v) {
+				r.Wants |= llm.CapReasoning
+			}
+		case "reasoning":
+			// OpenRouter's unified form: {"effort": ...}, {"max_tokens":
+			// N} or {"enabled": true}.
+			if reasoningAsked(v) {
+				r.Wants |= llm.CapReasoning
+			}
 		case "response_format":
 			if bytes.Contains(v, jsonObject) || bytes.Contains(v, jsonSchema) {
 				r.Needs |= llm.CapJSON
@@ -130,6 +140,33 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 		r.Needs |= llm.CapVision
 	}
 	return r, nil
+}
+
+// effortAsked reports whether a reasoning effort value asks for
+// reasoning: any string but "none".
+func effortAsked(v []byte) bool { return v[0] == '"' && string(v) != `"none"` && string(v) != `""` }
+
+// reasoningAsked reports whether a reasoning object asks for reasoning:
+// an effort other than none, a token budget, or enabled, unless it says
+// enabled: false.
+func reasoningAsked(v []byte) bool {
+	if v[0] != '{' {
+		return false
+	}
+	on, off := false, false
+	jsonscan.EachMember(v, 0, func(k []byte, s, e int) bool {
+		switch string(k) {
+		case "effort":
+			on = on || effortAsked(v[s:e])
+		case "max_tokens":
+			on = on || jsonscan.SmallInt(v[s:e]) > 0
+		case "enabled":
+			on = on || string(v[s:e]) == "true"
+			off = string(v[s:e]) == "false"
+		}
+		return true
+	})
+	return on && !off
 }
 
 var (

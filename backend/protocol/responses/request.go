@@ -119,6 +119,10 @@ func parse(body []byte, compact bool) (*llm.Request, error) {
 			if jsonFormat(v) {
 				r.Needs |= llm.CapJSON
 			}
+		case "reasoning":
+			if reasoningAsked(v) {
+				r.Wants |= llm.CapReasoning
+			}
 		case "metadata":
 			err = checkMetadata(v)
 		case "background":
@@ -173,6 +177,23 @@ func parse(body []byte, compact bool) (*llm.Request, error) {
 	return r, nil
 }
 
+// reasoningAsked reports whether a reasoning object asks for reasoning:
+// an effort other than "none".
+func reasoningAsked(v []byte) bool {
+	if v[0] != '{' {
+		return false
+	}
+	on := false
+	jsonscan.EachMember(v, 0, func(k []byte, s, e int) bool {
+		if string(k) == "effort" {
+			ev := v[s:e]
+			on = ev[0] == '"' && string(ev) != `"none"` && string(ev) != `""`
+		}
+		return true
+	})
+	return on
+}
+
 // SourceOf returns the parsed body of a request of this dialect.
 func SourceOf(r *llm.Request) (*Source, bool) {
 	s, ok := r.Source().(*Source)
@@ -221,6 +242,7 @@ func WithHistory(r *llm.Request, items []byte) (*llm.Request, error) {
 	out := llm.NewRequest(&cp)
 	out.Endpoint, out.Dialect, out.Model, out.Stream = r.Endpoint, r.Dialect, r.Model, r.Stream
 	out.WantsUsage, out.MaxTokens, out.Needs, out.Forward, out.Notes = r.WantsUsage, r.MaxTokens, r.Needs, r.Forward, r.Notes
+	out.Wants, out.Task, out.Gear = r.Wants, r.Task, r.Gear
 	if vision, _, _, err := checkInput(items, true); err == nil && vision {
 		out.Needs |= llm.CapVision
 	}

@@ -205,6 +205,15 @@ export const api = {
       key,
     } satisfies Body<"PUT /api/providers/{name}/key">),
   deleteKey: (name: string) => request<Answer<"DELETE /api/providers/{name}/key">>("DELETE", `/api/providers/${seg(name)}/key`),
+  addKey: (name: string, key: string) =>
+    request<Answer<"POST /api/providers/{name}/keys">>("POST", `/api/providers/${seg(name)}/keys`, {
+      key,
+    } satisfies Body<"POST /api/providers/{name}/keys">),
+  removeKey: (name: string, label: string) =>
+    request<Answer<"DELETE /api/providers/{name}/keys/{label}">>(
+      "DELETE",
+      `/api/providers/${seg(name)}/keys/${seg(label)}`,
+    ),
 
   chains: () => request<Answer<"GET /api/chains">>("GET", "/api/chains"),
   createChain: (name: string, backends: string[]) =>

@@ -12,6 +12,8 @@ const SKIP_WORDS: Record<SkipWord, string> = {
   too_long: "too long",
   quota: "quota used",
   unsupported: "not supported",
+  busy: "busy",
+  paced: "paced",
 };
 
 // Skips by class rather than by the reason's first word: a quota skip's

@@ -89,6 +89,11 @@ export type BackendStatus = "cooling" | "degraded" | "disabled" | "exhausted" | 
 export interface BackendView {
   name: string;
   provider: string;
+  /**
+   * Key is the label of the key of a provider's pool this backend is
+   * called with; "" for a provider with one key.
+   */
+  key: string;
   model: string;
   tier: Tier;
   status: BackendStatus;
@@ -276,6 +281,13 @@ export interface CatalogEntry {
   /** Credit is a trial or one-time allowance, in words. */
   credit: string;
   notes: string[] | null;
+  /**
+   * SharedQuota says what the provider's keys share their limits by,
+   * "" when each key has its own; KeyTerms quotes the provider's terms
+   * where they forbid spreading requests over several keys.
+   */
+  shared_quota: string;
+  key_terms: string;
   /** Limits are the provider-wide limits, each in words. */
   limits: string[] | null;
   models: CatalogModel[] | null;
@@ -660,6 +672,16 @@ export interface Endpoints {
     request: void;
     response: ProviderView;
   };
+  /** Adds the key to the provider's pool (its first key when it has none); answers 201. */
+  "POST /api/providers/{name}/keys": {
+    request: KeyInput;
+    response: ProviderView;
+  };
+  /** Removes the key with this label from the provider's pool. */
+  "DELETE /api/providers/{name}/keys/{label}": {
+    request: void;
+    response: ProviderView;
+  };
   "GET /api/chains": {
     request: void;
     response: ChainView[] | null;
@@ -970,6 +992,11 @@ export interface LimitsJSON {
   tpd: number;
   concurrency: number;
   reset: string;
+  /**
+   * QueueWait is how long a request waits for a busy or paced backend
+   * ("2s", "0s" to pass it by at once); "" is the default.
+   */
+  queue_wait?: string;
 }
 
 /**
@@ -1221,6 +1248,22 @@ export interface Percentiles {
 }
 
 /**
+ * PoolKeyView is one key of a provider's pool. It names the key by its
+ * label and never holds the key or a part of it; the key's state is on
+ * the backends whose key is Label.
+ *
+ * Go: control.PoolKeyView.
+ */
+export interface PoolKeyView {
+  label: string;
+  /**
+   * From says where the key is given: "api_key" (the provider's first
+   * key, from the dashboard, the environment or the file) or "api_keys".
+   */
+  from: string;
+}
+
+/**
  * PreviewInput is the body of POST /api/route/preview: the fields of an
  * OpenAI chat completions request the preview reads, plus its own task and
  * gear. Any other field of a chat completions body is accepted too.
@@ -1332,6 +1375,11 @@ export interface ProviderInput {
   limits: LimitsJSON | null;
   api_key: string | null;
   key: KeyInfo | null;
+  /**
+   * Keys is a field of the view, accepted so that a view can be sent
+   * back, and ignored: the pool is changed by its own routes.
+   */
+  keys?: PoolKeyView[];
   notice?: string;
   /**
    * Catalog is accepted so a view can be sent back, and ignored: a
@@ -1419,6 +1467,11 @@ export interface ProviderView {
   stream_usage: boolean;
   headers: Record<string, string>;
   key: KeyInfo;
+  /**
+   * Keys lists the keys of the provider's pool by label, in the order
+   * they are tried; empty while the provider has one key or none.
+   */
+  keys: PoolKeyView[] | null;
   models: ModelSpec[];
   timeouts: Timeouts;
   limits: LimitsJSON;
@@ -1604,7 +1657,7 @@ export interface SetupView {
  * X-FreeLane-Attempts header writes it ("skip(open)") and the dashboard
  * reads it.
  */
-export type SkipWord = "open" | "half_open" | "cooling" | "key_disabled" | "retired" | "quota" | "too_long" | "unsupported";
+export type SkipWord = "open" | "half_open" | "cooling" | "key_disabled" | "retired" | "quota" | "too_long" | "unsupported" | "busy" | "paced";
 
 /**
  * Snapshot is everything the dashboard starts from.
