@@ -120,18 +120,11 @@ func (f *feed) Take() []llm.Trace {
 }
 
 // redactTrace returns t with the secrets removed from its free text: the
-// model the client named, the error and the notes, and each attempt's
-// reason. The caller's attempts and notes are copied before one is
+// model the client named, the error and the notes, each attempt's reason
+// and the routing decision's words. The caller's attempts and notes are copied before one is
 // changed, never changed in place.
 func redactTrace(r *redact.Redactor, t llm.Trace) llm.Trace {
 	t.Model, t.Alias, t.Error = r.String(t.Model), r.String(t.Alias), r.String(t.Error)
-	if d := t.Decision; d != nil {
-		// The requested name is the client's, like the model; the
-		// decision is copied, never changed in place.
-		c := *d
-		c.Requested, c.Fallback, c.Error = r.String(d.Requested), r.String(d.Fallback), r.String(d.Error)
-		t.Decision = &c
-	}
 	copied := false
 	for i, n := range t.Notes {
 		if m := r.String(n); m != n {
@@ -176,6 +169,9 @@ func redactDecision(r *redact.Redactor, d *llm.Decision) *llm.Decision {
 	}
 	if m := r.String(d.Fallback); m != d.Fallback {
 		edit().Fallback = m
+	}
+	if m := r.String(d.Error); m != d.Error {
+		edit().Error = m
 	}
 	for i, c := range d.Candidates {
 		if m := r.String(c.Reason); m != c.Reason {

@@ -268,7 +268,7 @@ func TestTracesAreRedactedWhereverTheyGo(t *testing.T) {
 	}
 	tr := llm.Trace{ID: "t-redact", Start: e.clock.Now(), Endpoint: "chat", Model: "paid/" + copies[0], Class: llm.Caller, Status: 400,
 		Error: "failed: " + copies[1], Notes: []string{"left out " + copies[2]}}
-	tr.Decision = &llm.Decision{Requested: "paid/" + copies[0], Fallback: "auto -> manual: " + copies[1]}
+	tr.Decision = &llm.Decision{Requested: "paid/" + copies[0], Fallback: "auto -> manual: " + copies[1], Error: "nowhere: " + copies[2]}
 	for _, c := range copies {
 		tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: "paid/m400", Class: llm.Caller, Status: 400, Reason: "HTTP 400: " + c})
 		tr.Decision.Candidates = append(tr.Decision.Candidates, llm.Candidate{Backend: "paid/m400", Verdict: llm.VerdictSkipped, Reason: "key refused: " + c})
@@ -286,6 +286,13 @@ func TestTracesAreRedactedWhereverTheyGo(t *testing.T) {
 	}
 	if l := leakedCopy(requests, plantedKey); l != "" {
 		t.Errorf("GET /api/requests holds %s", l)
+	}
+	one := e.do("GET", "/api/requests/t-redact", "", nil)
+	if one.status != 200 || !strings.Contains(string(one.body), "key refused") {
+		t.Fatalf("GET /api/requests/t-redact: %d %s", one.status, one.body)
+	}
+	if l := leakedCopy(string(one.body), plantedKey); l != "" {
+		t.Errorf("GET /api/requests/{id} holds %s", l)
 	}
 	if l := leakedCopy(string(wsMessages(t, e, time.Second)), plantedKey); l != "" {
 		t.Errorf("the websocket holds %s", l)
