@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"freelane/backend/config"
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/llm"
 )
 
 // TestStrategiesSpreadThroughTheServer: a chain's strategy from the
@@ -105,5 +107,31 @@ func TestFreeShortcutThroughTheServer(t *testing.T) {
 	r = e.post("/v1/chat/completions", chat("ml:local", false))
 	if r.status != http.StatusOK || r.header.Get("X-FreeLane-Backend") != "l/ml" {
 		t.Fatalf("ml:local: %d from %s", r.status, r.header.Get("X-FreeLane-Backend"))
+	}
+}
+
+// TestPreviewMatchesTheNextRequestThroughTheServer: the dashboard's route
+// preview of a weighted chain names the backend the next request goes
+// to, request after request, and calls nothing itself.
+func TestPreviewMatchesTheNextRequestThroughTheServer(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) {
+		c.Chains = append(c.Chains, config.Chain{Name: "turns", Backends: []string{"a/ma", "b/mb", "c/mc"},
+			Strategy: config.StrategyWeighted, Weights: map[string]int{"b/mb": 2}})
+	})
+	calls := func() int { return e.up.Calls("ma") + e.up.Calls("mb") + e.up.Calls("mc") }
+	for i := range 8 {
+		before := calls()
+		r := e.do("POST", "/api/route/preview", chat("turns", false), nil)
+		var d llm.Decision
+		if err := json.Unmarshal(r.body, &d); err != nil || r.status != http.StatusOK || len(d.Candidates) != 3 {
+			t.Fatalf("preview %d: %d %s", i, r.status, r.body)
+		}
+		if calls() != before {
+			t.Fatalf("preview %d called an upstream", i)
+		}
+		served := e.post("/v1/chat/completions", chat("turns", false)).header.Get("X-FreeLane-Backend")
+		if served != d.Candidates[0].Backend {
+			t.Fatalf("request %d went to %s, the preview said %s (%s)", i, served, d.Candidates[0].Backend, r.body)
+		}
 	}
 }
