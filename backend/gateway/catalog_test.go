@@ -489,3 +489,25 @@ func TestChainOfOneProviderIsWarned(t *testing.T) {
 		t.Fatalf("chain same: warning %q (listed: %v)", w, ok)
 	}
 }
+
+// TestPoolOnlyKeysReadTheModelList: a catalog provider whose keys are all
+// in api_keys still has its model list read, with its first key, so new
+// models join and withdrawn ones retire as for a single key.
+func TestPoolOnlyKeysReadTheModelList(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Providers = []config.Provider{{Catalog: "alpha", APIKeys: []string{"sk-alpha-good-0001", "sk-alpha-more-0003"}}}
+	e := newCatalogEnv(t, nil, cfg)
+	e.up.RequireKey("sk-alpha-good-0001")
+	e.up.SetModelList([]byte(`{"data":[
+	  {"id":"m-one:free","pricing":{"prompt":"0","completion":"0"}},
+	  {"id":"m-four:free","pricing":{"prompt":"0","completion":"0"}}]}`))
+	e.g.RefreshModels(context.Background())
+	var joined bool
+	for _, ev := range e.g.Events().Recent() {
+		joined = joined || (ev.Kind == "models_joined" && strings.Contains(ev.Reason, "m-four:free"))
+	}
+	if !joined {
+		t.Fatalf("no models_joined event for m-four: the pool's model list was not read (events %+v)", e.g.Events().Recent())
+	}
+}

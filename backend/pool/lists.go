@@ -31,7 +31,16 @@ func (p *Pool) ReadList(ctx context.Context, c config.Provider) ([]modellist.Lis
 	if !ok {
 		return nil, fmt.Errorf("pool: no dialect speaks the provider kind %q", c.Kind)
 	}
-	return modellist.Fetch(ctx, p.lists, d.Outbound.Models, c.BaseURL, c.APIKey, c.Headers)
+	return modellist.Fetch(ctx, p.lists, d.Outbound.Models, c.BaseURL, listKey(c), c.Headers)
+}
+
+// listKey is the key a provider's model list is read with: its first key,
+// which for a pool whose keys are all in api_keys is not api_key.
+func listKey(c config.Provider) string {
+	if pool := c.Pool(); len(pool) > 0 {
+		return pool[0].Key
+	}
+	return ""
 }
 
 // Joinable are the listed models that may serve from a provider the
@@ -116,7 +125,7 @@ func (p *Pool) RefreshModels(ctx context.Context, ctl Models) {
 	cat := ctl.Catalog()
 	for _, c := range cfg.Providers {
 		e, ok := cat.Provider(c.Catalog)
-		if !ok || !e.ListModels || c.Disabled || (!c.Keyless && c.APIKey == "") {
+		if !ok || !e.ListModels || c.Disabled || (!c.Keyless && listKey(c) == "") {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, listWait)
