@@ -76,8 +76,14 @@ type Provider struct {
 	// Limits apply to the provider as a whole.
 	Limits []Limit  `yaml:"limits,omitempty" json:"limits,omitempty"`
 	Notes  []string `yaml:"notes,omitempty" json:"notes,omitempty"`
-	Models []Model  `yaml:"models" json:"models"`
-	line   int      // where the provider starts in its file
+	// CacheTTL is how long the provider keeps a prompt-cache entry after
+	// its last use ("5m", "1h"); empty is unknown, taken as 5 minutes.
+	CacheTTL string `yaml:"cache_ttl,omitempty" json:"cache_ttl,omitempty"`
+	// PricesRead is the date (YYYY-MM-DD) the models' prices were read
+	// from the vendor's published price list.
+	PricesRead string  `yaml:"prices_read,omitempty" json:"prices_read,omitempty"`
+	Models     []Model `yaml:"models" json:"models"`
+	line       int     // where the provider starts in its file
 	// modelLines are where its models start, in order.
 	modelLines []int
 }
@@ -102,6 +108,11 @@ type Model struct {
 type Price struct {
 	Input  float64 `yaml:"input" json:"input"`
 	Output float64 `yaml:"output" json:"output"`
+	// CacheRead and CacheWrite are the prices of prompt tokens read from
+	// and written to the vendor's prompt cache; 0 where the vendor has
+	// none or the file does not say.
+	CacheRead  float64 `yaml:"cache_read,omitempty" json:"cache_read,omitempty"`
+	CacheWrite float64 `yaml:"cache_write,omitempty" json:"cache_write,omitempty"`
 }
 
 // Limit is a published limit, in the config file's units.

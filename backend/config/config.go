@@ -105,6 +105,8 @@ type Config struct {
 	// conditions the request meets gives it its task. Without any rule
 	// that has conditions the built-in rules apply (package task).
 	Tasks []Task `yaml:"tasks,omitempty"`
+	// Cache is the exact response cache, off unless it says enabled.
+	Cache ResponseCache `yaml:"cache,omitempty"`
 }
 
 // Task is one task rule: the task a request gets when it meets every
@@ -278,6 +280,11 @@ type Provider struct {
 	// Limits apply to all the provider's models together (one key, one
 	// allowance).
 	Limits *Limits `yaml:"limits,omitempty"`
+	// CacheTTL is how long the provider keeps a prompt-cache entry after
+	// its last use, which is how long a session stays on one of its
+	// backends to keep that cache warm; 0 takes the catalog's figure,
+	// else 5 minutes.
+	CacheTTL time.Duration `yaml:"cache_ttl,omitempty"`
 }
 
 // Limits are a provider's or a model's allowance. Zero means no limit.
@@ -305,6 +312,9 @@ type Price struct {
 	// CacheRead is the price of prompt tokens read from the provider's
 	// prompt cache; 0 means the input price.
 	CacheRead float64 `yaml:"cache_read,omitempty"`
+	// CacheWrite is the price of prompt tokens written to the provider's
+	// prompt cache; 0 means the input price.
+	CacheWrite float64 `yaml:"cache_write,omitempty"`
 }
 
 // Budget caps spending in one scope per local day or month.
@@ -423,6 +433,27 @@ type Chain struct {
 	// when every backend is rate limited, before it is answered with 429;
 	// nil means 3 s, 0 turns waiting off.
 	MaxWait *time.Duration `yaml:"max_wait,omitempty"`
+	// Cache turns the response cache on or off for this chain; nil
+	// follows the top-level cache setting.
+	Cache *ChainCache `yaml:"cache,omitempty"`
+}
+
+// ChainCache is a chain's own response-cache switch.
+type ChainCache struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// ResponseCache is the exact response cache: identical deterministic
+// requests are answered from it without calling a backend. It is off by
+// default.
+type ResponseCache struct {
+	// Enabled turns it on for every chain that does not say otherwise.
+	Enabled bool `yaml:"enabled"`
+	// TTL is how long an answer is kept; 0 means 10 minutes.
+	TTL time.Duration `yaml:"ttl,omitempty"`
+	// MaxMB bounds the stored answers; the least recently used go first.
+	// 0 means 256.
+	MaxMB int `yaml:"max_mb,omitempty"`
 }
 
 // Chain strategies, as the configuration names them.

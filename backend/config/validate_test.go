@@ -84,7 +84,7 @@ func TestValidationErrors(t *testing.T) {
 			"    tier: free",
 			"    base_ulr: https://x",
 		), nil, "providers[0].base_ulr", 4, `unknown field "base_ulr" (did you mean base_url?)`},
-		{"unknown key without suggestion", doc("colour: red"), nil, "colour", 1, "known fields are aliases, allowed_hosts, allowed_origins, breaker, budgets, catalog, chains"},
+		{"unknown key without suggestion", doc("colour: red"), nil, "colour", 1, "known fields are aliases, allowed_hosts, allowed_origins, breaker, budgets, cache, catalog, chains"},
 		{"APIKeyEnv is not a key", withGroq("    apikeyenv: [X]"), nil, "providers[0].apikeyenv", 9, "unknown field"},
 		{"duplicate key", doc("listen: 127.0.0.1:1", "listen: 127.0.0.1:2"), nil, "listen", 2, "duplicate key \"listen\" (first given on line 1)"},
 		{"list expected", doc("providers: groq"), nil, "providers", 1, `must be a list, got "groq"`},

@@ -52,12 +52,13 @@ func roundTripConfig(upstream string) *config.Config {
 						Price:         &config.Price{Input: 0.15, Output: 0.6},
 						CreditExpires: "2027-03-31",
 					},
-					{ID: "small", ParamsB: 8, Context: 32768, MaxOutput: 4096, Price: &config.Price{Input: 0.02, Output: 0.05, CacheRead: 0.01}},
+					{ID: "small", ParamsB: 8, Context: 32768, MaxOutput: 4096, Price: &config.Price{Input: 0.02, Output: 0.05, CacheRead: 0.01, CacheWrite: 0.025}},
 				},
 				Timeouts: config.Timeouts{Connect: 3 * time.Second, Header: 45 * time.Second, FirstToken: 25 * time.Second, Idle: 40 * time.Second},
 				// Probes are off by default for own keys; this one asks.
-				Probe:  ptrTo(true),
-				Limits: &config.Limits{RPM: 60, RPD: 5000, TPM: 100000, TPD: 9000000, Concurrency: 4, Reset: "monthly 1 06:00 UTC"},
+				Probe:    ptrTo(true),
+				Limits:   &config.Limits{RPM: 60, RPD: 5000, TPM: 100000, TPD: 9000000, Concurrency: 4, Reset: "monthly 1 06:00 UTC"},
+				CacheTTL: time.Hour,
 			},
 			{
 				Name: "lit", Kind: config.KindOpenAI, Tier: tier.Free, BaseURL: upstream, APIKey: rtLiteralKey,
@@ -102,7 +103,7 @@ func roundTripConfig(upstream string) *config.Config {
 			{Name: "coding", Backends: []string{"paid/meta/llama-3.3-70b", "box/qwen2.5-coder:7b", "desk/llama3.2:3b"}},
 			{Name: "cheap", Backends: []string{"box/qwen2.5-coder:7b", "paid/small"}, Strategy: config.StrategyWeighted,
 				Weights: map[string]int{"paid/small": 3}, Priority: map[string]int{"paid/small": 2}, Gear: config.GearManual,
-				MaxWait: ptrTo(1500 * time.Millisecond)},
+				MaxWait: ptrTo(1500 * time.Millisecond), Cache: &config.ChainCache{Enabled: true}},
 		},
 		Breaker: config.Breaker{Failures: 3, Open: 45 * time.Second, RateLimitCooldown: 90 * time.Second, HealthThreshold: 0.5},
 		Probes:  config.Probes{Interval: 7 * time.Minute, OpenInterval: 40 * time.Second, Daily: 36 * time.Hour, Disabled: true},
@@ -121,6 +122,7 @@ func roundTripConfig(upstream string) *config.Config {
 			{Name: "background", When: &config.TaskWhen{Model: "claude-*haiku*", Tools: ptrTo(false)}, Chain: "cheap"},
 			{Name: "review", When: &config.TaskWhen{Thinking: ptrTo(true), PromptTokensOver: 30000}, Prefer: []string{"paid/meta/llama-3.3-70b"}},
 		},
+		Cache: config.ResponseCache{Enabled: true, TTL: 20 * time.Minute, MaxMB: 64},
 	}
 }
 

@@ -105,6 +105,18 @@ type Part struct {
 	Signature string
 	// Redacted is the opaque content of redacted reasoning.
 	Redacted string
+	// Cache, when set, ends a prefix the client asked the vendor to
+	// cache at this part (an Anthropic cache_control breakpoint).
+	Cache *CachePoint
+}
+
+// CachePoint is a prompt-cache breakpoint: the conversation up to and
+// including the part (or tool) that carries it is a prefix the client
+// asked the vendor to cache.
+type CachePoint struct {
+	// TTL is the cache lifetime the client asked for ("5m", "1h"); empty
+	// is the vendor's default.
+	TTL string
 }
 
 // Image is an image input: inline data or a URL.
@@ -145,6 +157,8 @@ type Tool struct {
 	// Parameters is the JSON schema of the arguments; nil for none.
 	Parameters json.RawMessage
 	Strict     bool
+	// Cache, when set, is a prompt-cache breakpoint after this tool.
+	Cache *CachePoint
 }
 
 // ToolChoiceMode says how the model should use its tools.

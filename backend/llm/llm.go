@@ -167,6 +167,9 @@ type Attempt struct {
 	CompletionTokens int     `json:"completion_tokens,omitempty"`
 	Cost             float64 `json:"cost,omitempty"`
 	Estimated        bool    `json:"estimated,omitempty"`
+	// Saved is what the provider's prompt cache saved on this call: the
+	// cached prompt tokens at the input price less their cache-read price.
+	Saved float64 `json:"saved,omitempty"`
 }
 
 // Bounds on a Trace's free-text fields, in bytes. A trace is kept in the
@@ -268,4 +271,27 @@ type Trace struct {
 	// Decision is how the router chose the backends it tried; nil for
 	// requests logged before decisions were recorded.
 	Decision *Decision `json:"decision,omitempty"`
+	// Cache is what the response cache did: CacheHit, CacheMiss,
+	// CacheBypass, CacheRefresh, or "" when it was not asked (off, or a
+	// request it does not keep).
+	Cache CacheOutcome `json:"cache,omitempty"`
+	// Session is the first 16 hex digits of the request's session key
+	// (Request.Session), for grouping a conversation's turns; "" for none.
+	Session string `json:"session,omitempty"`
+	// Saved is what caching saved on the request: the attempts' prompt
+	// cache savings, or for a response-cache hit the cost of the answer
+	// when it was first made.
+	Saved float64 `json:"saved,omitempty"`
 }
+
+// CacheOutcome is what the response cache did with a request; the
+// X-FreeLane-Cache response header carries it.
+type CacheOutcome string
+
+// The cache outcomes.
+const (
+	CacheHit       CacheOutcome = "hit"
+	CacheMiss      CacheOutcome = "miss"
+	CacheBypassed  CacheOutcome = "bypass"
+	CacheRefreshed CacheOutcome = "refresh"
+)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"freelane/backend/jsonscan"
 )
@@ -102,6 +103,43 @@ type Edits struct {
 	// MaxOutput, when not 0, is the most output tokens the model allows;
 	// a larger max_tokens is lowered to it.
 	MaxOutput int
+	// Session is the request's session key (Request.Session), which an
+	// OpenAI-style upstream receives as prompt_cache_key so that the
+	// turns of one conversation reach the same cache; "" sends none.
+	Session string
+	// User is the keyed hash of the client's end-user identifier
+	// (Request.User), which replaces the client's own in the upstream's
+	// user field; "" removes that field.
+	User string
+}
+
+// CacheMode is what a request's headers ask of the response cache.
+type CacheMode uint8
+
+// The cache modes.
+const (
+	// CacheDefault uses the cache when it is on and the request is
+	// deterministic.
+	CacheDefault CacheMode = iota
+	// CacheBypass neither reads nor writes the cache (Cache-Control:
+	// no-store, X-FreeLane-Cache: off).
+	CacheBypass
+	// CacheRefresh skips reading the cache but stores the new answer
+	// (Cache-Control: no-cache).
+	CacheRefresh
+)
+
+// CacheDirective is the client's word on the response cache, read from
+// its request headers.
+type CacheDirective struct {
+	Mode CacheMode
+	// MaxAge, when HasMaxAge, is the oldest a cached answer may be to be
+	// served (Cache-Control: max-age).
+	MaxAge    time.Duration
+	HasMaxAge bool
+	// OptIn marks a request the client wants cached although it is not
+	// deterministic by its parameters (X-FreeLane-Cache: on).
+	OptIn bool
 }
 
 // Request is a client request, parsed just enough to route it. The body
@@ -148,6 +186,23 @@ type Request struct {
 	// Gear is a per-request gear ("auto" or "manual") from the
 	// X-FreeLane-Gear header; empty means the chain's own.
 	Gear string
+	// Session is the request's session key: a keyed hash (hex) of the
+	// session the client named (the X-FreeLane-Session header, or what
+	// its dialect carries in the body), "" when it named none. Requests
+	// of one session are kept on the backend whose prompt cache is warm.
+	// It is never the client's own value.
+	Session string
+	// User is a keyed hash (hex) of the end-user identifier the client
+	// sent (OpenAI's user, Anthropic's metadata.user_id), "" for none:
+	// upstreams receive this, never the client's own value.
+	User string
+	// ClientSession and ClientUser are the raw identifiers the dialect's
+	// parser found in the body. The API layer turns them into Session and
+	// User and clears them before routing; nothing else may read, log or
+	// send them.
+	ClientSession, ClientUser string
+	// Cache is what the client's headers ask of the response cache.
+	Cache CacheDirective
 
 	// promptEst is the estimated prompt tokens, 0 until asked.
 	promptEst int

@@ -9,7 +9,9 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -47,6 +49,9 @@ const (
 type Vault struct {
 	aead   cipher.AEAD
 	source Source
+	// root is an HMAC key derived from the master key, from which Derive
+	// makes keys for other uses; the master key itself only seals.
+	root []byte
 }
 
 // Options choose where the master key is kept.
@@ -158,7 +163,19 @@ func newVault(key []byte, src Source) (*Vault, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
 	}
-	return &Vault{aead: aead, source: src}, nil
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("freelane vault derive root"))
+	return &Vault{aead: aead, source: src, root: mac.Sum(nil)}, nil
+}
+
+// Derive returns a 32-byte secret for one use, named by label (e.g.
+// "pseudonyms"): stable for as long as the master key is, different for
+// every label, and telling nothing about the master key or the other
+// labels' secrets.
+func (v *Vault) Derive(label string) []byte {
+	mac := hmac.New(sha256.New, v.root)
+	mac.Write([]byte(label))
+	return mac.Sum(nil)
 }
 
 // Source tells where the master key is kept.

@@ -178,6 +178,8 @@ var freelane = contract{
 			Values: values(llm.OK, llm.RateLimited, llm.Transient, llm.Soft, llm.Credential, llm.Gone, llm.TooLong, llm.Caller, llm.Cancelled, llm.Quota)},
 		{Name: "SkipWord", Type: typeOf[llm.SkipWord](), Dir: "backend/llm",
 			Values: values(llm.SkipOpen, llm.SkipHalfOpen, llm.SkipCooling, llm.SkipKeyDisabled, llm.SkipRetired, llm.SkipQuota, llm.SkipTooLong, llm.SkipUnsupported, llm.SkipBusy, llm.SkipPaced)},
+		{Name: "CacheOutcome", Type: typeOf[llm.CacheOutcome](), Dir: "backend/llm",
+			Values: values(llm.CacheHit, llm.CacheMiss, llm.CacheBypassed, llm.CacheRefreshed)},
 		{Name: "Dialect", Type: typeOf[llm.Dialect](), Dir: "backend/llm",
 			Values: values(llm.DialectOpenAI, llm.DialectResponses, llm.DialectAnthropic, llm.DialectGemini)},
 		{Name: "EventKind", Type: typeOf[events.Kind](), Dir: "backend/events",

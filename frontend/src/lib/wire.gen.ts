@@ -76,6 +76,11 @@ export interface Attempt {
   completion_tokens?: number;
   cost?: number;
   estimated?: boolean;
+  /**
+   * Saved is what the provider's prompt cache saved on this call: the
+   * cached prompt tokens at the input price less their cache-read price.
+   */
+  saved?: number;
 }
 
 /** BackendStatus is what a backend is doing now, as the gateway reports it. */
@@ -160,6 +165,12 @@ export interface BudgetView {
   resets_at: string;
   exceeded: boolean;
 }
+
+/**
+ * CacheOutcome is what the response cache did with a request; the
+ * X-FreeLane-Cache response header carries it.
+ */
+export type CacheOutcome = "hit" | "miss" | "bypass" | "refresh";
 
 /**
  * Candidate is one backend as the router's selection saw it.
@@ -1832,6 +1843,23 @@ export interface Trace {
    * requests logged before decisions were recorded.
    */
   decision?: Decision;
+  /**
+   * Cache is what the response cache did: CacheHit, CacheMiss,
+   * CacheBypass, CacheRefresh, or "" when it was not asked (off, or a
+   * request it does not keep).
+   */
+  cache?: CacheOutcome;
+  /**
+   * Session is the first 16 hex digits of the request's session key
+   * (Request.Session), for grouping a conversation's turns; "" for none.
+   */
+  session?: string;
+  /**
+   * Saved is what caching saved on the request: the attempts' prompt
+   * cache savings, or for a response-cache hit the cost of the answer
+   * when it was first made.
+   */
+  saved?: number;
 }
 
 /**
