@@ -245,7 +245,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, d protocol.Dialec
 		s.fail(w, d.Codec, f)
 		return
 	}
-	writeAnswer(w, res, res.Response.Body)
+	writeAnswer(w, req, res, res.Response.Body)
 }
 
 // unknownEndpoint answers a path under a dialect's prefix that FreeLane

@@ -54,7 +54,7 @@ func (s *Server) routingHeaders(w http.ResponseWriter, r *http.Request, d protoc
 		}
 		req.Gear = g
 	}
-	return true
+	return s.cacheHeaders(w, r, d, req)
 }
 
 func (s *Server) knownTask(name string) bool {

@@ -35,6 +35,8 @@ var documented = map[string][]any{
 	"probes.open_interval":             {defaults.ProbeOpenInterval},
 	"probes.daily":                     {defaults.ProbeDaily},
 	"ledger.retention_days":            {defaults.LedgerRetentionDays},
+	"cache.ttl":                        {defaults.ResponseCacheTTL},
+	"cache.max_mb":                     {defaults.ResponseCacheMB},
 }
 
 func durations(ds []time.Duration) []any {

@@ -37,6 +37,7 @@ import (
 	"freelane/backend/protocol"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
+	"freelane/backend/respcache"
 	"freelane/backend/router"
 	"freelane/backend/shape"
 	"freelane/backend/store"
@@ -96,20 +97,22 @@ type Gateway struct {
 	reqLog *store.RequestLog
 	// responses keeps the Responses API answers clients ask to store.
 	responses *store.ResponseStore
-	router    *router.Router
-	gate      *breaker.Set
-	bus       *events.Bus
-	api       *api.Server
-	control   *control.Control
-	srv       *http.Server
-	ln        net.Listener
-	prober    *probe.Prober
-	clock     clock.Clock
-	metrics   *metrics.Registry
-	feed      *feed
-	hub       *hub.Hub
-	quota     *quota.Manager
-	shape     *shape.Shaper
+	// rcache is the exact response cache.
+	rcache  *respcache.Cache
+	router  *router.Router
+	gate    *breaker.Set
+	bus     *events.Bus
+	api     *api.Server
+	control *control.Control
+	srv     *http.Server
+	ln      net.Listener
+	prober  *probe.Prober
+	clock   clock.Clock
+	metrics *metrics.Registry
+	feed    *feed
+	hub     *hub.Hub
+	quota   *quota.Manager
+	shape   *shape.Shaper
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
@@ -185,6 +188,10 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
+	if g.rcache, err = respcache.Open(ctx, db.SQL(), respcache.Options{Codecs: g.dialects, Clock: o.Clock, Logger: o.Logger}); err != nil {
+		return nil, fmt.Errorf("opening the response cache: %w", err)
+	}
+	g.router.SetCache(g.rcache)
 	g.tasks = task.New(func(req *llm.Request) int { return req.EstimatedPrompt(task.QuickPrompt) })
 	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
@@ -397,6 +404,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.api.SetBodyLimits(cfg.Requests.BodyReadTimeout, int64(cfg.Requests.MaxInflightBodyMB)<<20)
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
+	g.rcache.Configure(cacheSettings(cfg))
 	g.router.Swap(router.Build(spec))
 	// After the table, so a task's new chain is there when it is named.
 	g.tasks.Configure(taskRules(cfg.Tasks))
@@ -524,6 +532,25 @@ func (g *Gateway) Prober() *probe.Prober { return g.prober }
 // Breakers returns the backends' breaker state.
 func (g *Gateway) Breakers() *breaker.Set { return g.gate }
 
+// ResponseCache returns the exact response cache, whose Stats the
+// dashboard shows.
+func (g *Gateway) ResponseCache() *respcache.Cache { return g.rcache }
+
+// cacheSettings reads the response cache's switches from cfg: the
+// top-level one, and each chain's own where it says.
+func cacheSettings(cfg *config.Config) respcache.Settings {
+	s := respcache.Settings{Enabled: cfg.Cache.Enabled, TTL: cfg.Cache.TTL, MaxBytes: int64(cfg.Cache.MaxMB) << 20}
+	for _, c := range cfg.Chains {
+		if c.Cache != nil {
+			if s.Chains == nil {
+				s.Chains = map[string]bool{}
+			}
+			s.Chains[c.Name] = c.Cache.Enabled
+		}
+	}
+	return s
+}
+
 // Events returns the event bus.
 func (g *Gateway) Events() *events.Bus { return g.bus }
 
@@ -560,6 +587,11 @@ func (g *Gateway) Start() error {
 	g.writers.Go("response store writer", func(ctx context.Context) {
 		if err := g.responses.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			g.log.Error("response store writer stopped", "err", err)
+		}
+	})
+	g.writers.Go("response cache writer", func(ctx context.Context) {
+		if err := g.rcache.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			g.log.Error("response cache writer stopped", "err", err)
 		}
 	})
 	if !cfg.Discovery.Disabled {
@@ -671,6 +703,9 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		if err := g.responses.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := g.rcache.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -100,6 +100,8 @@ type Router struct {
 	shape    Shaper
 	classify Classifier
 	estimate Estimator
+	// cache is the response cache, set once before serving; nil is none.
+	cache ResponseCache
 }
 
 // New returns a Router over the table. rec may be nil; a nil clock is the
@@ -206,6 +208,17 @@ var errCommitted = errors.New("stream committed")
 // Complete serves a non-streaming request.
 func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Failure) {
 	var res *Result
+	var cu *cacheUse
+	if r.cache != nil {
+		cu = &cacheUse{replay: func(h CachedAnswer, tr *llm.Trace) error {
+			body, err := h.Body(req, tr.ID)
+			if err != nil {
+				return err
+			}
+			res = &Result{Response: &llm.Response{Status: http.StatusOK, Header: http.Header{}, Body: body, Usage: h.Origin().Usage}}
+			return nil
+		}}
+	}
 	tr, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
 		resp, err := b.Up.Complete(ctx, req, b.ID.Model)
 		if err != nil {
@@ -217,11 +230,14 @@ func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Fail
 			a.usage = &resp.Usage
 		}
 		return nil
-	})
+	}, cu)
 	if f != nil {
 		return nil, f
 	}
 	res.Attempts, res.ID = tr.Attempts, tr.ID
+	if cu != nil && cu.keep != nil && tr.Class == llm.OK {
+		cu.keep.Body(res.Response.Body, CacheOrigin{Backend: tr.Backend, Usage: tr.Usage, Cost: tr.Cost})
+	}
 	return res, nil
 }
 
@@ -229,9 +245,19 @@ func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Fail
 // only when nothing was written yet, so the caller can still answer with a
 // plain HTTP error.
 func (r *Router) Stream(ctx context.Context, req *llm.Request, sink Sink) *Failure {
-	_, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
+	var cu *cacheUse
+	var ks *keepSink
+	if r.cache != nil {
+		cu = &cacheUse{replay: func(h CachedAnswer, tr *llm.Trace) error { return replayStream(req, sink, h, tr) }}
+		ks = &keepSink{Sink: sink, cu: cu}
+		sink = ks
+	}
+	tr, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
 		return r.streamOne(ctx, req, b, a, sink)
-	})
+	}, cu)
+	if f == nil && cu != nil && cu.keep != nil && ks.done && tr.Class == llm.OK {
+		cu.keep.Done(CacheOrigin{Backend: tr.Backend, Usage: tr.Usage, Cost: tr.Cost})
+	}
 	return f
 }
 
@@ -265,7 +291,7 @@ type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
 // and when every one was rate limited wait once for the earliest reset
 // (bounded by the chain's max_wait and the client's deadline) and walk
 // again.
-func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*llm.Trace, *Failure) {
+func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc, cu *cacheUse) (*llm.Trace, *Failure) {
 	start := r.clock.Now()
 	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Path: req.Path, Dialect: req.Dialect,
 		Model: req.Model, Stream: req.Stream, Notes: req.Notes}
@@ -277,6 +303,10 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		return tr, f
 	}
 	tr.Chain, tr.Alias = route.Chain, route.Alias
+	if cu != nil && r.fromCache(req, route, tr, cu) {
+		r.finishTrace(tr, start)
+		return tr, nil
+	}
 
 	sel := getSelection()
 	defer putSelection(sel)
