@@ -371,3 +371,40 @@ func TestResponseCachePerChainSwitch(t *testing.T) {
 		t.Fatalf("calls ma %d mb %d", a, b)
 	}
 }
+
+// The Gemini and Responses clients asking the question an OpenAI client
+// asked get its answer from the cache, in their own shape.
+func TestResponseCacheGeminiAndResponsesClients(t *testing.T) {
+	e := newCacheEnv(t, nil)
+	wantCache(t, e.ask(question(false), nil), "miss")
+	gem := `{"systemInstruction":{"parts":[{"text":"Answer briefly."}]},"contents":[{"role":"user","parts":[{"text":"What is two plus two?"}]}],"generationConfig":{"temperature":0,"maxOutputTokens":64}}`
+	r := e.raw(http.MethodPost, "/v1beta/models/main:generateContent", gem, map[string]string{"Content-Type": "application/json"})
+	wantCache(t, r, "hit")
+	if !strings.Contains(string(r.body), `"text":"Hello from ma"`) || !strings.Contains(string(r.body), `"usageMetadata"`) {
+		t.Errorf("Gemini hit: %s", r.body)
+	}
+	rs := `{"model":"main","temperature":0,"max_output_tokens":64,"instructions":"Answer briefly.","input":"What is two plus two?"}`
+	r = e.raw(http.MethodPost, "/v1/responses", rs, map[string]string{"Content-Type": "application/json"})
+	wantCache(t, r, "hit")
+	var resp struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Output []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(r.body, &resp); err != nil || resp.Status != "completed" || len(resp.Output) == 0 ||
+		len(resp.Output[0].Content) == 0 || resp.Output[0].Content[0].Text != "Hello from ma" || !strings.HasPrefix(resp.ID, "resp_") {
+		t.Errorf("Responses hit: %s", r.body)
+	}
+	r = e.raw(http.MethodPost, "/v1/responses", strings.Replace(rs, `{"model"`, `{"stream":true,"model"`, 1), map[string]string{"Content-Type": "application/json"})
+	wantCache(t, r, "hit")
+	if !strings.Contains(string(r.body), "response.completed") || !strings.Contains(string(r.body), "Hello from ma") {
+		t.Errorf("Responses stream hit: %s", r.body)
+	}
+	if n := e.up.Calls("ma"); n != 1 {
+		t.Fatalf("upstream called %d times, want 1", n)
+	}
+}

@@ -3,6 +3,7 @@ package respcache
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -13,9 +14,8 @@ import (
 
 // hit is an entry found for a request, written in the client's dialect.
 type hit struct {
-	e     *entry
-	c     *Cache
-	codec protocol.Codec
+	e *entry
+	c *Cache
 }
 
 func (h *hit) Origin() router.CacheOrigin { return h.e.origin }
@@ -33,12 +33,29 @@ func (h *hit) answer() *llm.Answer {
 	return &a
 }
 
+// codec is the dialect req speaks.
+func (h *hit) codec(req *llm.Request) (protocol.Codec, error) {
+	codec, ok := h.c.codecs.Codec(req.Dialect)
+	if !ok {
+		return nil, fmt.Errorf("respcache: no dialect %q", req.Dialect)
+	}
+	return codec, nil
+}
+
 func (h *hit) Body(req *llm.Request, id string) ([]byte, error) {
-	return h.codec.EncodeResponse(h.answer(), h.options(req, id))
+	codec, err := h.codec(req)
+	if err != nil {
+		return nil, err
+	}
+	return codec.EncodeResponse(h.answer(), h.options(req, id))
 }
 
 func (h *hit) Events(req *llm.Request, id string) ([]llm.Event, error) {
-	enc := h.codec.NewStreamEncoder(h.options(req, id))
+	codec, err := h.codec(req)
+	if err != nil {
+		return nil, err
+	}
+	enc := codec.NewStreamEncoder(h.options(req, id))
 	var evs []llm.Event
 	for _, d := range deltas(h.answer()) {
 		evs = enc.Encode(evs, d)
@@ -195,37 +212,46 @@ func complete(a *llm.Answer) bool {
 	return false
 }
 
-// builder assembles a streamed answer from its deltas.
+// builder assembles a streamed answer from its deltas. Text grows in
+// byte buffers, one per part, so a long answer of small deltas is not
+// copied again with every delta.
 type builder struct {
 	parts  []llm.Part
-	calls  map[int]int // tool call index -> part
+	texts  [][]byte // each part's text, or a tool call's arguments
+	calls  map[int]int
 	finish llm.FinishReason
 	size   int
 }
 
+func (b *builder) open(p llm.Part) int {
+	b.parts = append(b.parts, p)
+	b.texts = append(b.texts, nil)
+	return len(b.parts) - 1
+}
+
 func (b *builder) add(d llm.Delta) {
 	b.size += len(d.Text) + len(d.ID) + len(d.Name) + len(d.Signature) + len(d.Redacted)
+	last := len(b.parts) - 1
 	switch d.Kind {
 	case llm.DeltaText:
 		if d.Text == "" {
 			return
 		}
-		if n := len(b.parts); n > 0 && b.parts[n-1].Kind == llm.PartText {
-			b.parts[n-1].Text += d.Text
+		if last < 0 || b.parts[last].Kind != llm.PartText {
+			last = b.open(llm.Part{Kind: llm.PartText})
+		}
+		b.texts[last] = append(b.texts[last], d.Text...)
+	case llm.DeltaReasoning:
+		if d.Text == "" && d.Redacted == "" && d.Signature == "" {
 			return
 		}
-		b.parts = append(b.parts, llm.Part{Kind: llm.PartText, Text: d.Text})
-	case llm.DeltaReasoning:
-		n := len(b.parts)
-		if n == 0 || b.parts[n-1].Kind != llm.PartReasoning || b.parts[n-1].Signature != "" && (d.Text != "" || d.Redacted != "") {
-			if d.Text == "" && d.Redacted == "" && d.Signature == "" {
-				return
-			}
-			b.parts = append(b.parts, llm.Part{Kind: llm.PartReasoning})
-			n++
+		// A signature closes a reasoning part: what comes after it is
+		// reasoning of its own.
+		if last < 0 || b.parts[last].Kind != llm.PartReasoning || b.parts[last].Signature != "" && (d.Text != "" || d.Redacted != "") {
+			last = b.open(llm.Part{Kind: llm.PartReasoning})
 		}
-		p := &b.parts[n-1]
-		p.Text += d.Text
+		p := &b.parts[last]
+		b.texts[last] = append(b.texts[last], d.Text...)
 		p.Redacted += d.Redacted
 		p.Signature += d.Signature
 	case llm.DeltaToolStart:
@@ -235,11 +261,10 @@ func (b *builder) add(d llm.Delta) {
 		if _, ok := b.calls[d.Index]; ok {
 			return
 		}
-		b.calls[d.Index] = len(b.parts)
-		b.parts = append(b.parts, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: d.ID, Name: d.Name}})
+		b.calls[d.Index] = b.open(llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: d.ID, Name: d.Name}})
 	case llm.DeltaToolArgs:
 		if i, ok := b.calls[d.Index]; ok {
-			b.parts[i].ToolCall.Arguments += d.Text
+			b.texts[i] = append(b.texts[i], d.Text...)
 		}
 	case llm.DeltaFinish:
 		b.finish = d.Finish
@@ -247,5 +272,12 @@ func (b *builder) add(d llm.Delta) {
 }
 
 func (b *builder) answer() *llm.Answer {
+	for i := range b.parts {
+		if p := &b.parts[i]; p.Kind == llm.PartToolCall {
+			p.ToolCall.Arguments = string(b.texts[i])
+		} else {
+			p.Text = string(b.texts[i])
+		}
+	}
 	return &llm.Answer{Parts: b.parts, Finish: b.finish}
 }

@@ -129,4 +129,3 @@ func BenchmarkCacheHitStream(b *testing.B) {
 		b.Fatalf("upstream called %d times, %d bytes sent", n, sink.n)
 	}
 }
-

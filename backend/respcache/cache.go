@@ -307,7 +307,7 @@ func (c *Cache) Lookup(req *llm.Request, route, chain string) (llm.CacheOutcome,
 	c.write(op{kind: opTouch, key: key, used: now.UnixMilli()})
 	c.mu.Unlock()
 	c.hits.Add(1)
-	return llm.CacheHit, &hit{e: e, c: c, codec: codec}, nil
+	return llm.CacheHit, &hit{e: e, c: c}, nil
 }
 
 // put keeps an answer under key, replacing what was there.

@@ -3,6 +3,7 @@ package respcache_test
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"freelane/backend/dialects"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/llm"
+	"freelane/backend/protocol"
 	"freelane/backend/respcache"
 	"freelane/backend/router"
 	"freelane/backend/store"
@@ -91,7 +93,7 @@ func TestKeyTellsQuestionsApart(t *testing.T) {
 		"format":      strings.Replace(openaiQ, `"max_tokens":64`, `"max_tokens":64,"response_format":{"type":"json_object"}`, 1),
 		"reasoning":   strings.Replace(openaiQ, `"max_tokens":64`, `"max_tokens":64,"reasoning_effort":"low"`, 1),
 		"system":      strings.Replace(openaiQ, `Answer briefly.`, `Answer at length.`, 1),
-		"tools": strings.Replace(openaiQ, `"max_tokens":64`, `"max_tokens":64,"tools":[{"type":"function","function":{"name":"add","parameters":{"type":"object"}}}]`, 1),
+		"tools":       strings.Replace(openaiQ, `"max_tokens":64`, `"max_tokens":64,"tools":[{"type":"function","function":{"name":"add","parameters":{"type":"object"}}}]`, 1),
 		"split": strings.Replace(openaiQ, `{"role":"user","content":"What is two plus two?"}`,
 			`{"role":"user","content":"What is two"},{"role":"assistant","content":" plus two?"}`, 1),
 	} {
@@ -252,11 +254,11 @@ func TestExpiredEntriesArePruned(t *testing.T) {
 func TestIncompleteAnswersAreNotKept(t *testing.T) {
 	c, _ := newCache(t, t.TempDir(), clocktest.New(time.Unix(1e9, 0)), respcache.Settings{Enabled: true})
 	bad := map[string]string{
-		"filtered": `{"id":"x","object":"chat.completion","created":1,"model":"ma","choices":[{"index":0,"message":{"role":"assistant","content":"no"},"finish_reason":"content_filter"}]}`,
-		"empty":    `{"id":"x","object":"chat.completion","created":1,"model":"ma","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`,
-		"cut call": `{"id":"x","object":"chat.completion","created":1,"model":"ma","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},"finish_reason":"tool_calls"}]}`,
+		"filtered":    `{"id":"x","object":"chat.completion","created":1,"model":"ma","choices":[{"index":0,"message":{"role":"assistant","content":"no"},"finish_reason":"content_filter"}]}`,
+		"empty":       `{"id":"x","object":"chat.completion","created":1,"model":"ma","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`,
+		"cut call":    `{"id":"x","object":"chat.completion","created":1,"model":"ma","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]},"finish_reason":"tool_calls"}]}`,
 		"length call": `{"id":"x","object":"chat.completion","created":1,"model":"ma","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"length"}]}`,
-		"not json": `oops`,
+		"not json":    `oops`,
 	}
 	for name, body := range bad {
 		_, _, keep := ask(c, "u", name)
@@ -270,5 +272,92 @@ func TestIncompleteAnswersAreNotKept(t *testing.T) {
 	keep.Body([]byte(strings.Replace(string(answer("abc")), `"stop"`, `"length"`, 1)), router.CacheOrigin{})
 	if out, _, _ := ask(c, "u", "long"); out != llm.CacheHit {
 		t.Errorf("a length-finished answer: %q", out)
+	}
+}
+
+// A stream read event by event is kept whole: reasoning with its
+// signature, text in many pieces and a tool call, and a hit gives it back
+// the same, as a whole answer and as a stream.
+func TestStreamKeptAndReplayedWhole(t *testing.T) {
+	c, _ := newCache(t, t.TempDir(), clocktest.New(time.Unix(1e9, 0)), respcache.Settings{Enabled: true})
+	reg := dialects.Registry()
+	anth, _ := reg.Codec(llm.DialectAnthropic)
+	text := strings.Repeat("Paris is the capital. ", 20)
+	want := []llm.Part{
+		{Kind: llm.PartReasoning, Text: "The user asks about France.", Signature: "sig-1"},
+		{Kind: llm.PartText, Text: text},
+		{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "toolu_1", Name: "lookup", Arguments: `{"city":"Paris"}`}},
+	}
+	ds := []llm.Delta{{Kind: llm.DeltaReasoning, Text: "The user asks "}, {Kind: llm.DeltaReasoning, Text: "about France."},
+		{Kind: llm.DeltaReasoning, Signature: "sig-1"}}
+	for i := 0; i < len(text); i += 7 {
+		ds = append(ds, llm.Delta{Kind: llm.DeltaText, Text: text[i:min(i+7, len(text))]})
+	}
+	ds = append(ds, llm.Delta{Kind: llm.DeltaToolStart, ID: "toolu_1", Name: "lookup"}, llm.Delta{Kind: llm.DeltaToolArgs, Text: `{"city":`},
+		llm.Delta{Kind: llm.DeltaToolArgs, Text: `"Paris"}`}, llm.Delta{Kind: llm.DeltaToolEnd}, llm.Delta{Kind: llm.DeltaFinish, Finish: llm.FinishToolCalls})
+	enc := anth.NewStreamEncoder(protocol.ResponseOptions{ID: "1", Model: "claude-x"})
+	var evs []llm.Event
+	for _, d := range ds {
+		evs = enc.Encode(evs, d)
+	}
+	evs = enc.End(evs)
+
+	req := parse(t, llm.DialectAnthropic, strings.Replace(anthQ, `{"model"`, `{"stream":true,"model"`, 1))
+	req.Cache.Caller = "u"
+	out, _, keep := c.Lookup(req, "chain:main", "main")
+	if out != llm.CacheMiss {
+		t.Fatalf("%q", out)
+	}
+	for _, ev := range evs {
+		keep.Event(ev.Data)
+	}
+	keep.Done(router.CacheOrigin{Backend: "a/ma", Usage: llm.Usage{PromptTokens: 20, CompletionTokens: 50, TotalTokens: 70}})
+
+	req = parse(t, llm.DialectAnthropic, anthQ)
+	req.Cache.Caller = "u"
+	out, hit, _ := c.Lookup(req, "chain:main", "main")
+	if out != llm.CacheHit {
+		t.Fatalf("%q", out)
+	}
+	body, err := hit.Body(req, "req_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := anth.DecodeResponse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Parts, want) || a.Finish != llm.FinishToolCalls || a.Usage == nil || a.Usage.CompletionTokens != 50 {
+		t.Fatalf("replayed answer %+v\nfrom %s", a, body)
+	}
+	// As an OpenAI stream, decoded back by OpenAI's own decoder.
+	oreq := parse(t, llm.DialectOpenAI, `{"stream":true,`+openaiQ[1:])
+	oai, _ := reg.Codec(llm.DialectOpenAI)
+	sevs, err := hit.Events(oreq, "req_2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := oai.NewStreamDecoder()
+	var b strings.Builder
+	var args string
+	usage := false
+	for _, ev := range sevs {
+		got, _, err := dec.Decode(nil, nil, ev.Data)
+		if err != nil {
+			t.Fatalf("event %s: %v", ev.Data, err)
+		}
+		for _, d := range got {
+			switch d.Kind {
+			case llm.DeltaText:
+				b.WriteString(d.Text)
+			case llm.DeltaToolArgs:
+				args += d.Text
+			case llm.DeltaUsage:
+				usage = d.Usage != nil && d.Usage.CompletionTokens == 50
+			}
+		}
+	}
+	if b.String() != text || args != `{"city":"Paris"}` || !usage || len(sevs) < 10 {
+		t.Errorf("OpenAI stream: text %q args %q usage %v, %d events", b.String(), args, usage, len(sevs))
 	}
 }
