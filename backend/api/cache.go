@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -38,8 +39,13 @@ func (s *Server) cacheHeaders(w http.ResponseWriter, r *http.Request, d protocol
 					req.Cache.Mode = llm.CacheRefresh
 				}
 			case "max-age":
-				n, err := strconv.ParseInt(strings.Trim(strings.TrimSpace(val), `"`), 10, 64)
-				if err != nil || n < 0 {
+				n, err := strconv.ParseUint(strings.Trim(strings.TrimSpace(val), `"`), 10, 63)
+				if errors.Is(err, strconv.ErrRange) {
+					// A number too large to hold is as good as forever,
+					// as HTTP caches read it.
+					n, err = maxCacheAge, nil
+				}
+				if err != nil {
 					continue
 				}
 				req.Cache.MaxAge, req.Cache.HasMaxAge = time.Duration(min(n, maxCacheAge))*time.Second, true

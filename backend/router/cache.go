@@ -69,18 +69,26 @@ type cacheUse struct {
 }
 
 // routeName names the backends a request resolved to, for the cache's
-// key: the chain, or the backends themselves when no chain named them.
+// key: the chain, or the backends themselves when no chain named them,
+// and the shortcut that narrowed them (a ":local" request is not answered
+// with what a remote backend made for the plain chain).
 func routeName(route Route) string {
-	if route.Chain != "" {
-		return "chain:" + route.Chain
-	}
 	var b strings.Builder
-	b.WriteString("backends:")
-	for i, be := range route.Backends {
-		if i > 0 {
-			b.WriteByte(',')
+	if route.Chain != "" {
+		b.WriteString("chain:")
+		b.WriteString(route.Chain)
+	} else {
+		b.WriteString("backends:")
+		for i, be := range route.Backends {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(be.name)
 		}
-		b.WriteString(be.name)
+	}
+	if s := route.Shortcut.String(); s != "" {
+		b.WriteString(" shortcut:")
+		b.WriteString(s)
 	}
 	return b.String()
 }
