@@ -188,7 +188,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
-	if g.rcache, err = respcache.Open(ctx, db.SQL(), respcache.Options{Codecs: g.dialects, Clock: o.Clock, Logger: o.Logger}); err != nil {
+	if g.rcache, err = respcache.Open(ctx, db, respcache.Options{Codecs: g.dialects, Clock: o.Clock, Logger: o.Logger}); err != nil {
 		return nil, fmt.Errorf("opening the response cache: %w", err)
 	}
 	g.router.SetCache(g.rcache)

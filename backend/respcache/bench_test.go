@@ -62,7 +62,7 @@ func cachedRouter(b *testing.B) (*router.Router, *countingUp) {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	clk := clocktest.New(time.Unix(1e9, 0))
-	c, err := respcache.Open(context.Background(), db.SQL(), respcache.Options{Codecs: dialects.Registry(), Clock: clk, Logger: quiet})
+	c, err := respcache.Open(context.Background(), db, respcache.Options{Codecs: dialects.Registry(), Clock: clk, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 	"freelane/backend/router"
+	"freelane/backend/store"
 )
 
 // Defaults and bounds of the settings.
@@ -151,13 +152,13 @@ type Totals struct {
 	Saved  float64 `json:"saved"`
 }
 
-// Open reads the stored entries from db (the store package's database,
-// migrated) and returns the cache, off until Configure turns it on.
-func Open(ctx context.Context, db *sql.DB, o Options) (*Cache, error) {
+// Open reads the stored entries from db and returns the cache, off until
+// Configure turns it on.
+func Open(ctx context.Context, db *store.DB, o Options) (*Cache, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	c := &Cache{db: db, codecs: o.Codecs, clock: clock.OrReal(o.Clock), log: o.Logger.With("component", "respcache"),
+	c := &Cache{db: db.SQL(), codecs: o.Codecs, clock: clock.OrReal(o.Clock), log: o.Logger.With("component", "respcache"),
 		entries: map[Key]*entry{}, ch: make(chan op, writeBuffer), quit: make(chan struct{}), done: make(chan struct{})}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	c.set.Store(&Settings{TTL: DefaultTTL, MaxBytes: DefaultMaxMB << 20})

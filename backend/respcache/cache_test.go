@@ -115,7 +115,7 @@ func newCache(t *testing.T, dir string, clk *clocktest.Clock, s respcache.Settin
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := respcache.Open(context.Background(), db.SQL(), respcache.Options{Codecs: dialects.Registry(), Clock: clk})
+	c, err := respcache.Open(context.Background(), db, respcache.Options{Codecs: dialects.Registry(), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
