@@ -261,3 +261,28 @@ func TestShortcutThatExcludesTheWarmBackendRanksNormally(t *testing.T) {
 		t.Fatalf("the paid backend was called %d times, want once", s.ups[0].count())
 	}
 }
+
+// TestWarmBackendLeadsOnlyItsTier: a session that failed over to a later
+// priority tier goes back to the earlier tier once it serves again, since
+// tiers are the user's order (a paid fallback, say); within the tier its
+// warm backend goes first.
+func TestWarmBackendLeadsOnlyItsTier(t *testing.T) {
+	s := newSel(t, router.ChainSpec{Strategy: "round_robin", Priority: map[llm.BackendID]int{{Provider: "p1", Model: "m"}: 1, {Provider: "p2", Model: "m"}: 1}},
+		provider{tier: tier.Free}, provider{tier: tier.Free}, provider{tier: tier.Free})
+	s.ups[0].set(0, &llm.Error{Class: llm.Transient, Status: 503, Message: "HTTP 503"})
+	fallback := s.turn("c", "s")
+	if fallback == "p0/m" {
+		t.Fatal("served by the failing p0")
+	}
+	// Within tier 1 the session stays on its backend, though round robin
+	// takes turns there.
+	for range 3 {
+		if b := s.turn("c", "s"); b != fallback {
+			t.Fatalf("the session went to %s within tier 1, want %s", b, fallback)
+		}
+	}
+	s.ups[0].set(0, nil)
+	if b := s.turn("c", "s"); b != "p0/m" {
+		t.Fatalf("with tier 0 serving again the session went to %s, want p0/m", b)
+	}
+}

@@ -558,6 +558,9 @@ func (r *Router) score(req *llm.Request, t *tierPlan, cs []cand, starts []int, s
 				sel.metric[u] = math.Inf(1)
 				c.why = whyPriceUnknown
 			case c.score.ExpectedCost == 0:
+				// The metric is pooled scratch: a free call must not keep
+				// the value another request left in it.
+				sel.metric[u] = 0
 				c.why = whyFree
 			default:
 				sel.metric[u] = c.score.ExpectedCost
