@@ -135,7 +135,9 @@ func routeName(route Route) string {
 // can go first.
 func (r *Router) findHome(req *llm.Request, route Route, now time.Time, sel *selection) {
 	sel.warm = -1
-	if req.Session == "" || r.sessions == nil {
+	if req.Session == "" || r.sessions == nil || sel.manual {
+		// The manual gear is the listed order exactly, for a run that
+		// must be repeatable: no session moves a backend up.
 		return
 	}
 	sel.session = true

@@ -286,3 +286,20 @@ func TestWarmBackendLeadsOnlyItsTier(t *testing.T) {
 		t.Fatalf("with tier 0 serving again the session went to %s, want p0/m", b)
 	}
 }
+
+// TestManualGearKeepsTheListedOrderForSessions: the manual gear is the
+// chain exactly as listed, sessions or not.
+func TestManualGearKeepsTheListedOrderForSessions(t *testing.T) {
+	s := newSel(t, router.ChainSpec{Gear: "manual"}, provider{tier: tier.Free}, provider{tier: tier.Free})
+	s.ups[0].set(0, &llm.Error{Class: llm.Transient, Status: 503, Message: "HTTP 503"})
+	if b := s.turn("c", "s"); b != "p1/m" {
+		t.Fatalf("served by %s", b)
+	}
+	s.ups[0].set(0, nil)
+	if b := s.turn("c", "s"); b != "p0/m" {
+		t.Fatalf("in the manual gear the session went to %s, want the first listed, p0/m", b)
+	}
+	if d := s.last().Decision; d.Affinity != "" {
+		t.Fatalf("affinity in the manual gear = %q, want none", d.Affinity)
+	}
+}
