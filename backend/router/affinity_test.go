@@ -303,3 +303,40 @@ func TestManualGearKeepsTheListedOrderForSessions(t *testing.T) {
 		t.Fatalf("affinity in the manual gear = %q, want none", d.Affinity)
 	}
 }
+
+// TestWarmCacheCostsInTheAutoScore: the auto strategy's cost part sees
+// the same price of leaving a warm cache.
+func TestWarmCacheCostsInTheAutoScore(t *testing.T) {
+	s := newSel(t, router.ChainSpec{Strategy: "auto"},
+		provider{tier: tier.Own, price: router.Price{Known: true, Input: 3, CacheRead: 0.3, Output: 10}},
+		provider{tier: tier.Own, price: router.Price{Known: true, Input: 2.5, CacheRead: 0.25, Output: 10}})
+	for i := range s.ups {
+		s.ups[i].cached = 9
+	}
+	for range 5 {
+		s.serve(1, "p0/m")
+		s.serve(1, "p1/m")
+	}
+	costPart := func(d *llm.Decision, backend string) float64 {
+		for _, c := range d.Candidates {
+			if c.Backend == backend && c.Score != nil {
+				return c.Score.Cost
+			}
+		}
+		t.Fatalf("no score for %s in %+v (fallback %q)", backend, d.Candidates, d.Fallback)
+		return 0
+	}
+	r := s.req("c")
+	r.Session = "s"
+	cold := costPart(s.r.Preview(r), "p1/m")
+	s.ups[1].set(0, &llm.Error{Class: llm.Transient, Status: 503, Message: "HTTP 503"})
+	if b := s.turn("c", "s"); b != "p0/m" {
+		t.Fatalf("served by %s", b)
+	}
+	s.ups[1].set(0, nil)
+	d := s.r.Preview(r)
+	if warm := costPart(d, "p1/m"); warm >= cold || warm >= costPart(d, "p0/m") {
+		t.Fatalf("p1's cost part: %v for a new session, %v for one warm on p0 (p0's %v); want it lower for the warm session",
+			cold, warm, costPart(d, "p0/m"))
+	}
+}
