@@ -45,8 +45,8 @@ const (
 	// MaxCacheMB is the largest accepted cache.max_mb: the response
 	// cache is held in memory as well as on disk.
 	MaxCacheMB = 16384
-	// MaxCacheTTL is the longest accepted cache.ttl.
-	MaxCacheTTL = 30 * 24 * time.Hour
+	// MaxResponseCacheTTL is the longest accepted cache.ttl.
+	MaxResponseCacheTTL = 30 * 24 * time.Hour
 
 	// MinTokenLength is the shortest inbound token (server.token,
 	// FREELANE_TOKEN) accepted: anything shorter could be guessed by a peer

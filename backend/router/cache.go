@@ -68,11 +68,11 @@ type cacheUse struct {
 	keep CacheKeeper
 }
 
-// routeName names the backends a request resolved to, for the cache's
+// cacheRoute names the backends a request resolved to, for the cache's
 // key: the chain, or the backends themselves when no chain named them,
 // and the shortcut that narrowed them (a ":local" request is not answered
 // with what a remote backend made for the plain chain).
-func routeName(route Route) string {
+func cacheRoute(route Route) string {
 	var b strings.Builder
 	if route.Chain != "" {
 		b.WriteString("chain:")
@@ -97,7 +97,7 @@ func routeName(route Route) string {
 // the trace filled in. Nothing else is touched on a hit: no backend, no
 // quota, no breaker.
 func (r *Router) fromCache(req *llm.Request, route Route, tr *llm.Trace, cu *cacheUse) bool {
-	outcome, hit, keep := r.cache.Lookup(req, routeName(route), route.Chain)
+	outcome, hit, keep := r.cache.Lookup(req, cacheRoute(route), route.Chain)
 	tr.Cache, req.Cache.Outcome = outcome, outcome
 	if outcome != llm.CacheHit {
 		cu.keep = keep
