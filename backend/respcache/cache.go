@@ -47,8 +47,8 @@ const (
 	writeBuffer = 1024
 	// writeBatch is the most writes done in one transaction.
 	writeBatch = 256
-	// pruneEvery is how often expired entries are removed and the totals
-	// saved.
+	// pruneEvery is how often expired entries are removed, the times
+	// entries were last served stored and the totals saved.
 	pruneEvery = time.Minute
 )
 
@@ -94,6 +94,12 @@ type Cache struct {
 	bytes  int64
 	saved  float64
 	closed bool
+	// touched are the entries served since the writer last stored when
+	// they were used: a hit does not queue a write of its own, the writer
+	// stores them all at its next round.
+	touched map[Key]int64
+	// lastWarn is when a dropped write was last logged (unix ns).
+	lastWarn atomic.Int64
 
 	hits, misses atomic.Uint64
 	// base are the totals stored before this run, read at Open.
@@ -159,7 +165,7 @@ func Open(ctx context.Context, db *store.DB, o Options) (*Cache, error) {
 		o.Logger = slog.Default()
 	}
 	c := &Cache{db: db.SQL(), codecs: o.Codecs, clock: clock.OrReal(o.Clock), log: o.Logger.With("component", "respcache"),
-		entries: map[Key]*entry{}, ch: make(chan op, writeBuffer), quit: make(chan struct{}), done: make(chan struct{})}
+		entries: map[Key]*entry{}, touched: map[Key]int64{}, ch: make(chan op, writeBuffer), quit: make(chan struct{}), done: make(chan struct{})}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	c.set.Store(&Settings{TTL: DefaultTTL, MaxBytes: DefaultMaxMB << 20})
 	if err := c.load(ctx); err != nil {
@@ -305,7 +311,7 @@ func (c *Cache) Lookup(req *llm.Request, route, chain string) (llm.CacheOutcome,
 	c.unlink(e)
 	c.front(e)
 	c.saved += e.origin.Cost
-	c.write(op{kind: opTouch, key: key, used: now.UnixMilli()})
+	c.touched[key] = now.UnixMilli()
 	c.mu.Unlock()
 	c.hits.Add(1)
 	return llm.CacheHit, &hit{e: e, c: c}, nil
@@ -382,7 +388,33 @@ func (c *Cache) write(o op) {
 	select {
 	case c.ch <- o:
 	default:
-		c.log.Warn("response cache write dropped: the writer is behind")
+		now := c.clock.Now().UnixNano()
+		if last := c.lastWarn.Load(); now-last >= int64(time.Minute) && c.lastWarn.CompareAndSwap(last, now) {
+			c.log.Warn("response cache write dropped: the writer is behind")
+		}
+	}
+}
+
+// flushTouched stores when the entries served since the last round were
+// last used.
+func (c *Cache) flushTouched(ctx context.Context) {
+	c.mu.Lock()
+	if len(c.touched) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	batch := make([]op, 0, len(c.touched))
+	for k, used := range c.touched {
+		batch = append(batch, op{kind: opTouch, key: k, used: used})
+	}
+	clear(c.touched)
+	c.mu.Unlock()
+	for len(batch) > 0 {
+		n := min(len(batch), writeBatch)
+		if err := c.writeBatch(ctx, batch[:n]); err != nil {
+			c.log.Warn("response cache writes lost", "writes", n, "err", err)
+		}
+		batch = batch[n:]
 	}
 }
 
@@ -445,7 +477,8 @@ func (c *Cache) Run(ctx context.Context) error {
 			c.flush(wctx, o)
 		case <-tick:
 			c.prune()
-			c.saveTotals(wctx)
+			c.flushTouched(wctx)
+			_ = c.saveTotals(wctx)
 		case <-c.quit:
 			return c.drain(wctx)
 		case <-ctx.Done():
@@ -484,6 +517,7 @@ func (c *Cache) drain(ctx context.Context) error {
 		case o := <-c.ch:
 			c.flush(ctx, o)
 		default:
+			c.flushTouched(ctx)
 			return c.saveTotals(ctx)
 		}
 	}
