@@ -469,6 +469,8 @@ func (c *Cache) Run(ctx context.Context) error {
 	c.runMu.Unlock()
 	defer close(c.done)
 	wctx := context.WithoutCancel(ctx)
+	// What expired while FreeLane was not running goes first.
+	c.prune()
 	ticker, tick := c.clock.NewTicker(pruneEvery)
 	defer ticker.Stop()
 	for {
