@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -359,5 +361,39 @@ func TestStreamKeptAndReplayedWhole(t *testing.T) {
 	}
 	if b.String() != text || args != `{"city":"Paris"}` || !usage || len(sevs) < 10 {
 		t.Errorf("OpenAI stream: text %q args %q usage %v, %d events", b.String(), args, usage, len(sevs))
+	}
+}
+
+// Lookups, answers kept, replays and a changing bound at once: the race
+// detector has nothing to say, and the bound holds.
+func TestConcurrentUse(t *testing.T) {
+	c, _ := newCache(t, t.TempDir(), clocktest.New(time.Unix(1e9, 0)), respcache.Settings{Enabled: true})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				q := strconv.Itoa(i % 20)
+				out, hit, keep := ask(c, "u", q)
+				switch out {
+				case llm.CacheHit:
+					if _, err := hit.Body(parseQuestion(q), "id"); err != nil {
+						t.Error(err)
+						return
+					}
+				case llm.CacheMiss:
+					keep.Body(answer(strings.Repeat("y", 100*g)), router.CacheOrigin{Backend: "a/ma", Cost: 0.01})
+				}
+				if i%50 == 0 {
+					c.Configure(respcache.Settings{Enabled: true, MaxBytes: int64(8+g) << 10})
+				}
+				_ = c.Stats()
+			}
+		}()
+	}
+	wg.Wait()
+	if st := c.Stats(); st.Bytes > st.MaxBytes || st.Hits+st.Misses != 800 {
+		t.Errorf("stats %+v", st)
 	}
 }
