@@ -33,6 +33,10 @@ type source struct {
 	// FreeLane replaces when it asks for usage (a field added in front
 	// would lose to the later null).
 	nullOptStart, nullOptEnd int
+	// idents is true when the body names its end user (user,
+	// safety_identifier), whose value Rewrite replaces with FreeLane's
+	// pseudonym.
+	idents bool
 }
 
 // ParseRequest validates a request body for the given endpoint. It is on the
@@ -116,6 +120,13 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 		case "response_format":
 			if bytes.Contains(v, jsonObject) || bytes.Contains(v, jsonSchema) {
 				r.Needs |= llm.CapJSON
+			}
+		case "prompt_cache_key":
+			r.ClientSession = llm.IdentifierValue(v)
+		case "user", "safety_identifier":
+			src.idents = true
+			if r.ClientUser == "" {
+				r.ClientUser = llm.IdentifierValue(v)
 			}
 		case requiredName:
 			required = v
@@ -347,11 +358,15 @@ func jsonErr(err error) string {
 func (r *source) Raw() []byte { return r.body }
 
 // Rewrite returns the request body to send upstream for one backend: the
-// client's bytes with the model value replaced. When e.AddUsage is set and
-// the client sent no stream_options, stream_options.include_usage is added
-// so usage can be accounted for. Nothing else is re-encoded unless the
-// upstream's quirks drop a parameter or lower max_tokens; then the top
-// level is joined again from the client's own member bytes.
+// client's bytes with the model value replaced, and the end user's
+// identifiers (user, safety_identifier) replaced with e.User, or removed
+// when it is empty. When e.AddUsage is set and the client sent no
+// stream_options, stream_options.include_usage is added so usage can be
+// accounted for. Nothing else is re-encoded (prompt_cache_key, tools and
+// messages keep their bytes, so the vendor's prompt cache sees the
+// client's prefix) unless the upstream's quirks drop a parameter or lower
+// max_tokens; then the top level is joined again from the client's own
+// member bytes.
 func (r *source) Rewrite(model string, e llm.Edits) []byte {
 	// json.Marshal of a string cannot fail; it escapes exactly as JSON needs.
 	quoted, _ := json.Marshal(model)
@@ -361,32 +376,34 @@ func (r *source) Rewrite(model string, e llm.Edits) []byte {
 	inject := e.AddUsage && r.stream && !r.hasStreamOptions && !slices.Contains(e.Drop, "stream_options")
 	const usageField = `"stream_options":{"include_usage":true},`
 	const usageValue = `{"include_usage":true}`
-	n := len(r.body) - (r.modelEnd - r.modelStart) + len(quoted) + len(usageField)
-	out := make([]byte, 0, n)
-	type splice struct {
-		start, end int
-		with       []byte
-	}
-	edits := []splice{{r.modelStart, r.modelEnd, quoted}}
+	splices := make([]jsonscan.Splice, 1, 4)
+	splices[0] = jsonscan.Splice{Start: r.modelStart, End: r.modelEnd, With: quoted}
 	switch {
 	case inject && r.nullOptEnd > 0:
-		edits = append(edits, splice{r.nullOptStart, r.nullOptEnd, []byte(usageValue)})
+		splices = append(splices, jsonscan.Splice{Start: r.nullOptStart, End: r.nullOptEnd, With: []byte(usageValue)})
 	case inject:
 		// The new field goes right after the opening brace and always has a
 		// field after it (model), so the comma is right.
 		brace := bytes.IndexByte(r.body, '{') + 1
-		edits = append(edits, splice{brace, brace, []byte(usageField)})
+		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: []byte(usageField)})
 	}
-	if len(edits) == 2 && edits[1].start < edits[0].start {
-		edits[0], edits[1] = edits[1], edits[0]
+	if r.idents {
+		splices = append(splices, jsonscan.SetMembers(r.body, jsonscan.SkipSpace(r.body, 0), userField(e))...)
 	}
-	pos := 0
-	for _, e := range edits {
-		out = append(out, r.body[pos:e.start]...)
-		out = append(out, e.with...)
-		pos = e.end
+	return jsonscan.Apply(r.body, splices)
+}
+
+// userField is the edit of the members that name the end user: e.User
+// in place of the client's value, or no member when it is empty.
+func userField(e llm.Edits) func(key []byte) ([]byte, bool) {
+	with := e.UserJSON()
+	return func(key []byte) ([]byte, bool) {
+		switch string(key) {
+		case "user", "safety_identifier":
+			return with, true
+		}
+		return nil, false
 	}
-	return append(out, r.body[pos:]...)
 }
 
 // touched reports whether the edits change anything in the body: a
@@ -433,6 +450,11 @@ func (r *source) edited(quoted []byte, e llm.Edits) []byte {
 			return true
 		case name == "model":
 			v = quoted
+		case name == "user" || name == "safety_identifier":
+			if e.User == "" {
+				return true
+			}
+			v = e.UserJSON()
 		case name == "stream":
 			stream = string(v) == "true"
 		case name == "stream_options":
