@@ -29,6 +29,10 @@ func TestClientIdentifiers(t *testing.T) {
 	if got != want {
 		t.Errorf("Body without a pseudonym:\n got %s\nwant %s", got, want)
 	}
+	// The client's own key is kept over FreeLane's.
+	if got := string(r.Body("m2", llm.Edits{Session: "s"})); bytes.Contains([]byte(got), []byte(`"s"`)) {
+		t.Errorf("the client's prompt_cache_key was replaced: %s", got)
+	}
 	got = string(r.Body("m2", llm.Edits{Drop: []string{"stream_options"}, MaxOutput: 5}))
 	if bytes.Contains([]byte(got), []byte("alice")) || !json.Valid([]byte(got)) {
 		t.Errorf("edited body %s", got)
@@ -44,6 +48,24 @@ func TestClientIdentifiers(t *testing.T) {
 	}
 	if got := string(r.Body("m", llm.Edits{})); got != `{"model":"m","messages":[{"role":"user","content":"hi"}]}` {
 		t.Errorf("both identifiers must go: %s", got)
+	}
+}
+
+func TestSessionBecomesTheCacheKey(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`)
+	r, err := ParseRequest(llm.Chat, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(r.Body("m", llm.Edits{Session: "s1", AddUsage: true})); got != `{"stream_options":{"include_usage":true},"prompt_cache_key":"s1","model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}` {
+		t.Errorf("Body %s", got)
+	}
+	got := r.Body("m", llm.Edits{Session: "s1", Drop: []string{"temperature"}, MaxOutput: 1})
+	if !bytes.Contains(got, []byte(`"prompt_cache_key":"s1"`)) || !json.Valid(got) {
+		t.Errorf("edited Body %s", got)
+	}
+	if got := r.Body("m", llm.Edits{Session: "s1", Drop: []string{"prompt_cache_key"}}); bytes.Contains(got, []byte("s1")) {
+		t.Errorf("a dropped prompt_cache_key was sent: %s", got)
 	}
 }
 

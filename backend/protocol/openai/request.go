@@ -37,6 +37,9 @@ type source struct {
 	// safety_identifier), whose value Rewrite replaces with FreeLane's
 	// pseudonym.
 	idents bool
+	// hasCacheKey is true when the client sent its own prompt_cache_key,
+	// which then goes upstream as it is.
+	hasCacheKey bool
 }
 
 // ParseRequest validates a request body for the given endpoint. It is on the
@@ -122,6 +125,7 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 				r.Needs |= llm.CapJSON
 			}
 		case "prompt_cache_key":
+			src.hasCacheKey = true
 			r.ClientSession = llm.IdentifierValue(v)
 		case "user", "safety_identifier":
 			src.idents = true
@@ -360,7 +364,9 @@ func (r *source) Raw() []byte { return r.body }
 // Rewrite returns the request body to send upstream for one backend: the
 // client's bytes with the model value replaced, and the end user's
 // identifiers (user, safety_identifier) replaced with e.User, or removed
-// when it is empty. When e.AddUsage is set and the client sent no
+// when it is empty. A client that sent no prompt_cache_key of its own gets
+// e.Session as one, so the turns of a session it named otherwise (the
+// X-FreeLane-Session header) reach the same cache. When e.AddUsage is set and the client sent no
 // stream_options, stream_options.include_usage is added so usage can be
 // accounted for. Nothing else is re-encoded (prompt_cache_key, tools and
 // messages keep their bytes, so the vendor's prompt cache sees the
@@ -387,10 +393,23 @@ func (r *source) Rewrite(model string, e llm.Edits) []byte {
 		brace := bytes.IndexByte(r.body, '{') + 1
 		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: []byte(usageField)})
 	}
+	if r.addsCacheKey(e) {
+		// Like the usage field, it goes right after the opening brace,
+		// with a field after it.
+		brace := bytes.IndexByte(r.body, '{') + 1
+		with := append(append([]byte(`"prompt_cache_key":`), jsonscan.AppendString(nil, e.Session)...), ',')
+		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: with})
+	}
 	if r.idents {
 		splices = append(splices, jsonscan.SetMembers(r.body, jsonscan.SkipSpace(r.body, 0), userField(e))...)
 	}
 	return jsonscan.Apply(r.body, splices)
+}
+
+// addsCacheKey reports whether the body gets e.Session as its
+// prompt_cache_key: the client sent none and the upstream takes one.
+func (r *source) addsCacheKey(e llm.Edits) bool {
+	return e.Session != "" && !r.hasCacheKey && r.ep == llm.Chat && !slices.Contains(e.Drop, "prompt_cache_key")
 }
 
 // userField is the edit of the members that name the end user: e.User
@@ -471,6 +490,9 @@ func (r *source) edited(quoted []byte, e llm.Edits) []byte {
 	})
 	if e.AddUsage && stream && !hasOptions && !drop("stream_options") {
 		member([]byte(`"stream_options"`), []byte(`{"include_usage":true}`))
+	}
+	if r.addsCacheKey(e) {
+		member([]byte(`"prompt_cache_key"`), jsonscan.AppendString(nil, e.Session))
 	}
 	return append(out, '}')
 }
