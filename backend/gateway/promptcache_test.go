@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"freelane/backend/internal/fakeupstream"
+	"freelane/backend/llm"
 )
 
 // postHeaders posts body to path with the given headers.
@@ -241,9 +242,16 @@ func TestSessionBecomesAStableCacheKey(t *testing.T) {
 	// One session's key is the same whichever dialect named it.
 	e.up.Reset()
 	body := `{"model":"` + groq + `","messages":[{"role":"user","content":"hi"}]}`
-	e.postHeaders("/v1/chat/completions", body, map[string]string{"X-FreeLane-Session": raws[6]})
-	if got := member(t, lastRequest(t, e, "llama-z").Body, "prompt_cache_key"); got != keys["gemini with the header"] {
-		t.Errorf("the header's session has key %s from OpenAI and %s from Gemini", got, keys["gemini with the header"])
+	resp := e.postHeaders("/v1/chat/completions", body, map[string]string{"X-FreeLane-Session": raws[6]})
+	key := member(t, lastRequest(t, e, "llama-z").Body, "prompt_cache_key")
+	if key != keys["gemini with the header"] {
+		t.Errorf("the header's session has key %s from OpenAI and %s from Gemini", key, keys["gemini with the header"])
+	}
+	// The trace names the session by the key's first 16 digits.
+	tr := e.do("GET", "/api/requests/"+resp.header.Get("X-FreeLane-Request-Id"), "", nil)
+	var trace llm.Trace
+	if err := json.Unmarshal(tr.body, &trace); err != nil || trace.Session != key[:16] {
+		t.Errorf("trace session %q, want %q: %s", trace.Session, key[:16], tr.body)
 	}
 	// An absurd header is refused, in the client's dialect.
 	r := e.postHeaders("/v1/chat/completions", body, map[string]string{"X-FreeLane-Session": strings.Repeat("s", 600)})
