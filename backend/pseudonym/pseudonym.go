@@ -13,7 +13,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 )
 
 // Size is the length of a pseudonym in hex digits: 128 bits, far more
@@ -58,7 +57,7 @@ func (p *Pseudonyms) sum(label, raw string) string {
 	if p == nil || raw == "" {
 		return ""
 	}
-	var mac hash.Hash = hmac.New(sha256.New, p.key)
+	mac := hmac.New(sha256.New, p.key)
 	mac.Write([]byte(label))
 	mac.Write([]byte(raw))
 	var buf [sha256.Size]byte
