@@ -80,3 +80,61 @@ func SetMembers(b []byte, i int, set func(key []byte) (with []byte, ok bool)) []
 	}
 	return out
 }
+
+// Member is where one member of an object lies: the opening quote of its
+// key and its value's span, as MemberSpan reports them.
+type Member struct {
+	KeyStart, ValueStart, ValueEnd int
+}
+
+// SetValue returns the splices that give each member of ms, members of
+// one object of b in the order they come, the value with, or remove them
+// (and the commas that joined them to the others) when with is nil. Only
+// the bytes between the members are looked at, so it costs nothing like a
+// scan of the object.
+func SetValue(b []byte, ms []Member, with []byte) []Splice {
+	out := make([]Splice, 0, len(ms))
+	if with != nil {
+		for _, m := range ms {
+			out = append(out, Splice{m.ValueStart, m.ValueEnd, with})
+		}
+		return out
+	}
+	// end is how far the last removal already reaches back, so that a run
+	// of removed members at the end of the object is cut once.
+	for i := len(ms) - 1; i >= 0; i-- {
+		m := ms[i]
+		if j := SkipSpace(b, m.ValueEnd); j < len(b) && b[j] == ',' {
+			// A member follows: cut up to its key, commas and all.
+			out = append(out, Splice{m.KeyStart, SkipSpace(b, j+1), nil})
+			continue
+		}
+		// The last member: cut from the end of the one before it, taking
+		// in the members before it that go too.
+		start := m.KeyStart
+		for {
+			j := start - 1
+			for j > 0 && isSpace(b[j]) {
+				j--
+			}
+			if b[j] != ',' {
+				break // the object's brace: nothing is left before
+			}
+			p := j - 1
+			for p > 0 && isSpace(b[p]) {
+				p--
+			}
+			if i > 0 && ms[i-1].ValueEnd == p+1 {
+				i--
+				start = ms[i].KeyStart
+				continue
+			}
+			start = p + 1
+			break
+		}
+		out = append(out, Splice{start, m.ValueEnd, nil})
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

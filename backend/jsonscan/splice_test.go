@@ -54,3 +54,31 @@ func TestApplyInsertFirst(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// TestSetValueAgreesWithSetMembers: the removal that looks only between
+// the members cuts what the one that scans the whole object does.
+func TestSetValueAgreesWithSetMembers(t *testing.T) {
+	bodies := []string{
+		`{"a":1, "s":"x", "b":2}`, `{"a":1 , "s":"x"}`, `{"s":"x","a":1}`, `{ "s":"x" }`,
+		`{"a":1,"s":"x","t":"y"}`, `{"s":"x","t":"y","a":1}`, `{"s":"x","a":1,"t":"y"}`, `{"s":"x","t":"y"}`,
+		"{\n  \"a\": 1,\n  \"s\": \"x\" ,\n  \"t\" : \"u\"\n}", `{"a":[1,{"s":2}],"t":"y"}`, `{"a":1}`,
+	}
+	for _, body := range bodies {
+		b := []byte(body)
+		var ms []Member
+		MemberSpan(b, 0, func(k []byte, ks, vs, ve int) bool {
+			if string(k) == "s" || string(k) == "t" {
+				ms = append(ms, Member{ks, vs, ve})
+			}
+			return true
+		})
+		want := string(Apply(b, SetMembers(b, 0, func(k []byte) ([]byte, bool) { return nil, string(k) == "s" || string(k) == "t" })))
+		if got := string(Apply(b, SetValue(b, ms, nil))); got != want || !json.Valid([]byte(got)) {
+			t.Errorf("%s: removed %s, want %s", body, got, want)
+		}
+		want = string(Apply(b, SetMembers(b, 0, func(k []byte) ([]byte, bool) { return []byte(`"h"`), string(k) == "s" || string(k) == "t" })))
+		if got := string(Apply(b, SetValue(b, ms, []byte(`"h"`)))); got != want {
+			t.Errorf("%s: replaced %s, want %s", body, got, want)
+		}
+	}
+}

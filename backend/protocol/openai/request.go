@@ -33,10 +33,10 @@ type source struct {
 	// FreeLane replaces when it asks for usage (a field added in front
 	// would lose to the later null).
 	nullOptStart, nullOptEnd int
-	// idents is true when the body names its end user (user,
+	// idents are the members that name the end user (user,
 	// safety_identifier), whose value Rewrite replaces with FreeLane's
 	// pseudonym.
-	idents bool
+	idents []jsonscan.Member
 	// hasCacheKey is true when the client sent its own prompt_cache_key,
 	// which then goes upstream as it is.
 	hasCacheKey bool
@@ -64,7 +64,7 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 	requiredName := requiredField[ep]
 	var required []byte
 	var err error
-	jsonscan.EachMember(body, start, func(key []byte, vs, ve int) bool {
+	jsonscan.MemberSpan(body, start, func(key []byte, ks, vs, ve int) bool {
 		v := body[vs:ve]
 		switch string(key) {
 		case "model":
@@ -128,7 +128,7 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 			src.hasCacheKey = true
 			r.ClientSession = llm.IdentifierValue(v)
 		case "user", "safety_identifier":
-			src.idents = true
+			src.idents = append(src.idents, jsonscan.Member{KeyStart: ks, ValueStart: vs, ValueEnd: ve})
 			if r.ClientUser == "" {
 				r.ClientUser = llm.IdentifierValue(v)
 			}
@@ -400,8 +400,8 @@ func (r *source) Rewrite(model string, e llm.Edits) []byte {
 		with := append(append([]byte(`"prompt_cache_key":`), jsonscan.AppendString(nil, e.Session)...), ',')
 		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: with})
 	}
-	if r.idents {
-		splices = append(splices, jsonscan.SetMembers(r.body, jsonscan.SkipSpace(r.body, 0), userField(e))...)
+	if len(r.idents) > 0 {
+		splices = append(splices, jsonscan.SetValue(r.body, r.idents, e.UserJSON())...)
 	}
 	return jsonscan.Apply(r.body, splices)
 }
@@ -410,19 +410,6 @@ func (r *source) Rewrite(model string, e llm.Edits) []byte {
 // prompt_cache_key: the client sent none and the upstream takes one.
 func (r *source) addsCacheKey(e llm.Edits) bool {
 	return e.Session != "" && !r.hasCacheKey && r.ep == llm.Chat && !slices.Contains(e.Drop, "prompt_cache_key")
-}
-
-// userField is the edit of the members that name the end user: e.User
-// in place of the client's value, or no member when it is empty.
-func userField(e llm.Edits) func(key []byte) ([]byte, bool) {
-	with := e.UserJSON()
-	return func(key []byte) ([]byte, bool) {
-		switch string(key) {
-		case "user", "safety_identifier":
-			return with, true
-		}
-		return nil, false
-	}
 }
 
 // touched reports whether the edits change anything in the body: a

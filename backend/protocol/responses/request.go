@@ -46,9 +46,9 @@ type Source struct {
 	// Codex's way of asking for the conversation compacted in an ordinary
 	// turn.
 	trigger bool
-	// idents is true when the body names its end user (user,
+	// idents are the members that name the end user (user,
 	// safety_identifier), whose value Rewrite replaces.
-	idents bool
+	idents []jsonscan.Member
 }
 
 // ParseRequest validates a Responses API body. As in the other dialects,
@@ -79,7 +79,7 @@ func parse(body []byte, compact bool) (*llm.Request, error) {
 	r.Endpoint, r.Dialect = llm.Chat, llm.DialectResponses
 	var err error
 	var tools, input []byte
-	jsonscan.EachMember(body, start, func(key []byte, vs, ve int) bool {
+	jsonscan.MemberSpan(body, start, func(key []byte, ks, vs, ve int) bool {
 		v := body[vs:ve]
 		switch string(key) {
 		case "model":
@@ -133,7 +133,7 @@ func parse(body []byte, compact bool) (*llm.Request, error) {
 		case "safety_identifier", "user":
 			// safety_identifier took over from user; a body may carry
 			// both, and the newer one names the user.
-			src.idents = true
+			src.idents = append(src.idents, jsonscan.Member{KeyStart: ks, ValueStart: vs, ValueEnd: ve})
 			if id := llm.IdentifierValue(v); id != "" && (r.ClientUser == "" || string(key) == "safety_identifier") {
 				r.ClientUser = id
 			}
@@ -305,15 +305,8 @@ func (s *Source) Raw() []byte { return s.body }
 // them anywhere; the method is here because every source has it.
 func (s *Source) Rewrite(model string, e llm.Edits) []byte {
 	splices := []jsonscan.Splice{{Start: s.modelStart, End: s.modelEnd, With: marshal(model)}}
-	if s.idents {
-		user := e.UserJSON()
-		splices = append(splices, jsonscan.SetMembers(s.body, jsonscan.SkipSpace(s.body, 0), func(k []byte) ([]byte, bool) {
-			switch string(k) {
-			case "user", "safety_identifier":
-				return user, true
-			}
-			return nil, false
-		})...)
+	if len(s.idents) > 0 {
+		splices = append(splices, jsonscan.SetValue(s.body, s.idents, e.UserJSON())...)
 	}
 	return jsonscan.Apply(s.body, splices)
 }
