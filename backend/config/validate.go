@@ -262,6 +262,9 @@ func (v *validator) providers(c *Config) {
 		v.models(p, f)
 		v.timeouts(p, f)
 		v.limits(p.Limits, f+".limits")
+		if p.CacheTTL < 0 || p.CacheTTL > MaxCacheTTL {
+			v.errorf(f+".cache_ttl", "must be a duration between 0 (the catalog's figure, else 5m) and 24h, got %s", p.CacheTTL)
+		}
 	}
 }
 
@@ -881,6 +884,11 @@ func (v *validator) limits(l *Limits, f string) {
 		v.errorf(f+".reset", "%s", err.Error())
 	}
 }
+
+// MaxCacheTTL bounds a provider's cache_ttl: no provider keeps a prompt
+// cache longer than a day, and a session held longer to one backend would
+// only keep it from the strategy.
+const MaxCacheTTL = 24 * time.Hour
 
 // MaxQueueWait bounds limits.queue_wait: a request that would wait longer
 // for a busy backend is better sent to the next one.

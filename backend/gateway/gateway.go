@@ -320,6 +320,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		ps := router.ProviderSpec{
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
 			HasKey: p.Keyless || len(p.Pool()) > 0, KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
+			CacheTTL: g.cacheTTL(p),
 		}
 		d, ok := g.dialectOf(p.Kind)
 		if !ok {
@@ -424,6 +425,24 @@ func (g *Gateway) sharedKeys(cfg *config.Config) map[string]bool {
 		}
 	}
 	return out
+}
+
+// cacheTTL is how long the provider keeps a prompt-cache entry, which is
+// how long a session stays on its backend: the configured cache_ttl, else
+// its catalog entry's, else 0 for the router's default.
+func (g *Gateway) cacheTTL(p config.Provider) time.Duration {
+	if p.CacheTTL > 0 {
+		return p.CacheTTL
+	}
+	if g.catalog == nil || p.Catalog == "" {
+		return 0
+	}
+	if e, ok := g.catalog.Provider(p.Catalog); ok && e.CacheTTL != "" {
+		// The catalog's checks made sure it parses.
+		d, _ := time.ParseDuration(e.CacheTTL)
+		return d
+	}
+	return 0
 }
 
 // dialectOf is the dialect upstreams of a provider kind speak, from the

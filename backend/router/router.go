@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,13 @@ type Router struct {
 	shape    Shaper
 	classify Classifier
 	estimate Estimator
+	// sessions are where each session's prompt cache is warm; they live
+	// on the router, so a new table keeps them. breaks counts, per route,
+	// warm caches kept and broken (*cacheBreaks by route name), nBreaks
+	// how many routes it holds.
+	sessions SessionStore
+	breaks   sync.Map
+	nBreaks  atomic.Int64
 }
 
 // New returns a Router over the table. rec may be nil; a nil clock is the
@@ -108,7 +116,7 @@ func New(t *Table, gate Gate, rec Recorder, clk clock.Clock, log *slog.Logger) *
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Router{gate: gate, rec: rec, clock: clock.OrReal(clk), log: log}
+	r := &Router{gate: gate, rec: rec, clock: clock.OrReal(clk), log: log, sessions: newSessionMap(MaxSessions)}
 	r.table.Store(t)
 	return r
 }
@@ -155,6 +163,7 @@ func (r *Router) Table() *Table { return r.table.Load() }
 func (r *Router) Swap(t *Table) {
 	carryOver(t, r.table.Load())
 	r.table.Store(t)
+	r.pruneBreaks(t)
 }
 
 // Failure is a request that could not be served, ready to be written in
@@ -432,6 +441,7 @@ func (r *Router) walk(ctx context.Context, req *llm.Request, try attemptFunc, se
 		tr.Attempts = append(tr.Attempts, a.Attempt)
 		if le == nil || a.committed {
 			r.served(tr, b, a, le)
+			r.rememberSession(req, route, sel, b, tr.Decision)
 			return true, nil
 		}
 		w.final = le

@@ -579,6 +579,15 @@ export interface Decision {
    */
   waited_ns?: number;
   /**
+   * Affinity, for a request of a session, is what became of the
+   * session's warm prompt cache: "kept" on the backend that served it
+   * last, "moved" to another (AffinityNote says why: that backend
+   * failed, or could not take the request), or "new" when the session
+   * had no warm backend on this route.
+   */
+  affinity?: string;
+  affinity_note?: string;
+  /**
    * Candidates are the backends considered, in the order they were
    * ranked: first the ones to try, then the ones left out.
    */
