@@ -22,6 +22,7 @@ import (
 	"freelane/backend/defaults"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
+	"freelane/backend/pseudonym"
 	"freelane/backend/router"
 )
 
@@ -67,6 +68,9 @@ type Options struct {
 	// Tasks are the tasks a client may name in X-FreeLane-Task; nil
 	// knows only the built-in classes.
 	Tasks Tasks
+	// Pseudonyms hashes the session and end-user ids callers send, so
+	// upstreams see only keyed hashes of them; nil sends none at all.
+	Pseudonyms *pseudonym.Pseudonyms
 }
 
 // Server serves the API.

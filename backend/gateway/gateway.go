@@ -35,6 +35,7 @@ import (
 	"freelane/backend/pool"
 	"freelane/backend/probe"
 	"freelane/backend/protocol"
+	"freelane/backend/pseudonym"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
 	"freelane/backend/respcache"
@@ -232,7 +233,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
-		Dialects: g.dialects, Tasks: g.tasks})
+		Dialects: g.dialects, Tasks: g.tasks, Pseudonyms: pseudonym.New(v.Derive("pseudonyms"))})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)

@@ -304,6 +304,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc, cu 
 	start := r.clock.Now()
 	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Path: req.Path, Dialect: req.Dialect,
 		Model: req.Model, Stream: req.Stream, Notes: req.Notes}
+	tr.Session = req.Session[:min(len(req.Session), 16)]
 	dec := &llm.Decision{Requested: req.Model}
 	tr.Decision = dec
 	route, f := r.resolve(req, dec)
