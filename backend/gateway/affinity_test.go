@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -71,5 +72,37 @@ func TestSessionStaysForItsProvidersCacheTTL(t *testing.T) {
 	}
 	if b := turn("s"); b != home {
 		t.Fatalf("after a reload the session went to %s, want %s", b, home)
+	}
+}
+
+// TestClaudeCodeSessionStaysOverHTTP: end to end, the session a Claude
+// Code client names in metadata.user_id keeps every turn on one backend
+// of a round-robin chain, while requests that name no session take
+// turns; a second session is placed by the strategy.
+func TestClaudeCodeSessionStaysOverHTTP(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.Chains[0].Strategy = "round_robin" })
+	served := func(userID string, n int) string {
+		t.Helper()
+		r := e.postHeaders("/v1/messages", anthropicTurn("main", userID, n), map[string]string{"anthropic-version": "2023-06-01"})
+		if r.status != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", n, r.status, r.body)
+		}
+		return r.header.Get("X-FreeLane-Backend")
+	}
+	home := served(claudeUserID("9c1d7e52-0b7e-4b9b-a1d2-3f6c1b2a4e01"), 0)
+	for n := 1; n < 6; n++ {
+		if b := served(claudeUserID("9c1d7e52-0b7e-4b9b-a1d2-3f6c1b2a4e01"), n); b != home {
+			t.Fatalf("turn %d of the session went to %s, want %s where its cache is warm", n, b, home)
+		}
+	}
+	seen := map[string]bool{}
+	for n := range 3 {
+		seen[served("", n)] = true
+	}
+	if len(seen) < 2 {
+		t.Fatalf("requests without a session all went to %v; round robin should spread them", seen)
+	}
+	if cb := e.g.Router().CacheBreaks()["main"]; cb.Kept != 5 || cb.Broken != 0 {
+		t.Fatalf("cache breaks = %+v, want 5 kept, none broken", cb)
 	}
 }
