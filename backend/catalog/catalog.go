@@ -330,6 +330,11 @@ func (c *Catalog) check() []string {
 		if msg := checkURL(p.BaseURL, p.Placeholders, p.Tier == tier.OfferLocal); msg != "" {
 			bad("base_url %s", msg)
 		}
+		if p.PricesRead != "" {
+			if _, err := time.Parse(time.DateOnly, p.PricesRead); err != nil {
+				bad("prices_read must be the day the prices were read, written YYYY-MM-DD")
+			}
+		}
 		if p.SignupURL != "" {
 			if u, err := url.Parse(p.SignupURL); err != nil || u.Scheme != "https" || u.Host == "" {
 				bad("signup_url must be an https URL")
@@ -390,8 +395,18 @@ func (c *Catalog) check() []string {
 					bad("%s: limits: %s", mw, msg)
 				}
 			}
-			if pr := m.Price; pr != nil && (pr.Input < 0 || pr.Output < 0 || pr.Input > 10000 || pr.Output > 10000) {
-				bad("%s: price must be from 0 to 10000 per million tokens", mw)
+			if pr := m.Price; pr != nil {
+				switch {
+				case pr.Input < 0 || pr.Output < 0 || pr.Input > 10000 || pr.Output > 10000 ||
+					pr.CacheRead < 0 || pr.CacheWrite < 0 || pr.CacheWrite > 10000:
+					bad("%s: price must be from 0 to 10000 per million tokens", mw)
+				case pr.CacheRead > pr.Input:
+					// A cache read is a discount on input; a figure above
+					// it is a typo for another column.
+					bad("%s: price: cache_read must not be above input", mw)
+				case pr.Input+pr.Output > 0 && p.PricesRead == "":
+					bad("%s: a priced model's provider needs prices_read, the day the prices were read", mw)
+				}
 			}
 		}
 	}

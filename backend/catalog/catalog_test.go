@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"freelane/backend/tier"
 )
@@ -144,6 +146,87 @@ func TestParseRepeatsNothingOfTheFile(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "x.example") {
 			t.Errorf("%q: the problems repeat the file: %v", doc, err)
+		}
+	}
+}
+
+func TestPaidModelsHavePrices(t *testing.T) {
+	c, err := Parse("catalog.yaml", embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Providers {
+		if p.Tier != tier.OfferPaid {
+			continue
+		}
+		if len(p.Models) > 0 {
+			if _, err := time.Parse(time.DateOnly, p.PricesRead); err != nil {
+				t.Errorf("%s: prices_read %q is not a date: %v", p.ID, p.PricesRead, err)
+			}
+		}
+		for _, m := range p.Models {
+			pr := m.Price
+			if pr == nil || pr.Input <= 0 || pr.Output <= 0 {
+				t.Errorf("%s/%s: a paid model without a price", p.ID, m.ID)
+				continue
+			}
+			if pr.CacheRead > pr.Input {
+				t.Errorf("%s/%s: cache_read %v above input %v", p.ID, m.ID, pr.CacheRead, pr.Input)
+			}
+			if pr.CacheWrite != 0 && pr.CacheWrite < pr.Input {
+				t.Errorf("%s/%s: cache_write %v below input %v", p.ID, m.ID, pr.CacheWrite, pr.Input)
+			}
+		}
+	}
+	// The models paid keys are most used with keep their published
+	// prices; losing one would leave it unpriced.
+	want := map[string]Price{
+		"openai/gpt-4.1":              {Input: 2, Output: 8, CacheRead: 0.5},
+		"anthropic/claude-sonnet-4-5": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+		"anthropic/claude-opus-4-5":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+		"deepseek/deepseek-chat":      {Input: 0.27, Output: 1.10, CacheRead: 0.07},
+		"google/gemini-2.5-flash":     {Input: 0.30, Output: 2.50},
+	}
+	for key, price := range want {
+		prov, model, _ := strings.Cut(key, "/")
+		p, ok := c.Provider(prov)
+		if !ok {
+			t.Fatalf("no provider %s", prov)
+		}
+		i := slices.IndexFunc(p.Models, func(m Model) bool { return m.ID == model })
+		if i < 0 || p.Models[i].Price == nil || *p.Models[i].Price != price {
+			t.Errorf("%s: price lost or changed (want %+v)", key, price)
+		}
+	}
+}
+
+func TestParseRefusesBadPrices(t *testing.T) {
+	const file = `date: 2026-07-18
+providers:
+  - id: openai
+    name: OpenAI
+    tier: paid
+    dialect: openai
+    base_url: https://api.openai.com/v1
+    key_env: [OPENAI_API_KEY]
+    prices_read: PRICES
+    models:
+      - {id: gpt-4.1, price: PRICE}
+`
+	for _, tc := range []struct{ name, read, price, want string }{
+		{"good", "2026-12-03", "{input: 2, output: 8, cache_read: 0.5}", ""},
+		{"bad date", "last week", "{input: 2, output: 8}", "prices_read must be the day the prices were read"},
+		{"no date", `""`, "{input: 2, output: 8}", "needs prices_read"},
+		{"cache read above input", "2026-12-03", "{input: 2, output: 8, cache_read: 3}", "cache_read must not be above input"},
+		{"negative cache write", "2026-12-03", "{input: 2, output: 8, cache_write: -1}", "price must be from 0 to 10000"},
+	} {
+		src := strings.NewReplacer("PRICES", tc.read, "PRICE", tc.price).Replace(file)
+		_, err := Parse("t.yaml", []byte(src))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

@@ -72,7 +72,8 @@ func catalogModel(m catalog.Model) Model {
 		out.Capabilities = nil
 	}
 	if m.Price != nil {
-		out.Price = &Price{Input: m.Price.Input, Output: m.Price.Output}
+		out.Price = &Price{Input: m.Price.Input, Output: m.Price.Output,
+			CacheRead: m.Price.CacheRead, CacheWrite: m.Price.CacheWrite}
 	}
 	return out
 }

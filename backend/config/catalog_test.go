@@ -168,3 +168,30 @@ func TestCatalogAllowHTTPLoopback(t *testing.T) {
 		t.Fatalf("a value that is not a boolean: err %v, problems %v", err, problems)
 	}
 }
+
+func TestCatalogPricesReachTheConfig(t *testing.T) {
+	cfg, problems := mustParse(t, []byte(`
+providers:
+  - catalog: anthropic
+    models:
+      - {id: claude-opus-4-5, price: {input: 4, output: 20}}
+chains:
+  - {name: smart, backends: [anthropic/claude-sonnet-4-5]}
+`), map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test"})
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	prices := map[string]Price{}
+	for _, m := range cfg.Providers[0].Models {
+		if m.Price != nil {
+			prices[m.ID] = *m.Price
+		}
+	}
+	if got, want := prices["claude-sonnet-4-5"], (Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}); got != want {
+		t.Errorf("catalog price = %+v, want %+v", got, want)
+	}
+	// A price in the config replaces the catalog's whole.
+	if got, want := prices["claude-opus-4-5"], (Price{Input: 4, Output: 20}); got != want {
+		t.Errorf("configured price = %+v, want %+v", got, want)
+	}
+}

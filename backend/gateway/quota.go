@@ -13,6 +13,7 @@ import (
 	"freelane/backend/shape"
 	"freelane/backend/store"
 	"freelane/backend/task"
+	"freelane/backend/tier"
 	"freelane/backend/tokens"
 )
 
@@ -90,7 +91,10 @@ func quotaSettings(cfg *config.Config, reg *protocol.Registry) quota.Settings {
 				b.Limits.Reset = s.Providers[p.Name].Reset
 			}
 			if m.Price != nil {
-				b.Price = quota.Price{Input: m.Price.Input, Output: m.Price.Output}
+				b.Price = quota.Price{Input: m.Price.Input, Output: m.Price.Output,
+					CacheRead: m.Price.CacheRead, CacheWrite: m.Price.CacheWrite}
+			} else {
+				b.Unpriced = p.Tier == tier.Own
 			}
 			s.Backends = append(s.Backends, b)
 		}

@@ -46,6 +46,10 @@ type Limits struct {
 type Price struct {
 	Input  float64 `json:"input"`
 	Output float64 `json:"output"`
+	// CacheRead and CacheWrite are the prices of prompt tokens read from
+	// and written to the provider's prompt cache; 0 means Input.
+	CacheRead  float64 `json:"cache_read,omitempty"`
+	CacheWrite float64 `json:"cache_write,omitempty"`
 }
 
 // Free reports whether calls at this price cost nothing.
@@ -56,6 +60,9 @@ type Backend struct {
 	ID     llm.BackendID
 	Limits Limits
 	Price  Price
+	// Unpriced marks a paid model nobody gave a price: under a money
+	// budget it is refused, since what it spends cannot be counted.
+	Unpriced bool
 	// CreditExpires is the last day of a prepaid credit, zero for none.
 	CreditExpires time.Time
 }
@@ -216,12 +223,35 @@ func (m *Manager) Available(chain string, b Target) *llm.Skip {
 	if sk := m.limitsLocked(b, now); sk != nil {
 		return sk
 	}
-	if bk := m.backendOf(b.ID); bk != nil && !bk.Price.Free() {
+	if bk := m.backendOf(b.ID); bk != nil && bk.Unpriced {
+		if sk := m.unpricedLocked(chain, b.ID); sk != nil {
+			return sk
+		}
+	} else if bk != nil && !bk.Price.Free() {
 		if bs := m.exceededLocked(chain, b.ID.Provider, 0, now); bs != nil {
 			return bs.skip()
 		}
 	}
 	return nil
+}
+
+// unpricedLocked refuses a paid model without a price when a money budget
+// covers it: its spending could not be counted, so it is treated as over
+// every budget that applies rather than as free. Without a budget that
+// applies it returns nil.
+func (m *Manager) unpricedLocked(chain string, id llm.BackendID) *llm.Skip {
+	var cover *budgetState
+	for _, bs := range m.budgets {
+		if bs.applies(chain, id.Provider) && (cover == nil || bs.Action == ActionBlock) {
+			cover = bs
+		}
+	}
+	if cover == nil {
+		return nil
+	}
+	return &llm.Skip{Word: llm.SkipQuota, Class: llm.Quota, Budget: true, Blocked: cover.Action == ActionBlock,
+		Reason: fmt.Sprintf("budget: %s has no price, so %s cannot count what it spends; set its price (price: {input, output} on the model in the config, or in the dashboard)",
+			id, cover.describe())}
 }
 
 // Hold is an admitted call: a concurrency slot, the request counted at
@@ -259,12 +289,18 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 		m.publish(evs)
 		return nil, sk
 	}
+	if bk != nil && bk.Unpriced {
+		if sk := m.unpricedLocked(chain, b.ID); sk != nil {
+			m.mu.Unlock()
+			return nil, sk
+		}
+	}
 	if paid {
 		maxOut := req.MaxTokens
 		if maxOut <= 0 {
 			maxOut = m.maxTok
 		}
-		h.reserved = cost(bk.Price, reservePrompt(req), maxOut)
+		h.reserved = cost(bk.Price, llm.Usage{PromptTokens: reservePrompt(req), CompletionTokens: maxOut})
 		if bs := m.exceededLocked(chain, b.ID.Provider, h.reserved, now); bs != nil {
 			evs = bs.exceededEvent(now)
 			sk := bs.skip()
@@ -356,6 +392,10 @@ func (h *Hold) Release() {
 func (h *Hold) Settle(c llm.CallUsage) {
 	a := c.Attempt
 	prompt, completion, estimated := 0, 0, false
+	var cacheRead, cacheWrite int
+	if u := c.Usage; u != nil {
+		cacheRead, cacheWrite = u.CacheReadTokens, u.CacheWriteTokens
+	}
 	switch u := c.Usage; {
 	case u.CountsCompletion():
 		prompt, completion = u.PromptTokens, u.CompletionTokens
@@ -384,9 +424,11 @@ func (h *Hold) Settle(c llm.CallUsage) {
 	if bk := m.backendOf(h.b.ID); bk != nil {
 		price = bk.Price
 	}
-	spent := cost(price, prompt, completion)
+	used := llm.Usage{PromptTokens: prompt, CompletionTokens: completion, CacheReadTokens: cacheRead, CacheWriteTokens: cacheWrite}
+	spent := cost(price, used)
 	if a != nil {
 		a.PromptTokens, a.CompletionTokens, a.Estimated, a.Cost = prompt, completion, estimated, spent
+		a.Saved = saved(price, used)
 	}
 	now := m.clock.Now()
 	if !h.done {
@@ -442,9 +484,34 @@ func (m *Manager) completionEstimate(req *llm.Request, output []byte) int {
 // cost, from the upstream's usage, is what is charged).
 func reservePrompt(req *llm.Request) int { return (req.Size() + 2) / 3 }
 
-// cost is what prompt and completion tokens cost at p.
-func cost(p Price, prompt, completion int) float64 {
-	return (float64(prompt)*p.Input + float64(completion)*p.Output) / 1e6
+// cost is what a call's tokens cost at p: the prompt tokens neither read
+// from nor written to the provider's cache at the input price, those read
+// and written at the cache prices (the input price where p has none), and
+// the completion at the output price.
+func cost(p Price, u llm.Usage) float64 {
+	read, write := p.cacheRead(), p.cacheWrite()
+	return (float64(u.Uncached())*p.Input + float64(u.CacheReadTokens)*read +
+		float64(u.CacheWriteTokens)*write + float64(u.CompletionTokens)*p.Output) / 1e6
+}
+
+// saved is what the provider's prompt cache saved on a call: the tokens it
+// read at the cache-read price instead of the input price; never negative.
+func saved(p Price, u llm.Usage) float64 {
+	return max(float64(u.CacheReadTokens)*(p.Input-p.cacheRead())/1e6, 0)
+}
+
+func (p Price) cacheRead() float64 {
+	if p.CacheRead > 0 {
+		return p.CacheRead
+	}
+	return p.Input
+}
+
+func (p Price) cacheWrite() float64 {
+	if p.CacheWrite > 0 {
+		return p.CacheWrite
+	}
+	return p.Input
 }
 
 // Restore replays ledger totals (oldest first) into the counters and the
