@@ -13,6 +13,9 @@ ALTER TABLE requests ADD COLUMN saved REAL NOT NULL DEFAULT 0;
 ALTER TABLE requests ADD COLUMN cache TEXT NOT NULL DEFAULT '';
 ALTER TABLE requests ADD COLUMN session TEXT NOT NULL DEFAULT '';
 
--- The caching view reads a session's turns in order within a time window;
--- most requests carry no session, and the partial index leaves them out.
-CREATE INDEX requests_session ON requests (session, started_at) WHERE session <> '';
+-- The caching view adds these columns up over a time window. The index
+-- leads with the start time, so a window reads only its own rows however
+-- long the log, and holds every column the view reads, so the view never
+-- visits the wide rows (attempts, decision).
+CREATE INDEX requests_caching ON requests (started_at, session, backend, cache, chain, dialect,
+    prompt_tokens, cache_read_tokens, cache_write_tokens, saved);
