@@ -151,6 +151,10 @@ type Gateway struct {
 
 	// tasks classifies every request; apply gives it the task rules.
 	tasks *task.Classifier
+
+	// cacheSize reports the response cache's size to the caching view;
+	// nil without a response cache. Guarded by mu.
+	cacheSize CacheSizer
 }
 
 // New opens the database in the data directory and builds every part.
