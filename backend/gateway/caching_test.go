@@ -55,7 +55,9 @@ func TestCachingView(t *testing.T) {
 	e.g.RecordTrace(llm.Trace{ID: "hit", Start: now.Add(-time.Minute), Endpoint: "chat", Chain: "main", Status: 200, Class: llm.OK,
 		Cache: llm.CacheHit, Saved: 0.25})
 
-	v := e.cachingView("", func(v gateway.CachingView) bool { return len(v.Backends) == 3 && len(v.Warnings) == 1 && v.Response.Hits == 1 })
+	v := e.cachingView("", func(v gateway.CachingView) bool {
+		return len(v.Backends) == 3 && len(v.Warnings) == 1 && v.Response.Hits == 1
+	})
 	if v.Window != "24h0m0s" || !v.To.Equal(v.From.Add(24*time.Hour)) {
 		t.Errorf("window %q from %v to %v, want the last 24 h", v.Window, v.From, v.To)
 	}
