@@ -22,6 +22,7 @@ import (
 	"freelane/backend/defaults"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
+	"freelane/backend/pseudonym"
 	"freelane/backend/router"
 )
 
@@ -67,6 +68,9 @@ type Options struct {
 	// Tasks are the tasks a client may name in X-FreeLane-Task; nil
 	// knows only the built-in classes.
 	Tasks Tasks
+	// Pseudonyms hashes the session and end-user ids callers send, so
+	// upstreams see only keyed hashes of them; nil sends none at all.
+	Pseudonyms *pseudonym.Pseudonyms
 }
 
 // Server serves the API.
@@ -245,7 +249,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, d protocol.Dialec
 		s.fail(w, d.Codec, f)
 		return
 	}
-	writeAnswer(w, res, res.Response.Body)
+	writeAnswer(w, req, res, res.Response.Body)
 }
 
 // unknownEndpoint answers a path under a dialect's prefix that FreeLane

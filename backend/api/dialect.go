@@ -77,6 +77,10 @@ func newSurface(reg *protocol.Registry) surface {
 	// Any client may steer routing, a web page's too.
 	cors = addHeader(cors, TaskHeader)
 	cors = addHeader(cors, GearHeader)
+	cors = addHeader(cors, ConversationHeader)
+	// And the response cache, with the header HTTP itself has for it.
+	cors = addHeader(cors, CacheHeader)
+	cors = addHeader(cors, "Cache-Control")
 	for _, d := range sf.dialects {
 		for _, h := range d.Inbound.CORSHeaders {
 			cors = addHeader(cors, h)

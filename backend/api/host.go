@@ -57,7 +57,7 @@ func (h *host) Complete(w http.ResponseWriter, r *http.Request, req *llm.Request
 		h.s.fail(w, h.d.Codec, f)
 		return nil, false
 	}
-	return &answer{res: res, d: h.d}, true
+	return &answer{res: res, d: h.d, req: req}, true
 }
 
 func (h *host) Stream(w http.ResponseWriter, r *http.Request, req *llm.Request, f protocol.StreamFilter) {
@@ -87,14 +87,15 @@ func (h *host) NotFound(w http.ResponseWriter, r *http.Request) { h.s.unknownEnd
 type answer struct {
 	res *router.Result
 	d   protocol.Dialect
+	req *llm.Request
 }
 
 func (a *answer) Body() []byte { return a.res.Response.Body }
 
-func (a *answer) Reply(w http.ResponseWriter, body []byte) { writeAnswer(w, a.res, body) }
+func (a *answer) Reply(w http.ResponseWriter, body []byte) { writeAnswer(w, a.req, a.res, body) }
 
 func (a *answer) ReplyEvents(w http.ResponseWriter, events [][]byte) {
-	sink := newSink(w, a.d, nil)
+	sink := newSink(w, a.d, nil, a.req)
 	if err := sink.Commit(a.res.ID, a.res.Backend, a.res.Attempts); err != nil {
 		return
 	}
@@ -106,14 +107,19 @@ func (a *answer) ReplyEvents(w http.ResponseWriter, events [][]byte) {
 	_ = sink.Done()
 }
 
-// writeAnswer writes a routed answer with FreeLane's headers.
-func writeAnswer(w http.ResponseWriter, res *router.Result, body []byte) {
+// writeAnswer writes a routed answer to req with FreeLane's headers. An
+// answer from the response cache names no backend and no attempts: none
+// was called.
+func writeAnswer(w http.ResponseWriter, req *llm.Request, res *router.Result, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-FreeLane-Request-Id", res.ID)
-	h.Set("X-FreeLane-Backend", res.Backend.Name())
-	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
+	if res.Backend != nil {
+		h.Set("X-FreeLane-Backend", res.Backend.Name())
+		h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
+	}
+	cacheOutcome(h, req)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }

@@ -353,7 +353,7 @@ func TestSurfaceFromRegistry(t *testing.T) {
 		t.Errorf("token message:\n%s\nwant\n%s", sf.tokenRequired, token)
 	}
 	allow := strings.Split(sf.corsAllow, ", ")
-	want := []string{"Authorization", "Content-Type", "X-Api-Key", "X-Goog-Api-Key", "OpenAI-Organization", "OpenAI-Project", "X-FreeLane-Task", "X-FreeLane-Gear"}
+	want := []string{"Authorization", "Content-Type", "X-Api-Key", "X-Goog-Api-Key", "OpenAI-Organization", "OpenAI-Project", "X-FreeLane-Task", "X-FreeLane-Gear", "X-FreeLane-Session", "X-FreeLane-Cache", "Cache-Control"}
 	if len(allow) != len(want) {
 		t.Errorf("CORS headers %q, want %q", allow, want)
 	}

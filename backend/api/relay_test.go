@@ -80,7 +80,7 @@ func TestResponsesRelayRewritesEvents(t *testing.T) {
 		`{"type":"response.completed","sequence_number":4,"response":{"id":"resp_fixed","object":"response","status":"completed","model":"gpt-x","output":[{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"the key is ` + key + `"}]}]}}`,
 	}
 	w := httptest.NewRecorder()
-	sink := newSink(w, d, f)
+	sink := newSink(w, d, f, nil)
 	for i, ev := range upstream {
 		if err := sink.Send([]byte(ev), i == len(upstream)-1); err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ func TestStreamErrorFraming(t *testing.T) {
 	}{{llm.DialectGemini, true}, {llm.DialectOpenAI, false}, {llm.DialectAnthropic, false}} {
 		d, _ := reg.Lookup(c.name)
 		w := httptest.NewRecorder()
-		newSink(w, d, nil).Fail(&llm.Error{Message: "cut"})
+		newSink(w, d, nil, nil).Fail(&llm.Error{Message: "cut"})
 		body := w.Body.String()
 		if bare := !strings.HasPrefix(body, "data: ") && !strings.HasPrefix(body, "event: "); bare != c.bare || !strings.Contains(body, "cut") {
 			t.Errorf("%s: %q", c.name, body)
@@ -197,7 +197,7 @@ func BenchmarkResponsesSinkSend(b *testing.B) {
 		b.StopTimer()
 		_, f := streamFilter(b, s, llm.DialectResponses, "POST /v1/responses", req)
 		b.StartTimer()
-		sink := newSink(w, d, f)
+		sink := newSink(w, d, f, nil)
 		for i, ev := range evs {
 			if err := sink.Send(ev.Data, i == len(evs)-1); err != nil {
 				b.Fatal(err)
@@ -220,7 +220,7 @@ func BenchmarkSinkSend(b *testing.B) {
 	w := &discardWriter{h: http.Header{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		sink := newSink(w, d, nil)
+		sink := newSink(w, d, nil, nil)
 		for i, ev := range evs {
 			if err := sink.Send(ev.Data, i == len(evs)-1); err != nil {
 				b.Fatal(err)

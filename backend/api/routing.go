@@ -31,12 +31,17 @@ var builtinTasks = []string{"default", "background", "think", "long_context"}
 // message repeats.
 const maxHeaderEcho = 64
 
-// routingHeaders sets the request's task and gear from the client's
+// routingHeaders sets the request's session and user pseudonyms
+// (identify), and its task and gear from the client's
 // X-FreeLane-Task and X-FreeLane-Gear headers, or refuses a value that
-// names no task or gear with a 400 in d's dialect; ok is false when the
+// names no task or gear with a 400 in d's dialect, and what the client
+// asks of the response cache (cacheHeaders); ok is false when the
 // answer is written. Every routed call of every dialect passes here
 // right before the router sees it.
 func (s *Server) routingHeaders(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request) bool {
+	if !s.identify(w, r, d, req) {
+		return false
+	}
 	if v := strings.TrimSpace(r.Header.Get(TaskHeader)); v != "" {
 		if !s.knownTask(v) {
 			writeIn(w, d, "invalid_request_error", protocol.ErrorInfo{Status: http.StatusBadRequest, Code: "unknown_task",
@@ -54,7 +59,7 @@ func (s *Server) routingHeaders(w http.ResponseWriter, r *http.Request, d protoc
 		}
 		req.Gear = g
 	}
-	return true
+	return s.cacheHeaders(w, r, d, req)
 }
 
 func (s *Server) knownTask(name string) bool {

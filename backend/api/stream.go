@@ -20,11 +20,14 @@ type sseSink struct {
 	bare bool
 	// filter, when set, is the dialect's own edit of every event.
 	filter protocol.StreamFilter
+	// req is the request answered, whose cache outcome the headers say;
+	// nil for none.
+	req *llm.Request
 }
 
 // newSink is the stream writer for a client of dialect d.
-func newSink(w http.ResponseWriter, d protocol.Dialect, f protocol.StreamFilter) *sseSink {
-	return &sseSink{w: w, rc: http.NewResponseController(w), codec: d.Codec, bare: d.Inbound.BareStreamError, filter: f}
+func newSink(w http.ResponseWriter, d protocol.Dialect, f protocol.StreamFilter, req *llm.Request) *sseSink {
+	return &sseSink{w: w, rc: http.NewResponseController(w), codec: d.Codec, bare: d.Inbound.BareStreamError, filter: f, req: req}
 }
 
 var (
@@ -40,8 +43,12 @@ func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("X-FreeLane-Request-Id", id)
-	h.Set("X-FreeLane-Backend", b.Name())
-	h.Set("X-FreeLane-Attempts", router.AttemptsHeader(attempts))
+	if b != nil {
+		// A stream from the response cache (b nil) called no backend.
+		h.Set("X-FreeLane-Backend", b.Name())
+		h.Set("X-FreeLane-Attempts", router.AttemptsHeader(attempts))
+	}
+	cacheOutcome(h, s.req)
 	s.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -123,7 +130,7 @@ func (s *sseSink) Done() error {
 // stream routes a streamed request and writes it to a client of dialect
 // d, each event through f when it is set.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request, f protocol.StreamFilter) {
-	if fl := s.o.Router.Stream(r.Context(), req, newSink(w, d, f)); fl != nil {
+	if fl := s.o.Router.Stream(r.Context(), req, newSink(w, d, f, req)); fl != nil {
 		s.fail(w, d.Codec, fl)
 	}
 }

@@ -350,6 +350,11 @@ func (c *Catalog) check() []string {
 		if p.Tier != tier.OfferLocal && len(p.KeyEnv) == 0 {
 			bad("key_env must name the variables a key is read from")
 		}
+		if p.CacheTTL != "" {
+			if d, err := time.ParseDuration(p.CacheTTL); err != nil || d <= 0 || d > 24*time.Hour {
+				bad("cache_ttl must be a duration above 0 and at most 24h, such as 5m or 1h")
+			}
+		}
 		if len(p.Models) == 0 && !p.ListModels {
 			bad("models is empty and list_models is not set, so the provider would serve nothing")
 		}

@@ -67,6 +67,8 @@ providers:
 		{"bad reset", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000, reset: tomorrow}]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", "models[0] (line 10): limits: reset is not a rule FreeLane understands"},
 		{"empty limit", "      - {id: llama-3.3-70b-versatile, limits: [{reset: \"daily 00:00 UTC\"}]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", "a limit needs at least one of"},
 		{"bad capability", "      - {id: llama-3.3-70b-versatile, capabilities: [telepathy]}\n", "      - {id: llama-3.3-70b-versatile, limits: [{rpd: 1000}]}\n", "models[0] (line 10): capabilities may only be tools, vision, json, reasoning"},
+		{"bad cache_ttl", "    key_env: [GROQ_API_KEY]\n    cache_ttl: forever\n", "    key_env: [GROQ_API_KEY]\n", "line 3: providers[0]: cache_ttl must be a duration above 0 and at most 24h"},
+		{"cache_ttl too long", "    key_env: [GROQ_API_KEY]\n    cache_ttl: 48h\n", "    key_env: [GROQ_API_KEY]\n", "cache_ttl must be a duration above 0 and at most 24h"},
 		{"no date", "date: soon\n", "date: 2026-07-18\n", "line 1: date must be the day the figures were gathered, written YYYY-MM-DD"},
 		{"not yaml", "providers: [\n", "providers:\n", "line"},
 	} {
@@ -84,7 +86,7 @@ providers:
 				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
 			}
 			// The problem names the rule, not what the file wrote.
-			for _, quoted := range []string{"colour", "grpc", "gratis", "http://api.groq", "ACCOUNT", "groq-key", "tomorrow", "telepathy", "soon", "(groq)"} {
+			for _, quoted := range []string{"colour", "grpc", "gratis", "http://api.groq", "ACCOUNT", "groq-key", "tomorrow", "telepathy", "soon", "forever", "(groq)"} {
 				if strings.Contains(tc.edit, strings.Trim(quoted, "()")) && strings.Contains(err.Error(), quoted) {
 					t.Errorf("the problem repeats %q of the file: %v", quoted, err)
 				}

@@ -42,6 +42,11 @@ const (
 	MaxResponseRetentionDays = 90
 	// MaxResponseStoreMB is the largest accepted response_store_mb.
 	MaxResponseStoreMB = 65536
+	// MaxCacheMB is the largest accepted cache.max_mb: the response
+	// cache is held in memory as well as on disk.
+	MaxCacheMB = 16384
+	// MaxResponseCacheTTL is the longest accepted cache.ttl.
+	MaxResponseCacheTTL = 30 * 24 * time.Hour
 
 	// MinTokenLength is the shortest inbound token (server.token,
 	// FREELANE_TOKEN) accepted: anything shorter could be guessed by a peer

@@ -169,6 +169,14 @@ func (v *validator) validate(c *Config) {
 	if mb := c.Requests.ResponseStoreMB; mb < 0 || mb > MaxResponseStoreMB {
 		v.errorf("requests.response_store_mb", "must be from 1 to %d (MiB); 0 or leaving it out means %d, got %d", MaxResponseStoreMB, defaults.ResponseStoreMB, mb)
 	}
+	if ttl := c.Cache.TTL; ttl < 0 || ttl > MaxResponseCacheTTL {
+		v.errorf("cache.ttl", "must be a duration from 1s to %s (such as 10m or 1h); 0 or leaving it out means %s, got %s", "720h", defaults.ResponseCacheTTL, ttl)
+	} else if ttl > 0 && ttl < time.Second {
+		v.errorf("cache.ttl", "must be at least 1s (such as 10m or 1h); 0 or leaving it out means %s, got %s", defaults.ResponseCacheTTL, ttl)
+	}
+	if mb := c.Cache.MaxMB; mb < 0 || mb > MaxCacheMB {
+		v.errorf("cache.max_mb", "must be from 1 to %d (MiB); 0 or leaving it out means %d, got %d", MaxCacheMB, defaults.ResponseCacheMB, mb)
+	}
 	if c.Ledger.RetentionDays < 0 {
 		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", defaults.LedgerRetentionDays, c.Ledger.RetentionDays)
 	}
@@ -262,6 +270,9 @@ func (v *validator) providers(c *Config) {
 		v.models(p, f)
 		v.timeouts(p, f)
 		v.limits(p.Limits, f+".limits")
+		if p.CacheTTL < 0 || p.CacheTTL > MaxCacheTTL {
+			v.errorf(f+".cache_ttl", "must be a duration between 0 (the catalog's figure, else 5m) and 24h, got %s", p.CacheTTL)
+		}
 	}
 }
 
@@ -881,6 +892,11 @@ func (v *validator) limits(l *Limits, f string) {
 		v.errorf(f+".reset", "%s", err.Error())
 	}
 }
+
+// MaxCacheTTL bounds a provider's cache_ttl: no provider keeps a prompt
+// cache longer than a day, and a session held longer to one backend would
+// only keep it from the strategy.
+const MaxCacheTTL = 24 * time.Hour
 
 // MaxQueueWait bounds limits.queue_wait: a request that would wait longer
 // for a busy backend is better sent to the next one.

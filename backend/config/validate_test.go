@@ -206,6 +206,8 @@ func TestValidationErrors(t *testing.T) {
 		{"params_b NaN", withGroq("        params_b: .nan"), nil, "providers[0].models[1].params_b", 9, ">= 0"},
 		{"context negative", withGroq("        context: -5"), nil, "providers[0].models[1].context", 9, "must be a number of tokens >= 0 (0 = unknown), got -5"},
 		{"max_output negative", withGroq("        max_output: -5"), nil, "providers[0].models[1].max_output", 9, "got -5"},
+		{"cache_ttl negative", withGroq("    cache_ttl: -1m"), nil, "providers[0].cache_ttl", 9, "must be a duration between 0 (the catalog's figure, else 5m) and 24h, got -1m0s"},
+		{"cache_ttl too long", withGroq("    cache_ttl: 25h"), nil, "providers[0].cache_ttl", 9, "between 0"},
 		{"timeout negative", withGroq(
 			"    timeouts:",
 			"      connect: 1s",

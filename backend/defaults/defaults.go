@@ -119,6 +119,11 @@ const (
 	// LedgerRetentionDays is how long ledger rows are kept one by one
 	// before they are rolled up into daily totals.
 	LedgerRetentionDays = 30
+	// ResponseCacheTTL is how long the response cache serves an answer.
+	ResponseCacheTTL = 10 * time.Minute
+	// ResponseCacheMB bounds, in MiB, the response cache's answers; past
+	// it the least recently used go first.
+	ResponseCacheMB = 256
 )
 
 // MiB is the bytes of one of the table's MiB figures.

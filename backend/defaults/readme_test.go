@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"freelane/backend/defaults"
+	"freelane/backend/router"
 )
 
 // documented is what the README's table of defaults must say for each
@@ -35,6 +36,9 @@ var documented = map[string][]any{
 	"probes.open_interval":             {defaults.ProbeOpenInterval},
 	"probes.daily":                     {defaults.ProbeDaily},
 	"ledger.retention_days":            {defaults.LedgerRetentionDays},
+	"cache_ttl":                        {router.DefaultCacheTTL},
+	"cache.ttl":                        {defaults.ResponseCacheTTL},
+	"cache.max_mb":                     {defaults.ResponseCacheMB},
 }
 
 func durations(ds []time.Duration) []any {

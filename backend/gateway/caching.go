@@ -10,13 +10,6 @@ import (
 	"freelane/backend/store"
 )
 
-// CacheSizer is what the caching view reads of the response cache's size:
-// how many answers it holds, their bytes and the bound on them. The
-// response cache satisfies it; nil when there is none.
-type CacheSizer interface {
-	CacheSize() (entries int, bytes, maxBytes int64)
-}
-
 // When a chain's routing is said to keep breaking warm prompt caches: at
 // least warnMinTurns session turns followed a warm turn, and more than
 // warnChangedShare of them went to another backend.
@@ -34,8 +27,8 @@ type CachingView struct {
 	// Warnings name the chains whose routing keeps breaking warm prompt
 	// caches, the worst first.
 	Warnings []CachingWarning `json:"warnings"`
-	// Store is the response cache's size now; nil without a response
-	// cache.
+	// Store is the response cache's size now; nil while it is off and
+	// empty.
 	Store *ResponseCacheSize `json:"store"`
 }
 
@@ -68,12 +61,10 @@ func (g *Gateway) caching(ctx context.Context, window time.Duration) (CachingVie
 		return CachingView{}, err
 	}
 	v := CachingView{Window: window.String(), CachingReport: rep, Warnings: cachingWarnings(rep.Chains)}
-	g.mu.Lock()
-	sizer := g.cacheSize
-	g.mu.Unlock()
-	if sizer != nil {
-		entries, bytes, maxBytes := sizer.CacheSize()
-		v.Store = &ResponseCacheSize{Entries: entries, Bytes: bytes, MaxBytes: maxBytes}
+	if g.rcache != nil {
+		if st := g.rcache.Stats(); st.Enabled || st.Entries > 0 {
+			v.Store = &ResponseCacheSize{Entries: st.Entries, Bytes: st.Bytes, MaxBytes: st.MaxBytes}
+		}
 	}
 	return v, nil
 }

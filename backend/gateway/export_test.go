@@ -5,6 +5,7 @@ import (
 
 	"freelane/backend/llm"
 	"freelane/backend/loops"
+	"freelane/backend/router"
 )
 
 // CheckCredits runs the housekeeping loop's credit check now, so tests can
@@ -30,3 +31,7 @@ func (g *Gateway) Loops() (started, running []string) {
 // ShapeWaiting is how many requests wait in the shaper for a slot or a
 // token, so tests know when every request has parked before moving time.
 func (g *Gateway) ShapeWaiting() int { return g.shape.Waiting() }
+
+// Router is the gateway's router, for tests that route a request the
+// API layer would have prepared (a session already hashed, say).
+func (g *Gateway) Router() *router.Router { return g.router }

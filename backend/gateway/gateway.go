@@ -35,8 +35,10 @@ import (
 	"freelane/backend/pool"
 	"freelane/backend/probe"
 	"freelane/backend/protocol"
+	"freelane/backend/pseudonym"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
+	"freelane/backend/respcache"
 	"freelane/backend/router"
 	"freelane/backend/shape"
 	"freelane/backend/store"
@@ -96,20 +98,22 @@ type Gateway struct {
 	reqLog *store.RequestLog
 	// responses keeps the Responses API answers clients ask to store.
 	responses *store.ResponseStore
-	router    *router.Router
-	gate      *breaker.Set
-	bus       *events.Bus
-	api       *api.Server
-	control   *control.Control
-	srv       *http.Server
-	ln        net.Listener
-	prober    *probe.Prober
-	clock     clock.Clock
-	metrics   *metrics.Registry
-	feed      *feed
-	hub       *hub.Hub
-	quota     *quota.Manager
-	shape     *shape.Shaper
+	// rcache is the exact response cache.
+	rcache  *respcache.Cache
+	router  *router.Router
+	gate    *breaker.Set
+	bus     *events.Bus
+	api     *api.Server
+	control *control.Control
+	srv     *http.Server
+	ln      net.Listener
+	prober  *probe.Prober
+	clock   clock.Clock
+	metrics *metrics.Registry
+	feed    *feed
+	hub     *hub.Hub
+	quota   *quota.Manager
+	shape   *shape.Shaper
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
@@ -151,10 +155,6 @@ type Gateway struct {
 
 	// tasks classifies every request; apply gives it the task rules.
 	tasks *task.Classifier
-
-	// cacheSize reports the response cache's size to the caching view;
-	// nil without a response cache. Guarded by mu.
-	cacheSize CacheSizer
 }
 
 // New opens the database in the data directory and builds every part.
@@ -189,6 +189,10 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
+	if g.rcache, err = respcache.Open(ctx, db, respcache.Options{Codecs: g.dialects, Clock: o.Clock, Logger: o.Logger}); err != nil {
+		return nil, fmt.Errorf("opening the response cache: %w", err)
+	}
+	g.router.SetCache(g.rcache)
 	g.tasks = task.New(func(req *llm.Request) int { return req.EstimatedPrompt(task.QuickPrompt) })
 	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
@@ -229,7 +233,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.token = auth.NewToken(token)
 	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
-		Dialects: g.dialects, Tasks: g.tasks})
+		Dialects: g.dialects, Tasks: g.tasks, Pseudonyms: pseudonym.New(v.Derive("pseudonyms"))})
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)
@@ -323,6 +327,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 		ps := router.ProviderSpec{
 			Name: p.Name, Tier: p.Tier, Default: p.Default, Disabled: p.Disabled,
 			HasKey: p.Keyless || len(p.Pool()) > 0, KeyHint: keyHint(p), Discovered: v.Discovered(p.Name),
+			CacheTTL: g.cacheTTL(p),
 		}
 		d, ok := g.dialectOf(p.Kind)
 		if !ok {
@@ -401,6 +406,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.api.SetBodyLimits(cfg.Requests.BodyReadTimeout, int64(cfg.Requests.MaxInflightBodyMB)<<20)
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)
+	g.rcache.Configure(cacheSettings(cfg))
 	g.router.Swap(router.Build(spec))
 	// After the table, so a task's new chain is there when it is named.
 	g.tasks.Configure(taskRules(cfg.Tasks))
@@ -427,6 +433,24 @@ func (g *Gateway) sharedKeys(cfg *config.Config) map[string]bool {
 		}
 	}
 	return out
+}
+
+// cacheTTL is how long the provider keeps a prompt-cache entry, which is
+// how long a session stays on its backend: the configured cache_ttl, else
+// its catalog entry's, else 0 for the router's default.
+func (g *Gateway) cacheTTL(p config.Provider) time.Duration {
+	if p.CacheTTL > 0 {
+		return p.CacheTTL
+	}
+	if g.catalog == nil || p.Catalog == "" {
+		return 0
+	}
+	if e, ok := g.catalog.Provider(p.Catalog); ok && e.CacheTTL != "" {
+		// The catalog's checks made sure it parses.
+		d, _ := time.ParseDuration(e.CacheTTL)
+		return d
+	}
+	return 0
 }
 
 // dialectOf is the dialect upstreams of a provider kind speak, from the
@@ -528,6 +552,25 @@ func (g *Gateway) Prober() *probe.Prober { return g.prober }
 // Breakers returns the backends' breaker state.
 func (g *Gateway) Breakers() *breaker.Set { return g.gate }
 
+// ResponseCache returns the exact response cache, whose Stats the
+// dashboard shows.
+func (g *Gateway) ResponseCache() *respcache.Cache { return g.rcache }
+
+// cacheSettings reads the response cache's switches from cfg: the
+// top-level one, and each chain's own where it says.
+func cacheSettings(cfg *config.Config) respcache.Settings {
+	s := respcache.Settings{Enabled: cfg.Cache.Enabled, TTL: cfg.Cache.TTL, MaxBytes: int64(cfg.Cache.MaxMB) << 20}
+	for _, c := range cfg.Chains {
+		if c.Cache != nil {
+			if s.Chains == nil {
+				s.Chains = map[string]bool{}
+			}
+			s.Chains[c.Name] = c.Cache.Enabled
+		}
+	}
+	return s
+}
+
 // Events returns the event bus.
 func (g *Gateway) Events() *events.Bus { return g.bus }
 
@@ -564,6 +607,11 @@ func (g *Gateway) Start() error {
 	g.writers.Go("response store writer", func(ctx context.Context) {
 		if err := g.responses.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			g.log.Error("response store writer stopped", "err", err)
+		}
+	})
+	g.writers.Go("response cache writer", func(ctx context.Context) {
+		if err := g.rcache.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			g.log.Error("response cache writer stopped", "err", err)
 		}
 	})
 	if !cfg.Discovery.Disabled {
@@ -675,6 +723,9 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		if err := g.responses.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := g.rcache.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

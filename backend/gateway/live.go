@@ -173,6 +173,9 @@ func redactDecision(r *redact.Redactor, d *llm.Decision) *llm.Decision {
 	if m := r.String(d.Error); m != d.Error {
 		edit().Error = m
 	}
+	if m := r.String(d.AffinityNote); m != d.AffinityNote {
+		edit().AffinityNote = m
+	}
 	for i, c := range d.Candidates {
 		if m := r.String(c.Reason); m != c.Reason {
 			edit().Candidates[i].Reason = m

@@ -268,7 +268,8 @@ func TestTracesAreRedactedWhereverTheyGo(t *testing.T) {
 	}
 	tr := llm.Trace{ID: "t-redact", Start: e.clock.Now(), Endpoint: "chat", Model: "paid/" + copies[0], Class: llm.Caller, Status: 400,
 		Error: "failed: " + copies[1], Notes: []string{"left out " + copies[2]}}
-	tr.Decision = &llm.Decision{Requested: "paid/" + copies[0], Fallback: "auto -> manual: " + copies[1], Error: "nowhere: " + copies[2]}
+	tr.Decision = &llm.Decision{Requested: "paid/" + copies[0], Fallback: "auto -> manual: " + copies[1], Error: "nowhere: " + copies[2],
+		Affinity: "moved", AffinityNote: "warm backend paid/m400 is unavailable: " + copies[len(copies)-1]}
 	for _, c := range copies {
 		tr.Attempts = append(tr.Attempts, llm.Attempt{Backend: "paid/m400", Class: llm.Caller, Status: 400, Reason: "HTTP 400: " + c})
 		tr.Decision.Candidates = append(tr.Decision.Candidates, llm.Candidate{Backend: "paid/m400", Verdict: llm.VerdictSkipped, Reason: "key refused: " + c})

@@ -51,9 +51,6 @@ type Conversation struct {
 	Reasoning        *Reasoning
 	// ParallelToolCalls is nil when unset.
 	ParallelToolCalls *bool
-	// User identifies the end user to the vendor (OpenAI user, Anthropic
-	// metadata.user_id).
-	User string
 	// Metadata is free-form string metadata where a dialect carries it.
 	Metadata map[string]string
 	Stream   bool

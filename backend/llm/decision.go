@@ -35,6 +35,13 @@ type Decision struct {
 	// Waited is how long the request waited for a rate limit to reset
 	// before it walked the chain again.
 	Waited time.Duration `json:"waited_ns,omitempty"`
+	// Affinity, for a request of a session, is what became of the
+	// session's warm prompt cache: "kept" on the backend that served it
+	// last, "moved" to another (AffinityNote says why: that backend
+	// failed, or could not take the request), or "new" when the session
+	// had no warm backend on this route.
+	Affinity     string `json:"affinity,omitempty"`
+	AffinityNote string `json:"affinity_note,omitempty"`
 	// Candidates are the backends considered, in the order they were
 	// ranked: first the ones to try, then the ones left out.
 	Candidates []Candidate `json:"candidates"`

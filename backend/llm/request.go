@@ -140,6 +140,13 @@ type CacheDirective struct {
 	// OptIn marks a request the client wants cached although it is not
 	// deterministic by its parameters (X-FreeLane-Cache: on).
 	OptIn bool
+	// Caller is who asks, as the API layer names its callers: the cache
+	// keeps each caller's answers apart.
+	Caller string
+	// Outcome is what the cache did with the request, set by the router
+	// before the answer is written, for the X-FreeLane-Cache response
+	// header; "" when the cache had no part in it.
+	Outcome CacheOutcome
 }
 
 // Request is a client request, parsed just enough to route it. The body

@@ -54,11 +54,17 @@ func (r *Router) decide(dec *llm.Decision, sel *selection) {
 			s := *c.score
 			out.Score = &s
 		}
+		if c.warm {
+			out.Reason = joinReason("this session's prompt cache is warm here", out.Reason)
+		}
 		if len(dec.Candidates) < n {
 			dec.Candidates = append(dec.Candidates, out)
 		} else {
 			dec.More++
 		}
+	}
+	if sel.session {
+		noteSession(dec, sel)
 	}
 }
 

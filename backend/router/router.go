@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,15 @@ type Router struct {
 	shape    Shaper
 	classify Classifier
 	estimate Estimator
+	// cache is the response cache, set once before serving; nil is none.
+	cache ResponseCache
+	// sessions are where each session's prompt cache is warm; they live
+	// on the router, so a new table keeps them. breaks counts, per route,
+	// warm caches kept and broken (*cacheBreaks by route name), nBreaks
+	// how many routes it holds.
+	sessions SessionStore
+	breaks   sync.Map
+	nBreaks  atomic.Int64
 }
 
 // New returns a Router over the table. rec may be nil; a nil clock is the
@@ -108,7 +118,7 @@ func New(t *Table, gate Gate, rec Recorder, clk clock.Clock, log *slog.Logger) *
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Router{gate: gate, rec: rec, clock: clock.OrReal(clk), log: log}
+	r := &Router{gate: gate, rec: rec, clock: clock.OrReal(clk), log: log, sessions: newSessionMap(MaxSessions)}
 	r.table.Store(t)
 	return r
 }
@@ -155,6 +165,7 @@ func (r *Router) Table() *Table { return r.table.Load() }
 func (r *Router) Swap(t *Table) {
 	carryOver(t, r.table.Load())
 	r.table.Store(t)
+	r.pruneBreaks(t)
 }
 
 // Failure is a request that could not be served, ready to be written in
@@ -206,6 +217,17 @@ var errCommitted = errors.New("stream committed")
 // Complete serves a non-streaming request.
 func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Failure) {
 	var res *Result
+	var cu *cacheUse
+	if r.cache != nil {
+		cu = &cacheUse{replay: func(h CachedAnswer, tr *llm.Trace) error {
+			body, err := h.Body(req, tr.ID)
+			if err != nil {
+				return err
+			}
+			res = &Result{Response: &llm.Response{Status: http.StatusOK, Header: http.Header{}, Body: body, Usage: h.Origin().Usage}}
+			return nil
+		}}
+	}
 	tr, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
 		resp, err := b.Up.Complete(ctx, req, b.ID.Model)
 		if err != nil {
@@ -217,11 +239,14 @@ func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Fail
 			a.usage = &resp.Usage
 		}
 		return nil
-	})
+	}, cu)
 	if f != nil {
 		return nil, f
 	}
 	res.Attempts, res.ID = tr.Attempts, tr.ID
+	if cu != nil && cu.keep != nil && tr.Class == llm.OK {
+		cu.keep.Body(res.Response.Body, CacheOrigin{Backend: tr.Backend, Usage: tr.Usage, Cost: tr.Cost})
+	}
 	return res, nil
 }
 
@@ -229,9 +254,19 @@ func (r *Router) Complete(ctx context.Context, req *llm.Request) (*Result, *Fail
 // only when nothing was written yet, so the caller can still answer with a
 // plain HTTP error.
 func (r *Router) Stream(ctx context.Context, req *llm.Request, sink Sink) *Failure {
-	_, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
+	var cu *cacheUse
+	var ks *keepSink
+	if r.cache != nil {
+		cu = &cacheUse{replay: func(h CachedAnswer, tr *llm.Trace) error { return replayStream(req, sink, h, tr) }}
+		ks = &keepSink{Sink: sink, cu: cu}
+		sink = ks
+	}
+	tr, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
 		return r.streamOne(ctx, req, b, a, sink)
-	})
+	}, cu)
+	if f == nil && cu != nil && cu.keep != nil && ks.done && tr.Class == llm.OK {
+		cu.keep.Done(CacheOrigin{Backend: tr.Backend, Usage: tr.Usage, Cost: tr.Cost})
+	}
 	return f
 }
 
@@ -265,10 +300,11 @@ type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
 // and when every one was rate limited wait once for the earliest reset
 // (bounded by the chain's max_wait and the client's deadline) and walk
 // again.
-func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*llm.Trace, *Failure) {
+func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc, cu *cacheUse) (*llm.Trace, *Failure) {
 	start := r.clock.Now()
 	tr := &llm.Trace{ID: r.newID(start), Start: start, Endpoint: string(req.Endpoint), Path: req.Path, Dialect: req.Dialect,
 		Model: req.Model, Stream: req.Stream, Notes: req.Notes}
+	tr.Session = req.Session[:min(len(req.Session), 16)]
 	dec := &llm.Decision{Requested: req.Model}
 	tr.Decision = dec
 	route, f := r.resolve(req, dec)
@@ -277,6 +313,10 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc) (*l
 		return tr, f
 	}
 	tr.Chain, tr.Alias = route.Chain, route.Alias
+	if cu != nil && r.fromCache(req, route, tr, cu) {
+		r.finishTrace(tr, start)
+		return tr, nil
+	}
 
 	sel := getSelection()
 	defer putSelection(sel)
@@ -431,6 +471,7 @@ func (r *Router) walk(ctx context.Context, req *llm.Request, try attemptFunc, se
 		tr.Attempts = append(tr.Attempts, a.Attempt)
 		if le == nil || a.committed {
 			r.served(tr, b, a, le)
+			r.rememberSession(req, route, sel, b, tr.Decision)
 			return true, nil
 		}
 		w.final = le

@@ -84,6 +84,9 @@ type cand struct {
 	// nil until a scoring strategy ranks the candidate.
 	score  *llm.Score
 	scored bool
+	// warm marks the session's warm backend, moved to the front of its
+	// tier.
+	warm bool
 }
 
 // selection is one request's candidates (cands, in listed order, tier by
@@ -109,6 +112,13 @@ type selection struct {
 	// seq is the ranked order: indexes into cands.
 	seq    []int
 	scores []llm.Score
+	// session is set when the request names a session the router keeps
+	// homes for; home is its warm home on the route, when hasHome, and
+	// warm the index in cands of that backend, -1 when it is not there.
+	session bool
+	home    Home
+	hasHome bool
+	warm    int
 }
 
 var selections = sync.Pool{New: func() any { return &selection{} }}
@@ -165,12 +175,14 @@ func (r *Router) rank(req *llm.Request, route Route, commit bool, sel *selection
 	}
 	now := r.clock.Now()
 	sc := r.Table().scoring
+	r.findHome(req, route, now, sel)
 	for ti := range p.tiers {
 		t := &p.tiers[ti]
 		first := len(sel.cands)
 		r.filterTier(req, route, p, t, now, sel)
 		r.orderTier(req, t, sel, first, now, commit, sc)
 	}
+	r.keepWarm(sel)
 }
 
 // filterTier appends a tier's backends, in listed order, with their
@@ -546,6 +558,9 @@ func (r *Router) score(req *llm.Request, t *tierPlan, cs []cand, starts []int, s
 				sel.metric[u] = math.Inf(1)
 				c.why = whyPriceUnknown
 			case c.score.ExpectedCost == 0:
+				// The metric is pooled scratch: a free call must not keep
+				// the value another request left in it.
+				sel.metric[u] = 0
 				c.why = whyFree
 			default:
 				sel.metric[u] = c.score.ExpectedCost
@@ -654,8 +669,10 @@ func (r *Router) taskMatch(req *llm.Request, b *Backend) float64 {
 // expectedCost is what one call to b is expected to cost for req: the
 // prompt at the input price, the share its provider's cache served lately
 // at the cache-read price, and the answer at the output price (max_tokens,
-// or 500 tokens when the client set no limit). Free and local backends
-// cost nothing; a paid backend without a price is unknown.
+// or 500 tokens when the client set no limit). For a session whose cache
+// is warm on another backend, b would have to write that cache anew: its
+// whole prompt is priced as input. Free and local backends cost nothing;
+// a paid backend without a price is unknown.
 func (r *Router) expectedCost(req *llm.Request, b *Backend, sel *selection) (float64, bool) {
 	if b.Tier == tier.Free || b.Tier == tier.Local {
 		return 0, true
@@ -675,6 +692,9 @@ func (r *Router) expectedCost(req *llm.Request, b *Backend, sel *selection) (flo
 		cr = b.Price.Input
 	}
 	share := b.stats.cachedShare()
+	if sel.hasHome && b.ID != sel.home.Backend {
+		share = 0
+	}
 	p := float64(sel.prompt)
 	return (p*(1-share)*b.Price.Input + p*share*cr + float64(out)*b.Price.Output) / 1e6, true
 }

@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,13 @@ import (
 
 // BenchmarkSelect ranks a chain of 20 backends (five of them a pooled
 // provider's keys) with each strategy, on warm latency stats, and fails
-// if a ranking allocates.
+// if a ranking allocates; the session cases rank a request whose
+// session's cache is warm on one of them.
 func BenchmarkSelect(b *testing.B) {
-	for _, strategy := range []string{"priority", "round_robin", "weighted", "least_latency", "cost", "auto"} {
-		b.Run(strategy, func(b *testing.B) {
+	for _, name := range []string{"priority", "round_robin", "weighted", "least_latency", "cost", "auto",
+		"priority/session", "round_robin/session", "cost/session", "auto/session"} {
+		strategy, session, _ := strings.Cut(name, "/")
+		b.Run(name, func(b *testing.B) {
 			up := &scriptUp{name: "x"}
 			var spec router.Spec
 			chain := router.ChainSpec{Name: "c", Strategy: strategy, Weights: map[llm.BackendID]int{}, Priority: map[llm.BackendID]int{}}
@@ -40,6 +44,9 @@ func BenchmarkSelect(b *testing.B) {
 			r := router.New(router.Build(spec), nopGate{}, nil, nil, quiet)
 			req := benchReq(b, false)
 			req.Model = "c"
+			if session != "" {
+				req.Session = "5e55104"
+			}
 			// Warm the stats so the scoring strategies score.
 			for range 10 {
 				if _, f := r.Complete(b.Context(), req); f != nil {

@@ -25,6 +25,9 @@ type scriptUp struct {
 	delay time.Duration
 	err   error
 	calls int
+	// cached is how many of the answer's prompt tokens its provider's
+	// cache served.
+	cached int
 	// entered and release hold the next call until release is closed.
 	entered, release chan struct{}
 }
@@ -38,7 +41,7 @@ func (u *scriptUp) block(entered, release chan struct{}) {
 func (u *scriptUp) Complete(ctx context.Context, req *llm.Request, model string) (*llm.Response, error) {
 	u.mu.Lock()
 	u.calls++
-	d, err := u.delay, u.err
+	d, err, cached := u.delay, u.err, u.cached
 	entered, release := u.entered, u.release
 	u.entered, u.release = nil, nil
 	u.mu.Unlock()
@@ -52,7 +55,7 @@ func (u *scriptUp) Complete(ctx context.Context, req *llm.Request, model string)
 	if err != nil {
 		return nil, err
 	}
-	return &llm.Response{Status: 200, Body: []byte(`{"from":"` + u.name + `"}`), Usage: llm.Usage{PromptTokens: 10, TotalTokens: 12}}, nil
+	return &llm.Response{Status: 200, Body: []byte(`{"from":"` + u.name + `"}`), Usage: llm.Usage{PromptTokens: 10, TotalTokens: 12, CacheReadTokens: cached}}, nil
 }
 
 func (u *scriptUp) Stream(context.Context, *llm.Request, string) (llm.EventStream, error) {
@@ -79,6 +82,8 @@ type sel struct {
 	clk *clocktest.Clock
 	ups []*scriptUp
 	rec *recRecorder
+	// spec is what the router's table was built from.
+	spec router.Spec
 }
 
 type provider struct {
@@ -88,6 +93,8 @@ type provider struct {
 	caps    llm.Caps
 	capsSet bool
 	keys    int
+	// cacheTTL is the provider's prompt-cache lifetime.
+	cacheTTL time.Duration
 }
 
 func newSel(t *testing.T, chain router.ChainSpec, ps ...provider) *sel {
@@ -96,7 +103,7 @@ func newSel(t *testing.T, chain router.ChainSpec, ps ...provider) *sel {
 	var spec router.Spec
 	for i, p := range ps {
 		name := fmt.Sprintf("p%d", i)
-		ps := router.ProviderSpec{Name: name, Tier: p.tier, HasKey: true,
+		ps := router.ProviderSpec{Name: name, Tier: p.tier, HasKey: true, CacheTTL: p.cacheTTL,
 			Models: []router.ModelSpec{{ID: "m", Context: p.ctx, Price: p.price, Caps: p.caps, CapsKnown: p.capsSet}}}
 		if p.keys > 1 {
 			for k := range p.keys {
@@ -114,6 +121,7 @@ func newSel(t *testing.T, chain router.ChainSpec, ps ...provider) *sel {
 	}
 	chain.Name = "c"
 	spec.Chains = []router.ChainSpec{chain}
+	s.spec = spec
 	s.r = router.New(router.Build(spec), nopGate{}, s.rec, s.clk, quiet)
 	return s
 }

@@ -92,6 +92,10 @@ type ProviderSpec struct {
 	// its own name ("ollama-11500/library/llama3.2:3b"), never as bare
 	// ids: any program can make such a server list "paid/gpt-x".
 	Discovered bool
+	// CacheTTL is how long the provider keeps a prompt-cache entry after
+	// its last use: a session stays on the backend that served it for
+	// that long. 0 is DefaultCacheTTL.
+	CacheTTL time.Duration
 }
 
 // ChainSpec is a user-arranged chain of backends.
@@ -164,6 +168,8 @@ type Backend struct {
 	// Price is what calls cost, KeyWeight the key's share in its pool.
 	Price     Price
 	KeyWeight int
+	// CacheTTL is the provider's prompt-cache lifetime (0: the default).
+	CacheTTL time.Duration
 	// alone is the route of a request pinned to this backend, made once
 	// so that resolving a pin allocates nothing, and alonePlan its plan.
 	alone     []*Backend
@@ -312,7 +318,7 @@ func Build(spec Spec) *Table {
 				id.Key = k.Label
 				b := &Backend{ID: id, name: id.String(), Tier: p.Tier, ParamsB: m.ParamsB,
 					Context: m.Context, Up: k.Up, Dialect: p.Dialect, Endpoints: p.Endpoints, Caps: m.Caps, CapsKnown: m.CapsKnown,
-					Price: m.Price, KeyWeight: k.Weight}
+					Price: m.Price, KeyWeight: k.Weight, CacheTTL: p.CacheTTL}
 				if m.Endpoints != nil {
 					b.Endpoints = m.Endpoints
 				}

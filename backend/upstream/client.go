@@ -264,6 +264,9 @@ func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
 // in the upstream's.
 func (c *Client) body(req *llm.Request, model string) ([]byte, error) {
 	e := c.editsFor(model)
+	// The upstream learns the caller's session and user only as FreeLane's
+	// keyed hashes of them.
+	e.Session, e.User = req.Session, req.User
 	if !c.translated(req) {
 		return req.Body(model, e), nil
 	}

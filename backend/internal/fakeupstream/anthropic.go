@@ -212,10 +212,15 @@ func (x *exchange) appendAnthropicUsage(b []byte, out int) []byte {
 	if x.t.b.NoUsage {
 		return append(b, "null"...)
 	}
+	// Anthropic counts the tokens read from or written to its cache apart
+	// from input_tokens.
+	read, write := x.t.prefixTokens(x.promptTokens, true)
 	b = append(b, `{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(x.promptTokens), 10)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(x.t.b.CachedTokens), 10)
+	b = strconv.AppendInt(b, int64(x.promptTokens-read-write), 10)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(write), 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(x.t.b.CachedTokens+read), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(out), 10)
 	return append(b, '}')

@@ -243,7 +243,22 @@ type Behavior struct {
 	// Anthropic apart from input_tokens as cache_read_input_tokens, and
 	// Gemini in promptTokenCount and again in cachedContentTokenCount.
 	CachedTokens int
+	// PrefixCache answers as a vendor's prompt cache does, by a rule a
+	// test can predict: a body that begins as an earlier body to the same
+	// model did (the longest common byte prefix of the last 32 such
+	// bodies) has that share of its prompt tokens counted as cached.
+	// OpenAI and Gemini count them so of any body. Anthropic caches only
+	// up to a breakpoint: a body with no "cache_control" has none cached;
+	// one with breakpoints has the shared share read from the cache
+	// (cache_read_input_tokens, no longer in input_tokens) and the share
+	// from there to its last breakpoint written to it
+	// (cache_creation_input_tokens). CachedTokens adds to these.
+	PrefixCache bool
 }
+
+// maxPrefixBodies is how many earlier bodies per model PrefixCache
+// compares a body with.
+const maxPrefixBodies = 32
 
 // Values of Behavior.ErrorEvent.
 const (
@@ -319,11 +334,13 @@ type Server struct {
 	modelList []byte
 	rules     map[string][]Rule
 	counts    map[string]int
-	def       Behavior
-	key       string
-	log       []Request // Ring buffer of at most maxLog entries.
-	logN      uint64    // Entries appended since the last Reset.
-	gen       uint64    // Incremented by Reset so late updates miss the new log.
+	// bodies are the latest bodies to each model, for PrefixCache.
+	bodies map[string][][]byte
+	def    Behavior
+	key    string
+	log    []Request // Ring buffer of at most maxLog entries.
+	logN   uint64    // Entries appended since the last Reset.
+	gen    uint64    // Incremented by Reset so late updates miss the new log.
 }
 
 // Start listens on 127.0.0.1 on a free port and returns once the server
@@ -344,6 +361,7 @@ func Start() *Server {
 		scripts:   make(map[string][]Behavior),
 		rules:     make(map[string][]Rule),
 		counts:    make(map[string]int),
+		bodies:    make(map[string][][]byte),
 	}
 	s.recording.Store(true)
 	s.srv = &http.Server{
@@ -486,6 +504,7 @@ func (s *Server) Reset() {
 	clear(s.scripts)
 	clear(s.rules)
 	clear(s.counts)
+	clear(s.bodies)
 	s.log = nil
 	s.logN = 0
 	s.gen++
@@ -512,6 +531,35 @@ type ticket struct {
 	seq    uint64
 	gen    uint64
 	logged bool
+	// With PrefixCache: size is the body's length, shared how many of its
+	// first bytes an earlier body had, lastBreak where its last
+	// "cache_control" ends (-1 for none).
+	size, shared, lastBreak int
+}
+
+// cachedShare is n tokens scaled by the share bytes are of the body.
+func (t *ticket) cachedShare(n, bytes int) int {
+	if t.size == 0 || bytes <= 0 {
+		return 0
+	}
+	return n * min(bytes, t.size) / t.size
+}
+
+// prefixTokens are how many of n prompt tokens the wire's prompt cache
+// reads and writes under PrefixCache (see there); anthropic says whether
+// the body is Anthropic's, which caches only up to its breakpoints.
+func (t *ticket) prefixTokens(n int, anthropic bool) (read, write int) {
+	if !t.b.PrefixCache {
+		return 0, 0
+	}
+	if !anthropic {
+		return t.cachedShare(n, t.shared), 0
+	}
+	if t.lastBreak < 0 {
+		return 0, 0
+	}
+	read = t.cachedShare(n, min(t.shared, t.lastBreak))
+	return read, max(t.cachedShare(n, t.lastBreak)-read, 0)
 }
 
 // begin registers a request that has arrived: it counts it under model when
@@ -539,6 +587,9 @@ func (s *Server) begin(t *ticket, entry *Request, model string, counted bool, bo
 			t.b = r.Behavior
 		}
 	}
+	if t.b.PrefixCache {
+		s.prefixOf(t, model, body)
+	}
 	if entry != nil {
 		t.seq, t.gen, t.logged = s.logN, s.gen, true
 		if len(s.log) < maxLog {
@@ -549,6 +600,31 @@ func (s *Server) begin(t *ticket, entry *Request, model string, counted bool, bo
 		s.logN++
 	}
 	return true
+}
+
+// prefixOf measures body against the earlier bodies to model for
+// PrefixCache and keeps it for the later ones. The caller holds mu.
+func (s *Server) prefixOf(t *ticket, model string, body []byte) {
+	t.size, t.lastBreak = len(body), -1
+	if i := bytes.LastIndex(body, []byte(`"cache_control"`)); i >= 0 {
+		// The breakpoint's block ends after its cache_control object.
+		t.lastBreak = i + len(`"cache_control"`)
+		if j := bytes.IndexByte(body[t.lastBreak:], '}'); j >= 0 {
+			t.lastBreak += j + 1
+		}
+	}
+	for _, prev := range s.bodies[model] {
+		n := 0
+		for n < len(prev) && n < len(body) && prev[n] == body[n] {
+			n++
+		}
+		t.shared = max(t.shared, n)
+	}
+	kept := append(s.bodies[model], bytes.Clone(body))
+	if len(kept) > maxPrefixBodies {
+		kept = kept[1:]
+	}
+	s.bodies[model] = kept
 }
 
 // rule returns the first rule for model, then for every model, that body

@@ -296,8 +296,9 @@ func (x *exchange) appendGeminiUsage(b []byte, out int) []byte {
 	if x.t.b.NoUsage {
 		return append(b, `"usageMetadata":null`...)
 	}
-	cached := x.t.b.CachedTokens
-	prompt := x.promptTokens + cached
+	read, _ := x.t.prefixTokens(x.promptTokens, false)
+	cached := x.t.b.CachedTokens + read
+	prompt := x.promptTokens + x.t.b.CachedTokens
 	b = append(b, `"usageMetadata":{"promptTokenCount":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
 	if out > 0 {

@@ -124,8 +124,9 @@ func (x *exchange) appendUsage(b []byte, completion int) []byte {
 	if x.t.b.NoUsage {
 		return append(b, `"usage":null`...)
 	}
-	cached := x.t.b.CachedTokens
-	prompt := x.promptTokens + cached
+	read, _ := x.t.prefixTokens(x.promptTokens, false)
+	cached := x.t.b.CachedTokens + read
+	prompt := x.promptTokens + x.t.b.CachedTokens
 	b = append(b, `"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
 	b = append(b, `,"completion_tokens":`...)

@@ -10,9 +10,10 @@ import (
 )
 
 // The request body as a client sends it, for decoding into the neutral
-// model. Members FreeLane has no place for (cache_control,
-// context_management, container, service_tier...) are not listed and so
-// ignored.
+// model. Members FreeLane has no place for (context_management,
+// container, service_tier...) are not listed and so ignored; the
+// metadata's user_id is not read either: upstreams get FreeLane's
+// pseudonym of it (llm.Edits.User), never the client's own.
 type inRequest struct {
 	Model         string          `json:"model"`
 	MaxTokens     int             `json:"max_tokens"`
@@ -26,10 +27,28 @@ type inRequest struct {
 	TopP          *float64        `json:"top_p"`
 	TopK          *int            `json:"top_k"`
 	StopSequences []string        `json:"stop_sequences"`
-	Metadata      *struct {
-		UserID string `json:"user_id"`
-	} `json:"metadata"`
-	Stream *bool `json:"stream"`
+	Stream        *bool           `json:"stream"`
+}
+
+// inCacheControl is a block's or a tool's prompt-cache breakpoint.
+type inCacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl"`
+}
+
+// cachePoint reads a breakpoint: only the ephemeral kind exists, and
+// only the lifetimes Anthropic knows are kept (any other is the
+// default).
+func cachePoint(cc *inCacheControl) *llm.CachePoint {
+	if cc == nil || cc.Type != "ephemeral" {
+		return nil
+	}
+	cp := &llm.CachePoint{}
+	switch cc.TTL {
+	case "5m", "1h":
+		cp.TTL = cc.TTL
+	}
+	return cp
 }
 
 type inMessage struct {
@@ -51,6 +70,8 @@ type inBlock struct {
 	Thinking  string          `json:"thinking"`
 	Signature string          `json:"signature"`
 	Data      string          `json:"data"`
+	// CacheControl marks the block as the end of a prefix to cache.
+	CacheControl *inCacheControl `json:"cache_control"`
 }
 
 type inSource struct {
@@ -68,6 +89,8 @@ type inTool struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
 	Strict      bool            `json:"strict"`
+	// CacheControl marks the tools up to this one as a prefix to cache.
+	CacheControl *inCacheControl `json:"cache_control"`
 }
 
 type inToolChoice struct {
@@ -105,9 +128,6 @@ func (s *source) Conversation() (*llm.Conversation, error) {
 	if in.Stream != nil && *in.Stream {
 		c.Stream, c.IncludeUsage = true, true
 	}
-	if in.Metadata != nil {
-		c.User = in.Metadata.UserID
-	}
 	var err error
 	if c.System, err = systemParts(in.System); err != nil {
 		return nil, err
@@ -127,13 +147,14 @@ func (s *source) Conversation() (*llm.Conversation, error) {
 			// Anthropic keeps them apart, and so does the neutral model.
 			for _, b := range blocks {
 				if b.Type == "text" && b.Text != "" {
-					c.System = append(c.System, llm.Part{Kind: llm.PartText, Text: b.Text})
+					c.System = append(c.System, llm.Part{Kind: llm.PartText, Text: b.Text, Cache: cachePoint(b.CacheControl)})
 				}
 			}
 		case "assistant":
 			msg := llm.Message{Role: llm.RoleAssistant}
 			for _, b := range blocks {
 				if p, ok := assistantPart(b); ok {
+					p.Cache = cachePoint(b.CacheControl)
 					if p.Kind == llm.PartToolCall {
 						names[p.ToolCall.ID] = p.ToolCall.Name
 					}
@@ -151,10 +172,12 @@ func (s *source) Conversation() (*llm.Conversation, error) {
 					if err != nil {
 						return nil, err
 					}
+					tr.Cache = cachePoint(b.CacheControl)
 					c.Messages = append(c.Messages, llm.Message{Role: llm.RoleTool, Parts: []llm.Part{tr}})
 					continue
 				}
 				if p, ok := userPart(b); ok {
+					p.Cache = cachePoint(b.CacheControl)
 					user.Parts = append(user.Parts, p)
 				}
 			}
@@ -167,7 +190,7 @@ func (s *source) Conversation() (*llm.Conversation, error) {
 		if t.Type != "" && t.Type != "custom" {
 			continue // a server tool runs at Anthropic; no other vendor has it
 		}
-		c.Tools = append(c.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema, Strict: t.Strict})
+		c.Tools = append(c.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema, Strict: t.Strict, Cache: cachePoint(t.CacheControl)})
 	}
 	if tc := in.ToolChoice; tc != nil {
 		switch tc.Type {
@@ -230,7 +253,7 @@ func systemParts(raw json.RawMessage) ([]llm.Part, error) {
 	var out []llm.Part
 	for _, b := range blocks {
 		if b.Type == "text" && b.Text != "" {
-			out = append(out, llm.Part{Kind: llm.PartText, Text: b.Text})
+			out = append(out, llm.Part{Kind: llm.PartText, Text: b.Text, Cache: cachePoint(b.CacheControl)})
 		}
 	}
 	return out, nil

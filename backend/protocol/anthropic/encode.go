@@ -36,9 +36,16 @@ type turn struct {
 }
 
 type toolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+// cacheControl is a prompt-cache breakpoint on a block or a tool.
+type cacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
 }
 
 type toolChoice struct {
@@ -60,12 +67,14 @@ type metadata struct {
 // fields Anthropic defines for it.
 type (
 	textBlock struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type         string        `json:"type"`
+		Text         string        `json:"text"`
+		CacheControl *cacheControl `json:"cache_control,omitempty"`
 	}
 	imageBlock struct {
-		Type   string      `json:"type"`
-		Source imageSource `json:"source"`
+		Type         string        `json:"type"`
+		Source       imageSource   `json:"source"`
+		CacheControl *cacheControl `json:"cache_control,omitempty"`
 	}
 	imageSource struct {
 		Type      string `json:"type"`
@@ -74,16 +83,18 @@ type (
 		URL       string `json:"url,omitempty"`
 	}
 	toolUseBlock struct {
-		Type  string          `json:"type"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
+		Type         string          `json:"type"`
+		ID           string          `json:"id"`
+		Name         string          `json:"name"`
+		Input        json.RawMessage `json:"input"`
+		CacheControl *cacheControl   `json:"cache_control,omitempty"`
 	}
 	toolResultBlock struct {
-		Type      string `json:"type"`
-		ToolUseID string `json:"tool_use_id"`
-		Content   any    `json:"content,omitempty"`
-		IsError   bool   `json:"is_error,omitempty"`
+		Type         string        `json:"type"`
+		ToolUseID    string        `json:"tool_use_id"`
+		Content      any           `json:"content,omitempty"`
+		IsError      bool          `json:"is_error,omitempty"`
+		CacheControl *cacheControl `json:"cache_control,omitempty"`
 	}
 	thinkingBlock struct {
 		Type      string `json:"type"`
@@ -154,28 +165,27 @@ func (codec) EncodeRequest(c *llm.Conversation, model string, e llm.Edits) ([]by
 		r.MaxTokens = e.MaxOutput
 	}
 
-	system := systemText(c)
-	if s := jsonInstruction(c.ResponseFormat); s != "" && !dropped(e, "response_format") {
-		system = append(system, s)
+	// The vendor's prompt is the tools, the system and the messages, in
+	// that order; the breakpoints are taken in that order too.
+	bp := newBreakpoints(c)
+	for _, t := range c.Tools {
+		r.Tools = append(r.Tools, toolDef{Name: t.Name, Description: t.Description, InputSchema: objectSchema(t.Parameters), CacheControl: bp.take(t.Cache)})
 	}
-	switch len(system) {
-	case 0:
-	case 1:
-		r.System = system[0]
+	system := systemBlocks(c, bp)
+	if s := jsonInstruction(c.ResponseFormat); s != "" && !dropped(e, "response_format") {
+		system = append(system, textBlock{Type: "text", Text: s})
+	}
+	switch {
+	case len(system) == 0:
+	case len(system) == 1 && system[0].CacheControl == nil:
+		r.System = system[0].Text
 	default:
-		blocks := make([]textBlock, len(system))
-		for i, s := range system {
-			blocks[i] = textBlock{"text", s}
-		}
-		r.System = blocks
+		r.System = system
 	}
 
 	var err error
-	if r.Messages, err = turns(c.Messages); err != nil {
+	if r.Messages, err = turns(c.Messages, bp); err != nil {
 		return nil, err
-	}
-	for _, t := range c.Tools {
-		r.Tools = append(r.Tools, toolDef{Name: t.Name, Description: t.Description, InputSchema: objectSchema(t.Parameters)})
 	}
 	if len(r.Tools) > 0 {
 		r.ToolChoice = encodeToolChoice(c, e)
@@ -199,8 +209,8 @@ func (codec) EncodeRequest(c *llm.Conversation, model string, e llm.Edits) ([]by
 			}
 		}
 	}
-	if c.User != "" && !dropped(e, "metadata") {
-		r.Metadata = &metadata{UserID: c.User}
+	if e.User != "" && !dropped(e, "metadata") {
+		r.Metadata = &metadata{UserID: e.User}
 	}
 	if !dropped(e, "thinking") {
 		encodeThinking(&r, c, e)
@@ -213,15 +223,63 @@ func (codec) EncodeRequest(c *llm.Conversation, model string, e llm.Edits) ([]by
 	return marshal(r), nil
 }
 
-// systemText is the text of the conversation's system parts.
-func systemText(c *llm.Conversation) []string {
-	var out []string
+// systemBlocks are the conversation's system parts as text blocks, with
+// their breakpoints.
+func systemBlocks(c *llm.Conversation, bp *breakpoints) []textBlock {
+	var out []textBlock
 	for _, p := range c.System {
 		if p.Kind == llm.PartText && p.Text != "" {
-			out = append(out, p.Text)
+			out = append(out, textBlock{Type: "text", Text: p.Text, CacheControl: bp.take(p.Cache)})
 		}
 	}
 	return out
+}
+
+// maxBreakpoints is the most cache_control blocks Anthropic accepts in
+// one request.
+const maxBreakpoints = 4
+
+// breakpoints hands out a conversation's cache breakpoints in prompt
+// order, leaving out the earliest ones when there are more than
+// maxBreakpoints: a later breakpoint's prefix holds the earlier ones',
+// and the vendor looks back from each breakpoint for a prefix it cached
+// before, so the latest ones keep the most of the cache.
+type breakpoints struct {
+	skip int
+}
+
+func newBreakpoints(c *llm.Conversation) *breakpoints {
+	n := 0
+	for _, t := range c.Tools {
+		if t.Cache != nil {
+			n++
+		}
+	}
+	for _, p := range c.System {
+		if p.Cache != nil {
+			n++
+		}
+	}
+	for _, m := range c.Messages {
+		for _, p := range m.Parts {
+			if p.Cache != nil {
+				n++
+			}
+		}
+	}
+	return &breakpoints{skip: max(n-maxBreakpoints, 0)}
+}
+
+// take is the cache_control of the next breakpoint cp (nil for none).
+func (b *breakpoints) take(cp *llm.CachePoint) *cacheControl {
+	if cp == nil {
+		return nil
+	}
+	if b.skip > 0 {
+		b.skip--
+		return nil
+	}
+	return &cacheControl{Type: "ephemeral", TTL: cp.TTL}
 }
 
 // jsonInstruction is what stands in for a JSON response format. The
@@ -380,7 +438,7 @@ func encodeThinking(r *messagesRequest, c *llm.Conversation, e llm.Edits) {
 // one role are merged, tool results become user turns (their blocks
 // first, as Anthropic requires after a tool_use), and a conversation that
 // opens with the assistant gets placeholderUser before it.
-func turns(msgs []llm.Message) ([]turn, error) {
+func turns(msgs []llm.Message, bp *breakpoints) ([]turn, error) {
 	var out []turn
 	// results counts the leading tool_result blocks of the last turn, so
 	// tool results merged into a user turn go before its other blocks.
@@ -397,6 +455,9 @@ func turns(msgs []llm.Message) ([]turn, error) {
 			if err != nil {
 				return nil, llm.BadRequest("messages", "messages[%d] part %d: %v", i, j, err)
 			}
+			if b != nil {
+				b = withCache(b, bp.take(p.Cache))
+			}
 			switch {
 			case b == nil:
 			case p.Kind == llm.PartToolResult:
@@ -411,7 +472,7 @@ func turns(msgs []llm.Message) ([]turn, error) {
 			continue
 		}
 		if len(out) == 0 && role == "assistant" {
-			out = append(out, turn{Role: "user", Content: []any{textBlock{"text", placeholderUser}}})
+			out = append(out, turn{Role: "user", Content: []any{textBlock{Type: "text", Text: placeholderUser}}})
 			results = 0
 		}
 		if len(out) > 0 && out[len(out)-1].Role == role {
@@ -440,7 +501,7 @@ func block(p llm.Part, role llm.Role) (any, error) {
 		if p.Text == "" {
 			return nil, nil // Anthropic refuses empty text blocks
 		}
-		return textBlock{"text", p.Text}, nil
+		return textBlock{Type: "text", Text: p.Text}, nil
 	case llm.PartImage:
 		if p.Image == nil || role == llm.RoleAssistant {
 			return nil, nil
@@ -454,7 +515,7 @@ func block(p llm.Part, role llm.Role) (any, error) {
 		if id == "" {
 			id = newID("toolu_")
 		}
-		return toolUseBlock{"tool_use", id, p.ToolCall.Name, arguments(p.ToolCall.Arguments)}, nil
+		return toolUseBlock{Type: "tool_use", ID: id, Name: p.ToolCall.Name, Input: arguments(p.ToolCall.Arguments)}, nil
 	case llm.PartToolResult:
 		if p.ToolResult == nil || role == llm.RoleAssistant {
 			return nil, nil
@@ -477,6 +538,29 @@ func block(p llm.Part, role llm.Role) (any, error) {
 	return nil, nil
 }
 
+// withCache puts a breakpoint on a block of a kind that can carry one;
+// thinking blocks cannot.
+func withCache(b any, cc *cacheControl) any {
+	if cc == nil {
+		return b
+	}
+	switch v := b.(type) {
+	case textBlock:
+		v.CacheControl = cc
+		return v
+	case imageBlock:
+		v.CacheControl = cc
+		return v
+	case toolUseBlock:
+		v.CacheControl = cc
+		return v
+	case toolResultBlock:
+		v.CacheControl = cc
+		return v
+	}
+	return b
+}
+
 func toolResult(tr *llm.ToolResult) (any, error) {
 	b := toolResultBlock{Type: "tool_result", ToolUseID: tr.CallID, IsError: tr.IsError}
 	var content []any
@@ -485,7 +569,7 @@ func toolResult(tr *llm.ToolResult) (any, error) {
 		switch p.Kind {
 		case llm.PartText:
 			if p.Text != "" {
-				content = append(content, textBlock{"text", p.Text})
+				content = append(content, textBlock{Type: "text", Text: p.Text})
 			}
 		case llm.PartImage:
 			if p.Image != nil {
@@ -521,7 +605,7 @@ func image(img *llm.Image) (any, error) {
 			if url == "" {
 				return nil, errors.New("image has neither data nor a URL")
 			}
-			return imageBlock{"image", imageSource{Type: "url", URL: url}}, nil
+			return imageBlock{Type: "image", Source: imageSource{Type: "url", URL: url}}, nil
 		}
 		var ok bool
 		if mediaType, data, ok = parseDataURL(url); !ok {
@@ -531,7 +615,7 @@ func image(img *llm.Image) (any, error) {
 	if !slices.Contains(anthropicImageTypes, mediaType) {
 		mediaType = sniffImage(data, mediaType)
 	}
-	return imageBlock{"image", imageSource{Type: "base64", MediaType: mediaType, Data: data}}, nil
+	return imageBlock{Type: "image", Source: imageSource{Type: "base64", MediaType: mediaType, Data: data}}, nil
 }
 
 // parseDataURL splits data:image/png;base64,AAAA into its media type and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"freelane/backend/jsonscan"
 	"freelane/backend/llm"
@@ -20,6 +21,9 @@ type source struct {
 	// lowered max_tokens can keep it below the limit as Anthropic
 	// requires.
 	budget int
+	// metaStart is the offset of the metadata object when it names the
+	// end user (user_id), whose value Rewrite replaces; -1 when not.
+	metaStart int
 }
 
 // ParseRequest validates a Messages API body. Like OpenAI's scanner it
@@ -48,7 +52,7 @@ func parseRequest(ep llm.Endpoint, body []byte, needMax bool) (*llm.Request, err
 	if body[start] != '{' {
 		return nil, llm.BadRequest("", "request body must be a JSON object")
 	}
-	src := &source{body: body, modelStart: -1}
+	src := &source{body: body, modelStart: -1, metaStart: -1}
 	r := llm.NewRequest(src)
 	r.Endpoint, r.Dialect = ep, llm.DialectAnthropic
 	var err error
@@ -73,6 +77,18 @@ func parseRequest(ep llm.Endpoint, body []byte, needMax bool) (*llm.Request, err
 		case "tools":
 			if v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) > 0 {
 				r.Needs |= llm.CapTools
+			}
+		case "metadata":
+			src.metaStart = -1
+			if v[0] == '{' {
+				jsonscan.EachMember(v, 0, func(k []byte, s, e int) bool {
+					if string(k) == "user_id" {
+						src.metaStart = vs
+						r.ClientUser = llm.IdentifierValue(v[s:e])
+						r.ClientSession = claudeSession(r.ClientUser)
+					}
+					return true
+				})
 			}
 		case "thinking":
 			src.budget = thinkingBudget(v)
@@ -103,6 +119,26 @@ func parseRequest(ep llm.Endpoint, body []byte, needMax bool) (*llm.Request, err
 	// client of this dialect always wants it.
 	r.WantsUsage = r.Stream
 	return r, nil
+}
+
+// claudeSession is the session part of a metadata.user_id as Claude Code
+// writes it: a JSON object in a string, {"device_id", "account_uuid",
+// "session_id"}, or in older versions user_<hash>_account_<uuid>_session_<uuid>.
+// Any other value names no session.
+func claudeSession(userID string) string {
+	if strings.HasPrefix(userID, "{") {
+		var v struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal([]byte(userID), &v) == nil {
+			return v.SessionID
+		}
+		return ""
+	}
+	if _, s, ok := strings.Cut(userID, "_session_"); ok && strings.HasPrefix(userID, "user_") {
+		return s
+	}
+	return ""
 }
 
 // thinkingBudget reads budget_tokens of an enabled thinking object.
@@ -247,18 +283,29 @@ func checkContent(c []byte, param string) (vision bool, err error) {
 func (s *source) Raw() []byte { return s.body }
 
 // Rewrite returns the body for an Anthropic upstream: the client's bytes
-// with the model replaced. When the edits drop parameters or lower
-// max_tokens, the top level is joined again from the client's own member
-// bytes, with only what the edits name changed.
+// with the model replaced, and metadata.user_id replaced with e.User (or
+// removed when it is empty). Everything else, cache_control breakpoints
+// included, keeps its bytes, so the vendor's prompt cache sees the
+// client's prefix. When the edits drop parameters or lower max_tokens,
+// the top level is joined again from the client's own member bytes, with
+// only what the edits name changed.
 func (s *source) Rewrite(model string, e llm.Edits) []byte {
 	quoted := marshal(model)
 	if len(e.Drop) == 0 && (e.MaxOutput <= 0 || s.maxTokens <= e.MaxOutput) {
-		out := make([]byte, 0, len(s.body)-(s.modelEnd-s.modelStart)+len(quoted))
-		out = append(out, s.body[:s.modelStart]...)
-		out = append(out, quoted...)
-		return append(out, s.body[s.modelEnd:]...)
+		splices := []jsonscan.Splice{{Start: s.modelStart, End: s.modelEnd, With: quoted}}
+		if s.metaStart >= 0 {
+			splices = append(splices, jsonscan.SetMembers(s.body, s.metaStart, userID(e))...)
+		}
+		return jsonscan.Apply(s.body, splices)
 	}
 	return s.edited(quoted, e)
+}
+
+// userID is the edit of a metadata object's user_id: e.User in place of
+// the client's, or no user_id when it is empty.
+func userID(e llm.Edits) func(key []byte) ([]byte, bool) {
+	with := e.UserJSON()
+	return func(key []byte) ([]byte, bool) { return with, string(key) == "user_id" }
 }
 
 // edited rebuilds the top level member by member.
@@ -278,6 +325,8 @@ func (s *source) edited(quoted []byte, e llm.Edits) []byte {
 			return true
 		case name == "model":
 			v = quoted
+		case name == "metadata" && s.metaStart >= 0:
+			v = jsonscan.Apply(v, jsonscan.SetMembers(v, 0, userID(e)))
 		case name == "max_tokens":
 			v = strconv.AppendInt(nil, int64(maxTokens), 10)
 		case name == "thinking" && s.budget >= maxTokens:

@@ -117,18 +117,20 @@ func TestRewrite(t *testing.T) {
 		e     llm.Edits
 		want  string
 	}{
-		{"model only", "claude-opus-4-1", llm.Edits{},
-			strings.Replace(body, `"auto"`, `"claude-opus-4-1"`, 1)},
-		{"add usage is a no-op", "m\"x", llm.Edits{AddUsage: true},
-			strings.Replace(body, `"auto"`, `"m\"x"`, 1)},
-		{"max within limit", "m", llm.Edits{MaxOutput: 64000},
-			strings.Replace(body, `"auto"`, `"m"`, 1)},
+		{"model only", "claude-opus-4-1", llm.Edits{User: "h"},
+			strings.Replace(strings.Replace(body, `"auto"`, `"claude-opus-4-1"`, 1), `"user_id": "u"`, `"user_id": "h"`, 1)},
+		{"no pseudonym: no user_id", "m", llm.Edits{},
+			strings.Replace(strings.Replace(body, `"auto"`, `"m"`, 1), `{"user_id": "u"}`, `{}`, 1)},
+		{"add usage is a no-op", "m\"x", llm.Edits{AddUsage: true, User: "h"},
+			strings.Replace(strings.Replace(body, `"auto"`, `"m\"x"`, 1), `"user_id": "u"`, `"user_id": "h"`, 1)},
+		{"max within limit", "m", llm.Edits{MaxOutput: 64000, User: "h"},
+			strings.Replace(strings.Replace(body, `"auto"`, `"m"`, 1), `"user_id": "u"`, `"user_id": "h"`, 1)},
 		{"drop by OpenAI names", "m", llm.Edits{Drop: []string{"top_k", "stop", "user", "parallel_tool_calls", "seed", "max_tokens"}},
 			`{"model" : "m","max_tokens": 20000,"thinking": {"type":"enabled","budget_tokens":16000},"temperature": 0.5,"tool_choice": {"type":"auto"},"tools": [{"name":"f","input_schema":{"type":"object"}}],"messages": ` + hello + `}`},
-		{"clamp keeps the budget below the max", "m", llm.Edits{MaxOutput: 8192},
-			`{"model" : "m","max_tokens": 8192,"thinking": {"type":"enabled","budget_tokens":8191},"temperature": 0.5,"top_k": 3,"stop_sequences": ["x"],"metadata": {"user_id": "u"},"tool_choice": {"type":"auto","disable_parallel_tool_use":true},"tools": [{"name":"f","input_schema":{"type":"object"}}],"messages": ` + hello + `}`},
-		{"clamp below any budget drops thinking", "m", llm.Edits{MaxOutput: 1000, Drop: []string{"reasoning_effort", "tool_choice"}},
-			`{"model" : "m","max_tokens": 1000,"temperature": 0.5,"top_k": 3,"stop_sequences": ["x"],"metadata": {"user_id": "u"},"tools": [{"name":"f","input_schema":{"type":"object"}}],"messages": ` + hello + `}`},
+		{"clamp keeps the budget below the max", "m", llm.Edits{MaxOutput: 8192, User: "h"},
+			`{"model" : "m","max_tokens": 8192,"thinking": {"type":"enabled","budget_tokens":8191},"temperature": 0.5,"top_k": 3,"stop_sequences": ["x"],"metadata": {"user_id": "h"},"tool_choice": {"type":"auto","disable_parallel_tool_use":true},"tools": [{"name":"f","input_schema":{"type":"object"}}],"messages": ` + hello + `}`},
+		{"clamp below any budget drops thinking", "m", llm.Edits{MaxOutput: 1000, Drop: []string{"reasoning_effort", "tool_choice"}, User: "h"},
+			`{"model" : "m","max_tokens": 1000,"temperature": 0.5,"top_k": 3,"stop_sequences": ["x"],"metadata": {"user_id": "h"},"tools": [{"name":"f","input_schema":{"type":"object"}}],"messages": ` + hello + `}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := string(r.Body(c.model, c.e))

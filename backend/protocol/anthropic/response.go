@@ -140,7 +140,7 @@ func (codec) EncodeResponse(a *llm.Answer, o protocol.ResponseOptions) ([]byte, 
 		switch p.Kind {
 		case llm.PartText:
 			if p.Text != "" {
-				m.Content = append(m.Content, textBlock{"text", p.Text})
+				m.Content = append(m.Content, textBlock{Type: "text", Text: p.Text})
 			}
 		case llm.PartReasoning:
 			if p.Redacted != "" {
@@ -151,7 +151,7 @@ func (codec) EncodeResponse(a *llm.Answer, o protocol.ResponseOptions) ([]byte, 
 		case llm.PartToolCall:
 			if tc := p.ToolCall; tc != nil {
 				calls = true
-				m.Content = append(m.Content, toolUseBlock{"tool_use", toolID(tc.ID), tc.Name, arguments(tc.Arguments)})
+				m.Content = append(m.Content, toolUseBlock{Type: "tool_use", ID: toolID(tc.ID), Name: tc.Name, Input: arguments(tc.Arguments)})
 			}
 		}
 	}

@@ -381,7 +381,7 @@ func (e *encoder) Encode(dst []llm.Event, d llm.Delta) []llm.Event {
 		}
 		dst = e.start(dst)
 		if e.open != blockText {
-			dst = e.begin(dst, blockText, textBlock{"text", ""}, llm.Held)
+			dst = e.begin(dst, blockText, textBlock{Type: "text", Text: ""}, llm.Held)
 		}
 		dst = append(dst, e.delta(llm.Content, e.index, textDelta{"text_delta", d.Text}))
 	case llm.DeltaReasoning:
@@ -443,7 +443,7 @@ func (e *encoder) startTool(dst []llm.Event, n int, id, name string) []llm.Event
 		return dst // a repeated start of the same call
 	}
 	e.calls = true
-	dst = e.begin(dst, blockTool, toolUseBlock{"tool_use", toolID(id), name, json.RawMessage(`{}`)}, llm.Content)
+	dst = e.begin(dst, blockTool, toolUseBlock{Type: "tool_use", ID: toolID(id), Name: name, Input: json.RawMessage(`{}`)}, llm.Content)
 	e.tool = n
 	e.toolBlocks[n] = e.index
 	return dst

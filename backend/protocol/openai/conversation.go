@@ -145,7 +145,6 @@ func decodeConversation(body []byte) (*llm.Conversation, error) {
 		PresencePenalty:   req.PresencePenalty,
 		FrequencyPenalty:  req.FrequencyPenalty,
 		ParallelToolCalls: req.ParallelToolCalls,
-		User:              req.User,
 		Metadata:          req.Metadata,
 		Stream:            req.Stream != nil && *req.Stream,
 	}

@@ -15,26 +15,31 @@ import (
 // whatever the conversation does not set, so the upstream applies its own
 // defaults.
 type outRequest struct {
-	Model               string            `json:"model"`
-	Messages            []outMessage      `json:"messages"`
-	Tools               []chatTool        `json:"tools,omitempty"`
-	ToolChoice          any               `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool             `json:"parallel_tool_calls,omitempty"`
-	MaxTokens           int               `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int               `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64          `json:"temperature,omitempty"`
-	TopP                *float64          `json:"top_p,omitempty"`
-	TopK                *int              `json:"top_k,omitempty"`
-	Stop                []string          `json:"stop,omitempty"`
-	Seed                *int64            `json:"seed,omitempty"`
-	PresencePenalty     *float64          `json:"presence_penalty,omitempty"`
-	FrequencyPenalty    *float64          `json:"frequency_penalty,omitempty"`
-	ResponseFormat      *responseFormat   `json:"response_format,omitempty"`
-	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
-	User                string            `json:"user,omitempty"`
-	Metadata            map[string]string `json:"metadata,omitempty"`
-	Stream              bool              `json:"stream,omitempty"`
-	StreamOptions       *streamOptions    `json:"stream_options,omitempty"`
+	Model               string          `json:"model"`
+	Messages            []outMessage    `json:"messages"`
+	Tools               []chatTool      `json:"tools,omitempty"`
+	ToolChoice          any             `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	TopP                *float64        `json:"top_p,omitempty"`
+	TopK                *int            `json:"top_k,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+	Seed                *int64          `json:"seed,omitempty"`
+	PresencePenalty     *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty,omitempty"`
+	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
+	// PromptCacheKey and User are FreeLane's keyed hashes of the
+	// caller's session and end user (llm.Edits), never the caller's own
+	// values: the session steers OpenAI's prompt cache, the user its
+	// abuse limits.
+	PromptCacheKey string            `json:"prompt_cache_key,omitempty"`
+	User           string            `json:"user,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	Stream         bool              `json:"stream,omitempty"`
+	StreamOptions  *streamOptions    `json:"stream_options,omitempty"`
 }
 
 type outMessage struct {
@@ -84,7 +89,8 @@ func (codec) EncodeRequest(c *llm.Conversation, model string, e llm.Edits) ([]by
 		Seed:              c.Seed,
 		PresencePenalty:   c.PresencePenalty,
 		FrequencyPenalty:  c.FrequencyPenalty,
-		User:              c.User,
+		User:              e.User,
+		PromptCacheKey:    e.Session,
 		Metadata:          c.Metadata,
 		Stream:            c.Stream,
 		ReasoningEffort:   reasoningEffort(c.Reasoning),
@@ -154,6 +160,8 @@ func applyDrops(req *outRequest, drop []string) {
 			req.ReasoningEffort = ""
 		case "user":
 			req.User = ""
+		case "prompt_cache_key":
+			req.PromptCacheKey = ""
 		case "metadata":
 			req.Metadata = nil
 		case "stream_options":

@@ -39,7 +39,6 @@ func TestEncodeRequestEdits(t *testing.T) {
 			ResponseFormat:    &llm.ResponseFormat{Type: "json_object"},
 			Reasoning:         &llm.Reasoning{Effort: "low"},
 			ParallelToolCalls: new(bool),
-			User:              "u",
 			Metadata:          map[string]string{"k": "v"},
 			Stream:            true,
 		}

@@ -33,6 +33,13 @@ type source struct {
 	// FreeLane replaces when it asks for usage (a field added in front
 	// would lose to the later null).
 	nullOptStart, nullOptEnd int
+	// idents are the members that name the end user (user,
+	// safety_identifier), whose value Rewrite replaces with FreeLane's
+	// pseudonym.
+	idents []jsonscan.Member
+	// hasCacheKey is true when the client sent its own prompt_cache_key,
+	// which then goes upstream as it is.
+	hasCacheKey bool
 }
 
 // ParseRequest validates a request body for the given endpoint. It is on the
@@ -57,7 +64,7 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 	requiredName := requiredField[ep]
 	var required []byte
 	var err error
-	jsonscan.EachMember(body, start, func(key []byte, vs, ve int) bool {
+	jsonscan.MemberSpan(body, start, func(key []byte, ks, vs, ve int) bool {
 		v := body[vs:ve]
 		switch string(key) {
 		case "model":
@@ -116,6 +123,14 @@ func ParseRequest(ep llm.Endpoint, body []byte) (*llm.Request, error) {
 		case "response_format":
 			if bytes.Contains(v, jsonObject) || bytes.Contains(v, jsonSchema) {
 				r.Needs |= llm.CapJSON
+			}
+		case "prompt_cache_key":
+			src.hasCacheKey = true
+			r.ClientSession = llm.IdentifierValue(v)
+		case "user", "safety_identifier":
+			src.idents = append(src.idents, jsonscan.Member{KeyStart: ks, ValueStart: vs, ValueEnd: ve})
+			if r.ClientUser == "" {
+				r.ClientUser = llm.IdentifierValue(v)
 			}
 		case requiredName:
 			required = v
@@ -347,11 +362,17 @@ func jsonErr(err error) string {
 func (r *source) Raw() []byte { return r.body }
 
 // Rewrite returns the request body to send upstream for one backend: the
-// client's bytes with the model value replaced. When e.AddUsage is set and
-// the client sent no stream_options, stream_options.include_usage is added
-// so usage can be accounted for. Nothing else is re-encoded unless the
-// upstream's quirks drop a parameter or lower max_tokens; then the top
-// level is joined again from the client's own member bytes.
+// client's bytes with the model value replaced, and the end user's
+// identifiers (user, safety_identifier) replaced with e.User, or removed
+// when it is empty. A client that sent no prompt_cache_key of its own gets
+// e.Session as one, so the turns of a session it named otherwise (the
+// X-FreeLane-Session header) reach the same cache. When e.AddUsage is set and the client sent no
+// stream_options, stream_options.include_usage is added so usage can be
+// accounted for. Nothing else is re-encoded (prompt_cache_key, tools and
+// messages keep their bytes, so the vendor's prompt cache sees the
+// client's prefix) unless the upstream's quirks drop a parameter or lower
+// max_tokens; then the top level is joined again from the client's own
+// member bytes.
 func (r *source) Rewrite(model string, e llm.Edits) []byte {
 	// json.Marshal of a string cannot fail; it escapes exactly as JSON needs.
 	quoted, _ := json.Marshal(model)
@@ -361,32 +382,34 @@ func (r *source) Rewrite(model string, e llm.Edits) []byte {
 	inject := e.AddUsage && r.stream && !r.hasStreamOptions && !slices.Contains(e.Drop, "stream_options")
 	const usageField = `"stream_options":{"include_usage":true},`
 	const usageValue = `{"include_usage":true}`
-	n := len(r.body) - (r.modelEnd - r.modelStart) + len(quoted) + len(usageField)
-	out := make([]byte, 0, n)
-	type splice struct {
-		start, end int
-		with       []byte
-	}
-	edits := []splice{{r.modelStart, r.modelEnd, quoted}}
+	splices := make([]jsonscan.Splice, 1, 4)
+	splices[0] = jsonscan.Splice{Start: r.modelStart, End: r.modelEnd, With: quoted}
 	switch {
 	case inject && r.nullOptEnd > 0:
-		edits = append(edits, splice{r.nullOptStart, r.nullOptEnd, []byte(usageValue)})
+		splices = append(splices, jsonscan.Splice{Start: r.nullOptStart, End: r.nullOptEnd, With: []byte(usageValue)})
 	case inject:
 		// The new field goes right after the opening brace and always has a
 		// field after it (model), so the comma is right.
 		brace := bytes.IndexByte(r.body, '{') + 1
-		edits = append(edits, splice{brace, brace, []byte(usageField)})
+		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: []byte(usageField)})
 	}
-	if len(edits) == 2 && edits[1].start < edits[0].start {
-		edits[0], edits[1] = edits[1], edits[0]
+	if r.addsCacheKey(e) {
+		// Like the usage field, it goes right after the opening brace,
+		// with a field after it.
+		brace := bytes.IndexByte(r.body, '{') + 1
+		with := append(append([]byte(`"prompt_cache_key":`), jsonscan.AppendString(nil, e.Session)...), ',')
+		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: with})
 	}
-	pos := 0
-	for _, e := range edits {
-		out = append(out, r.body[pos:e.start]...)
-		out = append(out, e.with...)
-		pos = e.end
+	if len(r.idents) > 0 {
+		splices = append(splices, jsonscan.SetValue(r.body, r.idents, e.UserJSON())...)
 	}
-	return append(out, r.body[pos:]...)
+	return jsonscan.Apply(r.body, splices)
+}
+
+// addsCacheKey reports whether the body gets e.Session as its
+// prompt_cache_key: the client sent none and the upstream takes one.
+func (r *source) addsCacheKey(e llm.Edits) bool {
+	return e.Session != "" && !r.hasCacheKey && r.ep == llm.Chat && !slices.Contains(e.Drop, "prompt_cache_key")
 }
 
 // touched reports whether the edits change anything in the body: a
@@ -433,6 +456,11 @@ func (r *source) edited(quoted []byte, e llm.Edits) []byte {
 			return true
 		case name == "model":
 			v = quoted
+		case name == "user" || name == "safety_identifier":
+			if e.User == "" {
+				return true
+			}
+			v = e.UserJSON()
 		case name == "stream":
 			stream = string(v) == "true"
 		case name == "stream_options":
@@ -449,6 +477,9 @@ func (r *source) edited(quoted []byte, e llm.Edits) []byte {
 	})
 	if e.AddUsage && stream && !hasOptions && !drop("stream_options") {
 		member([]byte(`"stream_options"`), []byte(`{"include_usage":true}`))
+	}
+	if r.addsCacheKey(e) {
+		member([]byte(`"prompt_cache_key"`), jsonscan.AppendString(nil, e.Session))
 	}
 	return append(out, '}')
 }

@@ -153,7 +153,7 @@ func TestBodyReplacesOnlyTheModel(t *testing.T) {
 	}{
 		{"compact", llm.Chat, `{"model":MODEL,"messages":` + userMsg + `}`, "auto", "llama-3.3-70b-versatile", false},
 		{"whitespace everywhere", llm.Chat, " \n{\n\t\"messages\" :\t" + userMsg + " ,\r\n  \"model\"   :   MODEL   ,\n \"temperature\" : 0.20 , \"n\":1 }\n ", "auto", "m", false},
-		{"unicode", llm.Chat, `{"messages":[{"role":"user","content":"你好 🙂 \u00e9"}],"model":MODEL,"user":"çà"}`, "模型", "qwen-max", false},
+		{"unicode", llm.Chat, `{"messages":[{"role":"user","content":"你好 🙂 \u00e9"}],"model":MODEL,"n":1}`, "模型", "qwen-max", false},
 		{"escaped model in", llm.Chat, `{"model":MODEL,"messages":` + userMsg + `}`, "a\"uto\\", "b", false},
 		{"escapes needed out", llm.Chat, `{"model":MODEL,"messages":` + userMsg + `}`, "auto", "we\"ird\\mo<del>&\n", false},
 		{"model id with slashes", llm.Chat, `{"model":MODEL,"messages":` + userMsg + `}`, "openrouter/meta-llama/llama-3.3-70b:free", "meta-llama/llama-3.3-70b:free", false},
@@ -310,6 +310,10 @@ func FuzzParseRequest(f *testing.F) {
 			got := topLevel(t, out)
 			want := topLevel(t, in)
 			want["model"] = `"x"`
+			// The client's end-user identifiers never go upstream as
+			// they are; with no pseudonym in the edits they go.
+			delete(want, "user")
+			delete(want, "safety_identifier")
 			if addUsage && r.Stream && !r.Source().(*source).hasStreamOptions {
 				if _, ok := want["stream_options"]; !ok {
 					want["stream_options"] = `{"include_usage":true}`

@@ -93,11 +93,7 @@ func (s *Source) Conversation() (*llm.Conversation, error) {
 		Temperature:       in.Temperature,
 		TopP:              in.TopP,
 		ParallelToolCalls: in.ParallelToolCalls,
-		User:              in.User,
 		Metadata:          in.Metadata,
-	}
-	if c.User == "" {
-		c.User = in.SafetyIdentifier
 	}
 	if in.Stream != nil && *in.Stream {
 		c.Stream, c.IncludeUsage = true, true

@@ -46,6 +46,9 @@ type Source struct {
 	// Codex's way of asking for the conversation compacted in an ordinary
 	// turn.
 	trigger bool
+	// idents are the members that name the end user (user,
+	// safety_identifier), whose value Rewrite replaces.
+	idents []jsonscan.Member
 }
 
 // ParseRequest validates a Responses API body. As in the other dialects,
@@ -76,7 +79,7 @@ func parse(body []byte, compact bool) (*llm.Request, error) {
 	r.Endpoint, r.Dialect = llm.Chat, llm.DialectResponses
 	var err error
 	var tools, input []byte
-	jsonscan.EachMember(body, start, func(key []byte, vs, ve int) bool {
+	jsonscan.MemberSpan(body, start, func(key []byte, ks, vs, ve int) bool {
 		v := body[vs:ve]
 		switch string(key) {
 		case "model":
@@ -125,6 +128,15 @@ func parse(body []byte, compact bool) (*llm.Request, error) {
 			}
 		case "metadata":
 			err = checkMetadata(v)
+		case "prompt_cache_key":
+			r.ClientSession = llm.IdentifierValue(v)
+		case "safety_identifier", "user":
+			// safety_identifier took over from user; a body may carry
+			// both, and the newer one names the user.
+			src.idents = append(src.idents, jsonscan.Member{KeyStart: ks, ValueStart: vs, ValueEnd: ve})
+			if id := llm.IdentifierValue(v); id != "" && (r.ClientUser == "" || string(key) == "safety_identifier") {
+				r.ClientUser = id
+			}
 		case "background":
 			if string(v) == "true" {
 				err = llm.BadRequest("background", "background responses are not supported: FreeLane answers while the client waits; leave background unset")
@@ -243,6 +255,7 @@ func WithHistory(r *llm.Request, items []byte) (*llm.Request, error) {
 	out.Endpoint, out.Dialect, out.Model, out.Stream = r.Endpoint, r.Dialect, r.Model, r.Stream
 	out.WantsUsage, out.MaxTokens, out.Needs, out.Forward, out.Notes = r.WantsUsage, r.MaxTokens, r.Needs, r.Forward, r.Notes
 	out.Wants, out.Task, out.Gear = r.Wants, r.Task, r.Gear
+	out.Session, out.User, out.ClientSession, out.ClientUser = r.Session, r.User, r.ClientSession, r.ClientUser
 	if vision, _, _, err := checkInput(items, true); err == nil && vision {
 		out.Needs |= llm.CapVision
 	}
@@ -285,15 +298,17 @@ type textPart struct {
 // Raw returns the client's body as sent.
 func (s *Source) Raw() []byte { return s.body }
 
-// Rewrite returns the client's bytes with the model replaced. No upstream
-// speaks this dialect, so the router never sends them anywhere; the method
-// is here because every source has it.
-func (s *Source) Rewrite(model string, _ llm.Edits) []byte {
-	quoted := marshal(model)
-	out := make([]byte, 0, len(s.body)-(s.modelEnd-s.modelStart)+len(quoted))
-	out = append(out, s.body[:s.modelStart]...)
-	out = append(out, quoted...)
-	return append(out, s.body[s.modelEnd:]...)
+// Rewrite returns the client's bytes with the model replaced and the end
+// user's identifiers (user, safety_identifier) replaced with e.User, or
+// removed when it is empty; prompt_cache_key and the rest keep their
+// bytes. No upstream speaks this dialect yet, so the router never sends
+// them anywhere; the method is here because every source has it.
+func (s *Source) Rewrite(model string, e llm.Edits) []byte {
+	splices := []jsonscan.Splice{{Start: s.modelStart, End: s.modelEnd, With: marshal(model)}}
+	if len(s.idents) > 0 {
+		splices = append(splices, jsonscan.SetValue(s.body, s.idents, e.UserJSON())...)
+	}
+	return jsonscan.Apply(s.body, splices)
 }
 
 func isNull(v []byte) bool { return len(v) == 0 || string(v) == "null" }

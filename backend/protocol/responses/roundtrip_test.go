@@ -130,7 +130,6 @@ func TestRequestRoundTrip(t *testing.T) {
 		Reasoning:         &llm.Reasoning{Effort: "low"},
 		ResponseFormat:    &llm.ResponseFormat{Type: "json_schema", Name: "w", Schema: json.RawMessage(`{"type":"object"}`), Strict: true},
 		ParallelToolCalls: &no,
-		User:              "u",
 		Metadata:          map[string]string{"k": "v"},
 		Stream:            true,
 		IncludeUsage:      true,

@@ -19,20 +19,23 @@ import (
 
 // outRequest is a Responses request as FreeLane writes it.
 type outRequest struct {
-	Model             string            `json:"model"`
-	Instructions      string            `json:"instructions,omitempty"`
-	Input             []any             `json:"input"`
-	Tools             []outTool         `json:"tools,omitempty"`
-	ToolChoice        any               `json:"tool_choice,omitempty"`
-	MaxOutputTokens   int               `json:"max_output_tokens,omitempty"`
-	Temperature       *float64          `json:"temperature,omitempty"`
-	TopP              *float64          `json:"top_p,omitempty"`
-	Reasoning         *outReasoning     `json:"reasoning,omitempty"`
-	Text              *outText          `json:"text,omitempty"`
-	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
-	User              string            `json:"user,omitempty"`
-	Metadata          map[string]string `json:"metadata,omitempty"`
-	Stream            bool              `json:"stream,omitempty"`
+	Model             string        `json:"model"`
+	Instructions      string        `json:"instructions,omitempty"`
+	Input             []any         `json:"input"`
+	Tools             []outTool     `json:"tools,omitempty"`
+	ToolChoice        any           `json:"tool_choice,omitempty"`
+	MaxOutputTokens   int           `json:"max_output_tokens,omitempty"`
+	Temperature       *float64      `json:"temperature,omitempty"`
+	TopP              *float64      `json:"top_p,omitempty"`
+	Reasoning         *outReasoning `json:"reasoning,omitempty"`
+	Text              *outText      `json:"text,omitempty"`
+	ParallelToolCalls *bool         `json:"parallel_tool_calls,omitempty"`
+	// PromptCacheKey and User are FreeLane's keyed hashes of the
+	// caller's session and end user (llm.Edits), never the caller's own.
+	PromptCacheKey string            `json:"prompt_cache_key,omitempty"`
+	User           string            `json:"user,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	Stream         bool              `json:"stream,omitempty"`
 	// Store is false: what FreeLane sends is the whole conversation, and
 	// the vendor need not keep it.
 	Store bool `json:"store"`
@@ -100,7 +103,7 @@ func (codec) EncodeRequest(c *llm.Conversation, model string, e llm.Edits) ([]by
 		return nil, fmt.Errorf("responses: no conversation")
 	}
 	r := outRequest{Model: model, Input: []any{}, Temperature: c.Temperature, TopP: c.TopP,
-		ParallelToolCalls: c.ParallelToolCalls, User: c.User, Metadata: c.Metadata, Stream: c.Stream, MaxOutputTokens: c.MaxOutput}
+		ParallelToolCalls: c.ParallelToolCalls, User: e.User, PromptCacheKey: e.Session, Metadata: c.Metadata, Stream: c.Stream, MaxOutputTokens: c.MaxOutput}
 	var sys []string
 	for _, p := range c.System {
 		if p.Kind == llm.PartText && p.Text != "" {

@@ -226,8 +226,8 @@ export interface CachingView {
    */
   warnings: CachingWarning[];
   /**
-   * Store is the response cache's size now; nil without a response
-   * cache.
+   * Store is the response cache's size now; nil while it is off and
+   * empty.
    */
   store: ResponseCacheSize | null;
 }
@@ -667,6 +667,15 @@ export interface Decision {
    * before it walked the chain again.
    */
   waited_ns?: number;
+  /**
+   * Affinity, for a request of a session, is what became of the
+   * session's warm prompt cache: "kept" on the backend that served it
+   * last, "moved" to another (AffinityNote says why: that backend
+   * failed, or could not take the request), or "new" when the session
+   * had no warm backend on this route.
+   */
+  affinity?: string;
+  affinity_note?: string;
   /**
    * Candidates are the backends considered, in the order they were
    * ranked: first the ones to try, then the ones left out.
