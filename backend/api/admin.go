@@ -99,6 +99,8 @@ type Admin interface {
 	Providers
 	// Routing switches gears, previews routes and finds one request.
 	Routing
+	// Caching reports what caching did.
+	Caching
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -175,6 +177,7 @@ func (s *Server) MountAdmin(a Admin) {
 	route("PUT /api/settings", h.setSettings)
 	route("GET /api/requests", h.requests)
 	h.mountRouting(route)
+	h.mountCaching(route)
 	route("GET /api/usage", h.usage)
 	route("GET /api/usage.csv", h.usageCSV)
 	route("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Budgets()) })

@@ -608,6 +608,7 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 			}
 			settle(&llm.CallUsage{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
 			tr.Cost += a.Cost
+			tr.Saved += a.Saved
 		}()
 	}
 	var report func(*llm.Error, time.Duration)

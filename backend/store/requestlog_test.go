@@ -55,6 +55,14 @@ func sampleTrace(i int) llm.Trace {
 	if t.Stream {
 		t.TTFT = time.Duration(98_765_432 + i)
 	}
+	if i%3 != 2 {
+		// What caching did: most traces have a session and some cached
+		// tokens, and the outcomes cycle so each one is stored.
+		t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens = 5+i%7, i%2
+		t.Saved = float64(i) / 1024
+		t.Cache = []llm.CacheOutcome{llm.CacheHit, llm.CacheMiss, llm.CacheBypassed, llm.CacheRefreshed, ""}[i%5]
+		t.Session = fmt.Sprintf("%016x", 0xabc000+i%9)
+	}
 	for seq := 0; seq < i%4; seq++ {
 		a := llm.Attempt{
 			Backend: fmt.Sprintf("provider-%d/model-%d", seq, i),
@@ -74,6 +82,7 @@ func sampleTrace(i int) llm.Trace {
 		}
 		if seq == 2 {
 			a.TTFT = time.Duration(55_555_555 + i)
+			a.Saved = float64(i) / 2048
 		}
 		t.Attempts = append(t.Attempts, a)
 	}

@@ -39,8 +39,9 @@ const (
 
 const insertRequestSQL = `INSERT INTO requests (
 	id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision,
+	cache_read_tokens, cache_write_tokens, saved, cache, session
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
@@ -67,6 +68,7 @@ type storedAttempt struct {
 	Complete  int          `json:"completion_tokens,omitempty"`
 	Cost      float64      `json:"cost,omitempty"`
 	Estimated bool         `json:"estimated,omitempty"`
+	Saved     float64      `json:"saved,omitempty"`
 }
 
 func encodeAttempts(as []llm.Attempt) (string, error) {
@@ -77,7 +79,7 @@ func encodeAttempts(as []llm.Attempt) (string, error) {
 	for i, a := range as {
 		out[i] = storedAttempt{Backend: a.Backend, Dialect: a.Dialect, Class: a.Class, Status: a.Status,
 			LatencyMS: durationMS(a.Latency), Reason: a.Reason, Skipped: a.Skipped, Skip: a.Skip, Until: a.Until, Budget: a.Budget,
-			Prompt: a.PromptTokens, Complete: a.CompletionTokens, Cost: a.Cost, Estimated: a.Estimated}
+			Prompt: a.PromptTokens, Complete: a.CompletionTokens, Cost: a.Cost, Estimated: a.Estimated, Saved: a.Saved}
 		if a.TTFT > 0 {
 			out[i].TTFTMS = durationMS(a.TTFT)
 		}
@@ -118,7 +120,7 @@ func decodeAttempts(s string) ([]llm.Attempt, error) {
 		out[i] = llm.Attempt{Backend: a.Backend, Dialect: a.Dialect, Class: a.Class, Status: a.Status,
 			Latency: msDuration(a.LatencyMS), TTFT: msDuration(a.TTFTMS), Reason: a.Reason, Skipped: a.Skipped,
 			Skip: a.Skip, Until: a.Until, Budget: a.Budget,
-			PromptTokens: a.Prompt, CompletionTokens: a.Complete, Cost: a.Cost, Estimated: a.Estimated}
+			PromptTokens: a.Prompt, CompletionTokens: a.Complete, Cost: a.Cost, Estimated: a.Estimated, Saved: a.Saved}
 	}
 	return out, nil
 }
@@ -176,7 +178,8 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 			t.Stream, t.Status, string(t.Class), d.redact(t.Error),
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
-			t.Committed, d.redact(attempts), d.redact(encodeNotes(t.Notes)), d.redact(decision))
+			t.Committed, d.redact(attempts), d.redact(encodeNotes(t.Notes)), d.redact(decision),
+			t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.Saved, string(t.Cache), sessionColumn(t.Session))
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}
@@ -261,7 +264,8 @@ func (d *DB) RequestByID(ctx context.Context, id string) (t llm.Trace, found boo
 // ORDER and LIMIT clauses) selects.
 func (d *DB) queryRequests(ctx context.Context, tail string, args ...any) ([]llm.Trace, error) {
 	query := `SELECT id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision,
+	cache_read_tokens, cache_write_tokens, saved, cache, session
 FROM requests` + tail
 
 	rows, err := d.sql.QueryContext(ctx, query, args...)
@@ -282,17 +286,20 @@ FROM requests` + tail
 			attempts string
 			notes    string
 			decision string
+			cache    string
 		)
 		if err := rows.Scan(
 			&t.ID, &startMS, &t.Endpoint, &t.Path, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &latency, &ttft,
 			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts, &notes, &decision,
+			&t.Usage.CacheReadTokens, &t.Usage.CacheWriteTokens, &t.Saved, &cache, &t.Session,
 		); err != nil {
 			return nil, fmt.Errorf("store: scan request: %w", err)
 		}
 		t.Start = time.UnixMilli(startMS)
 		t.Class = llm.Class(class)
 		t.Dialect = llm.Dialect(dialect)
+		t.Cache = llm.CacheOutcome(cache)
 		t.Latency = msDuration(latency)
 		t.TTFT = msDuration(ttft.Float64)
 		if t.Attempts, err = decodeAttempts(attempts); err != nil {
@@ -332,6 +339,20 @@ func decodeDecision(s string) (*llm.Decision, error) {
 		return nil, err
 	}
 	return &dec, nil
+}
+
+// maxSessionColumn is the most of a trace's session the session column
+// keeps: the 16 hex digits Trace.Session is meant to hold. A longer value
+// (a caller of the store that passed the whole key) is cut, so the log
+// never holds enough of a session key to stand for it.
+const maxSessionColumn = 16
+
+// sessionColumn is the session as the session column keeps it.
+func sessionColumn(s string) string {
+	if len(s) > maxSessionColumn {
+		return s[:maxSessionColumn]
+	}
+	return s
 }
 
 // pruneChunk bounds how many requests one DELETE removes, so a large prune

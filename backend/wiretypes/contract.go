@@ -138,6 +138,8 @@ var freelane = contract{
 			Response: typeOf[llm.Trace]()},
 		{Route: "GET /api/usage", Doc: "Query: from and to (RFC 3339 times or YYYY-MM-DD dates), group_by.",
 			Response: typeOf[usageReport]()},
+		{Route: "GET /api/caching", Doc: "What prompt caching and the response cache did over the window ending now (query: window, a duration from 1m to 30d such as 24h or 7d; default 24h), with a warning for each chain whose routing keeps breaking warm prompt caches.",
+			Response: typeOf[gateway.CachingView]()},
 		{Route: "GET /api/usage.csv", Doc: "The ledger as CSV, for the same from and to as /api/usage.", Text: true},
 
 		{Route: "GET /api/budgets", Response: typeOf[[]quota.BudgetView](), NeverNull: true},
@@ -261,6 +263,12 @@ var freelane = contract{
 		field[quota.QuotaView]("Limits"),
 		// store.Usage makes its rows.
 		field[usageReport]("Rows"),
+		// store.Caching and cachingWarnings start every list empty.
+		field[store.CachingReport]("Backends"),
+		field[store.CachingReport]("Sessions"),
+		field[store.CachingReport]("Chains"),
+		field[store.SessionCaching]("Backends"),
+		field[gateway.CachingView]("Warnings"),
 		// connect.For lists every tool and gives each one its lists.
 		field[connect.Setup]("Tools"),
 		field[connect.ToolSetup]("Env"),

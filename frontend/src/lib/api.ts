@@ -280,6 +280,9 @@ export const api = {
 
   usage: (q: { from: string; to: string; group_by: UsageGrouping }) =>
     request<Answer<"GET /api/usage">>("GET", `/api/usage?${usageQuery(q)}`),
+  /** What prompt caching and the response cache did over the window ending now ("24h", "7d"). */
+  caching: (window = "24h") =>
+    request<Answer<"GET /api/caching">>("GET", `/api/caching?window=${encodeURIComponent(window)}`),
 
   /** The provider catalog in use, with the entries already configured and the key variables found. */
   catalog: () => request<Answer<"GET /api/catalog">>("GET", "/api/catalog"),

@@ -247,3 +247,15 @@ export function lastDays(n: number, now: number): string[] {
   }
   return out;
 }
+
+/** A size in bytes: "512 B", "1.5 KB", "256 MB". */
+export function fmtBytes(n: number): string {
+  if (!finite(n)) return DASH;
+  const units = ["B", "KB", "MB", "GB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i === 0 ? fmtInt(n) : fmtNum(n, 1)} ${units[i]}`;
+}

@@ -1,5 +1,5 @@
 // Hash routing: #/overview, #/chains, #/providers, #/budgets, #/usage,
-// #/requests, #/connect, #/setup.
+// #/caching, #/requests, #/connect, #/setup.
 // Hash URLs need no server support, so a reload or a bookmark of any screen
 // works with the single embedded index.html.
 
@@ -9,6 +9,7 @@ export const SCREENS = [
   { id: "providers", label: "Providers & keys" },
   { id: "budgets", label: "Budgets & limits" },
   { id: "usage", label: "Usage" },
+  { id: "caching", label: "Caching" },
   { id: "requests", label: "Requests" },
   { id: "connect", label: "Connect" },
   { id: "setup", label: "Setup" },

@@ -83,6 +83,28 @@ export interface Attempt {
   saved?: number;
 }
 
+/**
+ * BackendCaching is one backend's prompt caching over the window. A
+ * response-cache hit called no backend and is not counted here.
+ *
+ * Go: store.BackendCaching.
+ */
+export interface BackendCaching {
+  backend: string;
+  requests: number;
+  /**
+   * PromptTokens counts every input token; CachedTokens the part the
+   * provider read from its cache, CacheWriteTokens the part it wrote.
+   */
+  prompt_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** HitShare is CachedTokens / PromptTokens, 0 without prompt tokens. */
+  hit_share: number;
+  /** Saved is what the prompt cache saved, in the user's currency. */
+  saved: number;
+}
+
 /** BackendStatus is what a backend is doing now, as the gateway reports it. */
 export type BackendStatus = "cooling" | "degraded" | "disabled" | "exhausted" | "half_open" | "key_disabled" | "no_key" | "open" | "retired" | "serving";
 
@@ -171,6 +193,57 @@ export interface BudgetView {
  * X-FreeLane-Cache response header carries it.
  */
 export type CacheOutcome = "hit" | "miss" | "bypass" | "refresh";
+
+/**
+ * CachingView is what GET /api/caching answers: what caching did over the
+ * window ending now, with the warnings it calls for.
+ *
+ * Go: gateway.CachingView.
+ */
+export interface CachingView {
+  /** Window is the window's length as asked ("24h0m0s"). */
+  window: string;
+  from: string;
+  to: string;
+  /**
+   * Backends are the backends that served requests in the window, the
+   * most prompt tokens first.
+   */
+  backends: BackendCaching[];
+  /** Sessions are the most recent sessions, the latest first. */
+  sessions: SessionCaching[];
+  /** Response is what the response cache did. */
+  response: ResponseCacheTotals;
+  /**
+   * Chains are the session turns each chain routed, and how many of
+   * them went to another backend than their session's previous turn
+   * while its cache was warm; chains without session turns are left out.
+   */
+  chains: ChainTurns[];
+  /**
+   * Warnings name the chains whose routing keeps breaking warm prompt
+   * caches, the worst first.
+   */
+  warnings: CachingWarning[];
+  /**
+   * Store is the response cache's size now; nil while it is off and
+   * empty.
+   */
+  store: ResponseCacheSize | null;
+}
+
+/**
+ * CachingWarning is one chain whose session turns keep changing backend
+ * while their prompt cache is warm.
+ *
+ * Go: gateway.CachingWarning.
+ */
+export interface CachingWarning {
+  chain: string;
+  turns: number;
+  changed: number;
+  message: string;
+}
 
 /**
  * Candidate is one backend as the router's selection saw it.
@@ -444,6 +517,22 @@ export interface ChainInput {
 
 /** ChainStrategy is how a chain orders the backends of one priority tier. */
 export type ChainStrategy = "priority" | "round_robin" | "weighted" | "least_latency" | "cost" | "auto";
+
+/**
+ * ChainTurns is how a chain's routing treated warm prompt caches.
+ *
+ * Go: store.ChainTurns.
+ */
+export interface ChainTurns {
+  chain: string;
+  /**
+   * Turns are the session turns whose previous turn of the same
+   * session was served at most WarmFor before; Changed are those served
+   * by another backend than that previous turn.
+   */
+  turns: number;
+  changed: number;
+}
 
 /**
  * ChainView is a chain as the dashboard shows it.
@@ -764,6 +853,11 @@ export interface Endpoints {
   "GET /api/usage": {
     request: void;
     response: UsageReport;
+  };
+  /** What prompt caching and the response cache did over the window ending now (query: window, a duration from 1m to 30d such as 24h or 7d; default 24h), with a warning for each chain whose routing keeps breaking warm prompt caches. */
+  "GET /api/caching": {
+    request: void;
+    response: CachingView;
   };
   /** The ledger as CSV, for the same from and to as /api/usage. */
   "GET /api/usage.csv": {
@@ -1525,6 +1619,39 @@ export interface QuotaView {
 export type RequestEndpoint = "chat/completions" | "completions" | "embeddings";
 
 /**
+ * ResponseCacheSize is the response cache's size.
+ *
+ * Go: gateway.ResponseCacheSize.
+ */
+export interface ResponseCacheSize {
+  entries: number;
+  bytes: number;
+  max_bytes: number;
+}
+
+/**
+ * ResponseCacheTotals counts the response cache's outcomes over the window.
+ *
+ * Go: store.ResponseCacheTotals.
+ */
+export interface ResponseCacheTotals {
+  hits: number;
+  misses: number;
+  bypasses: number;
+  refreshes: number;
+  /**
+   * HitRate is Hits over the lookups that could have hit (hits, misses
+   * and refreshes; a bypass did not look), 0 without any.
+   */
+  hit_rate: number;
+  /**
+   * Saved is the cost of the answers the hits replayed, when they were
+   * first made.
+   */
+  saved: number;
+}
+
+/**
  * RouteTest is the answer to the setup's "Test": one short request
  * through the router, with the route it took.
  *
@@ -1589,6 +1716,33 @@ export interface Score {
    */
   expected_cost?: number;
   price_unknown?: boolean;
+}
+
+/**
+ * SessionCaching is one session's prompt caching over the window.
+ *
+ * Go: store.SessionCaching.
+ */
+export interface SessionCaching {
+  /** Session is the first 16 hex digits of the session's key. */
+  session: string;
+  /**
+   * Dialect is the one the client spoke on its latest turn, Chain the
+   * chain that turn was routed through.
+   */
+  dialect: Dialect;
+  chain: string;
+  /**
+   * Backends are the backends that served the session's turns, sorted
+   * (at most eight).
+   */
+  backends: string[];
+  turns: number;
+  prompt_tokens: number;
+  cached_tokens: number;
+  hit_share: number;
+  saved: number;
+  last_seen: string;
 }
 
 /**
