@@ -1400,6 +1400,12 @@ export interface PreviewInput {
 export interface Price {
   input: number;
   output: number;
+  /**
+   * CacheRead and CacheWrite are the prices of prompt tokens read from
+   * and written to the provider's prompt cache; 0 means Input.
+   */
+  cache_read?: number;
+  cache_write?: number;
 }
 
 /**
