@@ -58,6 +58,7 @@ providers:
     dialect: openai
     base_url: %q
     key_env: [PAIDCO_API_KEY]
+    prices_read: 2026-07-18
     models:
       - {id: p-model, price: {input: 1, output: 2}}
 `, up.URL, up.AnthropicURL(), up.URL)
