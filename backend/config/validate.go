@@ -496,7 +496,7 @@ func (v *validator) models(p *Provider, f string) {
 			for _, pr := range []struct {
 				key string
 				val float64
-			}{{"input", m.Price.Input}, {"output", m.Price.Output}} {
+			}{{"input", m.Price.Input}, {"output", m.Price.Output}, {"cache_read", m.Price.CacheRead}, {"cache_write", m.Price.CacheWrite}} {
 				if pr.val < 0 || math.IsNaN(pr.val) || math.IsInf(pr.val, 0) {
 					v.errorf(mf+".price."+pr.key, "must be money per million tokens >= 0 (0 = free), got %v", pr.val)
 				}

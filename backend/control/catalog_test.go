@@ -113,3 +113,98 @@ func TestEnvKeysAdoptOneProviderPerAccount(t *testing.T) {
 		t.Fatalf("providers = %+v", ps)
 	}
 }
+
+const pricedCatalog = `date: 2099-01-01
+providers:
+  - id: pricey
+    name: Pricey
+    tier: paid
+    dialect: anthropic
+    base_url: "https://api.pricey.example/v1"
+    key_env: [PRICEY_API_KEY]
+    prices_read: 2099-01-01
+    models:
+      - {id: p1, price: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}
+      - {id: p2}
+`
+
+// TestCatalogPricesInTheLimits checks that the limits list a catalog
+// provider's models with the catalog's prices, cache prices included,
+// flags a paid model without one, and that a price set for a model only
+// the catalog lists is stored as an override while sending back what is
+// shown stores nothing, so the model keeps following the catalog.
+func TestCatalogPricesInTheLimits(t *testing.T) {
+	r := newRig(t)
+	c := r.open(nil)
+	ctx := context.Background()
+	if err := c.SetCatalog(ctx, mustCatalog(t, pricedCatalog)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range c.CatalogChanges() {
+		if err := c.DecideAddress(ctx, ch.ID, true, ch.To); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.AddFromCatalog(ctx, "pricey", control.CatalogInput{Key: "sk-pricey-0001"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(model string) control.LimitsEntry {
+		t.Helper()
+		for _, e := range c.Limits() {
+			if e.Provider == "pricey" && e.Model == model {
+				return e
+			}
+		}
+		t.Fatalf("no limits entry for pricey/%s in %+v", model, c.Limits())
+		return control.LimitsEntry{}
+	}
+	p1 := entry("p1")
+	if p1.Price == nil || *p1.Price != (control.PriceJSON{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}) || p1.Unpriced {
+		t.Fatalf("p1 = %+v price %+v", p1, p1.Price)
+	}
+	if p2 := entry("p2"); p2.Price != nil || !p2.Unpriced {
+		t.Fatalf("p2 = %+v", p2)
+	}
+	view, _ := c.Provider("pricey")
+	if len(view.Models) != 2 || view.Models[0].Unpriced || !view.Models[1].Unpriced {
+		t.Fatalf("provider view models = %+v", view.Models)
+	}
+
+	// Sending back what is shown keeps the stored document as it was.
+	if err := c.SetModelLimits(ctx, "pricey", "p1", control.ModelLimitsInput{Price: p1.Price, Limits: &p1.Limits}); err != nil {
+		t.Fatal(err)
+	}
+	if ms := c.Config().Providers[0].Models; len(ms) != 0 {
+		t.Fatalf("writing back the catalog's values stored %+v", ms)
+	}
+	// A price for p2 is stored for it, with its cache prices.
+	set := control.PriceJSON{Input: 1, Output: 2, CacheRead: 0.1, CacheWrite: 1.25}
+	if err := c.SetModelLimits(ctx, "pricey", "p2", control.ModelLimitsInput{Price: &set}); err != nil {
+		t.Fatal(err)
+	}
+	if p2 := entry("p2"); p2.Price == nil || *p2.Price != set || p2.Unpriced {
+		t.Fatalf("p2 after setting its price = %+v", p2)
+	}
+	eff := r.last()
+	var got *config.Price
+	for _, m := range eff.Providers[0].Models {
+		if m.ID == "p2" {
+			got = m.Price
+		}
+	}
+	if got == nil || got.CacheRead != 0.1 || got.CacheWrite != 1.25 {
+		t.Fatalf("effective p2 price = %+v", got)
+	}
+	// The catalog's model still has the catalog's price.
+	if p1 := entry("p1"); p1.Price == nil || p1.Price.CacheRead != 0.3 {
+		t.Fatalf("p1 after p2's price = %+v", p1.Price)
+	}
+	if err := c.SetModelLimits(ctx, "pricey", "p9", control.ModelLimitsInput{Price: &set}); err == nil {
+		t.Fatal("a model neither listed nor in the catalog took a price")
+	}
+	bad := control.PriceJSON{Input: 1, Output: 2, CacheRead: -1}
+	var ce *control.Error
+	if err := c.SetModelLimits(ctx, "pricey", "p2", control.ModelLimitsInput{Price: &bad}); !errors.As(err, &ce) || ce.Param != "price.cache_read" {
+		t.Fatalf("negative cache price: %v", err)
+	}
+}

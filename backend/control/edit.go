@@ -29,6 +29,9 @@ type ModelSpec struct {
 	Limits        *LimitsJSON `json:"limits,omitempty"`
 	Price         *PriceJSON  `json:"price,omitempty"`
 	CreditExpires *string     `json:"credit_expires,omitempty"`
+	// Unpriced, only shown, marks a model of a provider reached with the
+	// user's own paid key that has no price: a money budget refuses it.
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // Timeouts are durations written like "10s".
@@ -260,7 +263,7 @@ func (c *Control) view(p config.Provider, key string) ProviderView {
 	for _, m := range p.Models {
 		lim, credit := limitsJSON(m.Limits), config.Unescape(m.CreditExpires)
 		v.Models = append(v.Models, ModelSpec{ID: config.Unescape(m.ID), ParamsB: m.ParamsB, Context: m.Context, MaxOutput: m.MaxOutput,
-			Limits: &lim, Price: priceJSON(m.Price), CreditExpires: &credit})
+			Limits: &lim, Price: priceJSON(m.Price), CreditExpires: &credit, Unpriced: unpriced(p, m)})
 	}
 	v.Limits = limitsJSON(p.Limits)
 	v.Source = c.sourceOf(p)

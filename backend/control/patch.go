@@ -170,5 +170,5 @@ func mergePrice(old *config.Price, in *PriceJSON) *config.Price {
 	if *in == (PriceJSON{}) {
 		return nil
 	}
-	return &config.Price{Input: in.Input, Output: in.Output}
+	return &config.Price{Input: in.Input, Output: in.Output, CacheRead: in.CacheRead, CacheWrite: in.CacheWrite}
 }

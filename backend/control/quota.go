@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"freelane/backend/config"
 	"freelane/backend/quota"
+	"freelane/backend/tier"
 )
 
 // LimitsJSON is a provider's or a model's limits as the API shows and
@@ -44,10 +46,14 @@ func (l *LimitsJSON) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PriceJSON is money per million tokens.
+// PriceJSON is money per million tokens. CacheRead and CacheWrite price
+// the prompt tokens read from and written to the provider's prompt cache;
+// 0 means the input price.
 type PriceJSON struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"`
 }
 
 // LimitsEntry is one row of GET /api/limits: a provider (Model "") or
@@ -58,6 +64,10 @@ type LimitsEntry struct {
 	Limits        LimitsJSON `json:"limits"`
 	Price         *PriceJSON `json:"price"`
 	CreditExpires string     `json:"credit_expires"`
+	// Unpriced marks a model of a provider reached with the user's own
+	// paid key that has no price, from the catalog or here: a money budget
+	// refuses it rather than count it as free.
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // ModelLimitsInput is the body of PUT /api/limits/{provider}/{model} and
@@ -152,7 +162,14 @@ func priceJSON(p *config.Price) *PriceJSON {
 	if p == nil {
 		return nil
 	}
-	return &PriceJSON{Input: p.Input, Output: p.Output}
+	return &PriceJSON{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}
+}
+
+// unpriced reports whether a model of provider p, as the catalog completes
+// it, is paid for with the user's own key and has no price, which a money
+// budget refuses.
+func unpriced(p config.Provider, m config.Model) bool {
+	return config.Unescape(string(p.Tier)) == string(tier.Own) && m.Price == nil
 }
 
 // Limits lists every provider's and model's limits, price and credit.
@@ -161,11 +178,15 @@ func (c *Control) Limits() []LimitsEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := []LimitsEntry{}
-	for _, p := range c.doc.Providers {
+	// A provider from the catalog lists its models as the catalog
+	// completes them, with the catalog's limits and prices where the
+	// configuration sets none.
+	doc := config.Fill(c.doc, c.cat)
+	for _, p := range doc.Providers {
 		out = append(out, LimitsEntry{Provider: p.Name, Limits: limitsJSON(p.Limits)})
 		for _, m := range p.Models {
 			out = append(out, LimitsEntry{Provider: p.Name, Model: m.ID, Limits: limitsJSON(m.Limits),
-				Price: priceJSON(m.Price), CreditExpires: m.CreditExpires})
+				Price: priceJSON(m.Price), CreditExpires: m.CreditExpires, Unpriced: unpriced(p, m)})
 		}
 	}
 	// A local server's limits are shared by all its models.
@@ -217,20 +238,43 @@ func (c *Control) SetModelLimits(ctx context.Context, provider, model string, in
 		if i < 0 {
 			return userErr(http.StatusNotFound, "provider", "there is no provider %q", provider)
 		}
-		p := &doc.Providers[i]
-		for j := range p.Models {
-			m := &p.Models[j]
-			if config.Unescape(m.ID) != model {
-				continue
-			}
-			m.Limits = mergeLimits(m.Limits, in.Limits)
-			m.Price = mergePrice(m.Price, in.Price)
-			if in.CreditExpires != nil {
-				m.CreditExpires = config.Escape(strings.TrimSpace(*in.CreditExpires))
-			}
-			return nil
+		// What the form shows for the model is the stored model laid over
+		// the catalog's; a value sent back as shown changes nothing, so a
+		// catalog model keeps following a newer catalog.
+		shown, ok := modelOf(config.Fill(doc, c.cat).Providers[i], model)
+		if !ok {
+			return userErr(http.StatusNotFound, "model", "provider %q has no model %q", provider, model)
 		}
-		return userErr(http.StatusNotFound, "model", "provider %q has no model %q", provider, model)
+		newLimits := in.Limits != nil && limitsJSON(shown.Limits) != *in.Limits
+		sp := priceJSON(shown.Price)
+		newPrice := in.Price != nil && (sp == nil || *sp != *in.Price)
+		credit := ""
+		if in.CreditExpires != nil {
+			credit = config.Escape(strings.TrimSpace(*in.CreditExpires))
+		}
+		p := &doc.Providers[i]
+		j := slices.IndexFunc(p.Models, func(m config.Model) bool { return config.Unescape(m.ID) == model })
+		if j < 0 {
+			if !newLimits && !newPrice && credit == "" {
+				return nil
+			}
+			// A model only the catalog lists takes what is set here as
+			// the configuration's own entry for it, laid over the
+			// catalog's.
+			p.Models = append(p.Models, config.Model{ID: config.Escape(model)})
+			j = len(p.Models) - 1
+		}
+		m := &p.Models[j]
+		if newLimits {
+			m.Limits = mergeLimits(m.Limits, in.Limits)
+		}
+		if newPrice {
+			m.Price = mergePrice(m.Price, in.Price)
+		}
+		if in.CreditExpires != nil {
+			m.CreditExpires = credit
+		}
+		return nil
 	})
 	if e, ok := err.(*Error); ok {
 		// "providers[1].models[0].limits.reset" is "limits.reset" to a
@@ -262,4 +306,14 @@ func (c *Control) SetBudgets(ctx context.Context, in []BudgetJSON) error {
 		doc.Budgets = bs
 		return nil
 	})
+}
+
+// modelOf returns provider p's model with the given id.
+func modelOf(p config.Provider, id string) (config.Model, bool) {
+	for _, m := range p.Models {
+		if config.Unescape(m.ID) == id {
+			return m, true
+		}
+	}
+	return config.Model{}, false
 }

@@ -550,6 +550,7 @@ providers:
     dialect: openai
     base_url: "${upURL}"
     key_env: [BETA_E2E_API_KEY]
+    prices_read: 2099-01-01
     models:
       - {id: m-paid-b, price: {input: 1, output: 2}}
 `);

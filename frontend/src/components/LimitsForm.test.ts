@@ -15,7 +15,7 @@ const providers = [
 ];
 const entries: LimitsEntry[] = [
   { provider: "groq", model: "", limits: { rpm: 30, rpd: 1000, tpm: 6000, tpd: 500000, concurrency: 4, reset: "weekly mon 08:00 Europe/Berlin" }, price: null, credit_expires: "" },
-  { provider: "groq", model: "llama-3.3-70b", limits: limits({ rpd: 500 }), price: { input: 0.15, output: 0.6 }, credit_expires: "2026-12-31" },
+  { provider: "groq", model: "llama-3.3-70b", limits: limits({ rpd: 500 }), price: { input: 0.15, output: 0.6, cache_read: 0.075, cache_write: 0 }, credit_expires: "2026-12-31" },
 ];
 
 const form = () => screen.getByTestId("limits-form");
@@ -60,6 +60,8 @@ describe("LimitsForm", () => {
     expect(byId("limits-rpd").value).toBe("500");
     expect(byId("limits-rpm").value).toBe("");
     expect(byId("limits-price-input").value).toBe("0.15");
+    expect(byId("limits-price-cache-read").value).toBe("0.075");
+    expect(byId("limits-price-cache-write").value).toBe("");
     expect(byId("limits-credit").value).toBe("2026-12-31");
     // No stored rule reads as the default, daily at midnight UTC.
     expect(byId("limits-reset-preview").textContent).toBe("daily 00:00 UTC");
@@ -69,7 +71,7 @@ describe("LimitsForm", () => {
     expect(f.calls[0]).toEqual({
       method: "PUT",
       url: "/api/limits/groq/llama-3.3-70b",
-      body: { limits: { rpd: 500, reset: "daily 00:00 UTC" }, price: { input: 0.15, output: 0.79 }, credit_expires: "2026-12-31" },
+      body: { limits: { rpd: 500, reset: "daily 00:00 UTC" }, price: { input: 0.15, output: 0.79, cache_read: 0.075, cache_write: 0 }, credit_expires: "2026-12-31" },
     });
 
     // A model id with a slash keeps it as a path separator.
@@ -81,7 +83,7 @@ describe("LimitsForm", () => {
     expect(f.calls[1]).toEqual({
       method: "PUT",
       url: "/api/limits/groq/meta/llama-4",
-      body: { limits: { tpm: 1000, reset: "daily 00:00 UTC" }, price: { input: 0, output: 0 }, credit_expires: "" },
+      body: { limits: { tpm: 1000, reset: "daily 00:00 UTC" }, price: { input: 0, output: 0, cache_read: 0, cache_write: 0 }, credit_expires: "" },
     });
   });
 
@@ -126,7 +128,7 @@ describe("LimitsForm", () => {
   });
 
   it("falls back to the provider list's own fields", () => {
-    const p = provider("groq", { limits: limits({ rpd: 14400, reset: "rolling 24h" }), models: [{ id: "m", params_b: 1, context: 1, max_output: 0, price: { input: 1, output: 2 } }] });
+    const p = provider("groq", { limits: limits({ rpd: 14400, reset: "rolling 24h" }), models: [{ id: "m", params_b: 1, context: 1, max_output: 0, price: { input: 1, output: 2, cache_read: 0, cache_write: 0 } }] });
     render(LimitsForm, { providers: [p], entries: null });
     expect(byId("limits-rpd").value).toBe("14400");
     expect((within(form()).getByRole("radio", { name: /Rolling 24 hours/ }) as HTMLInputElement).checked).toBe(true);

@@ -56,6 +56,7 @@ export type {
   Offer,
   Percentiles,
   Price,
+  PriceJSON,
   ProbeView,
   ProviderKind,
   ProviderLocal,

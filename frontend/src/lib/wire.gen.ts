@@ -1091,6 +1091,12 @@ export interface LimitsEntry {
   limits: LimitsJSON;
   price: PriceJSON | null;
   credit_expires: string;
+  /**
+   * Unpriced marks a model of a provider reached with the user's own
+   * paid key that has no price, from the catalog or here: a money budget
+   * refuses it rather than count it as free.
+   */
+  unpriced?: boolean;
 }
 
 /**
@@ -1341,6 +1347,11 @@ export interface ModelSpec {
   limits?: LimitsJSON;
   price?: PriceJSON;
   credit_expires?: string;
+  /**
+   * Unpriced, only shown, marks a model of a provider reached with the
+   * user's own paid key that has no price: a money budget refuses it.
+   */
+  unpriced?: boolean;
 }
 
 /**
@@ -1409,13 +1420,17 @@ export interface Price {
 }
 
 /**
- * PriceJSON is money per million tokens.
+ * PriceJSON is money per million tokens. CacheRead and CacheWrite price
+ * the prompt tokens read from and written to the provider's prompt cache;
+ * 0 means the input price.
  *
  * Go: control.PriceJSON.
  */
 export interface PriceJSON {
   input: number;
   output: number;
+  cache_read: number;
+  cache_write: number;
 }
 
 /**
