@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"freelane/backend/router"
 	"freelane/backend/store"
 )
 
@@ -56,7 +57,18 @@ func (a adminView) Caching(ctx context.Context, window time.Duration) (any, erro
 
 func (g *Gateway) caching(ctx context.Context, window time.Duration) (CachingView, error) {
 	now := g.clock.Now()
-	rep, err := g.db.Caching(ctx, store.CachingQuery{From: now.Add(-window), To: now})
+	g.mu.Lock()
+	cfg := g.cfg
+	g.mu.Unlock()
+	// A turn finds its provider's cache warm for as long as the provider
+	// keeps it, which is how long the router keeps a session on it.
+	warm := map[string]time.Duration{}
+	for _, p := range cfg.Providers {
+		if d := g.cacheTTL(p); d > 0 {
+			warm[p.Name] = d
+		}
+	}
+	rep, err := g.db.Caching(ctx, store.CachingQuery{From: now.Add(-window), To: now, WarmFor: router.DefaultCacheTTL, WarmByProvider: warm})
 	if err != nil {
 		return CachingView{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/fakeupstream"
 	"freelane/backend/llm"
@@ -106,5 +107,35 @@ func TestCachingView(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without a session: %d", resp.StatusCode)
+	}
+}
+
+// TestCachingWarmWindowPerProvider checks that a turn counts as following
+// a warm cache for as long as the provider that served the turn before it
+// keeps its cache: ten minutes apart is cold by default and warm on
+// providers that keep their cache for an hour.
+func TestCachingWarmWindowPerProvider(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ttl  time.Duration
+		warn bool
+	}{{"default lifetime", 0, false}, {"an hour's lifetime", time.Hour, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(cfg *config.Config) {
+				for i := range cfg.Providers {
+					cfg.Providers[i].CacheTTL = c.ttl
+				}
+			})
+			now := e.clock.Now()
+			for i := range 12 {
+				e.g.RecordTrace(llm.Trace{ID: fmt.Sprintf("turn-%d", i), Start: now.Add(time.Duration(i-12) * 10 * time.Minute), Endpoint: "chat",
+					Dialect: llm.DialectAnthropic, Chain: "code", Backend: []string{"b/mb", "c/mc"}[i%2], Status: 200, Class: llm.OK,
+					Session: "0123456789abcdef", Usage: llm.Usage{PromptTokens: 1000}})
+			}
+			v := e.cachingView("", func(v gateway.CachingView) bool { return len(v.Sessions) == 1 && v.Sessions[0].Turns == 12 })
+			if got := len(v.Warnings) == 1; got != c.warn {
+				t.Errorf("warnings = %+v, want a warning: %v", v.Warnings, c.warn)
+			}
+		})
 	}
 }

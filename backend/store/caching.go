@@ -22,6 +22,10 @@ type CachingQuery struct {
 	// one found the cache cold anyway, so it is not counted as a turn that
 	// could break it. Default DefaultWarmFor.
 	WarmFor time.Duration
+	// WarmByProvider is the cache lifetime of the providers whose
+	// lifetime is not WarmFor, by provider name; the lifetime that counts
+	// for a turn is that of the provider that served the turn before it.
+	WarmByProvider map[string]time.Duration
 }
 
 // Bounds and defaults of a CachingQuery.
@@ -143,7 +147,14 @@ func (d *DB) Caching(ctx context.Context, q CachingQuery) (CachingReport, error)
 	if rep.Response, err = d.responseCacheTotals(ctx, from, to); err != nil {
 		return CachingReport{}, err
 	}
-	if rep.Chains, err = d.chainTurns(ctx, from, to, warm.Milliseconds()); err != nil {
+	warmMS := func(backend string) int64 {
+		id, _ := llm.CutBackendID(backend)
+		if w, ok := q.WarmByProvider[id.Provider]; ok && w > 0 {
+			return w.Milliseconds()
+		}
+		return warm.Milliseconds()
+	}
+	if rep.Chains, err = d.chainTurns(ctx, from, to, warmMS); err != nil {
 		return CachingReport{}, err
 	}
 	return rep, nil
@@ -271,10 +282,11 @@ GROUP BY cache`, from, to)
 // chainTurns walks the window's served session turns in the order they
 // started (the order of the index, so nothing is sorted), keeping each
 // session's previous turn, and counts per chain the turns that followed a
-// warm previous turn and those of them that another backend served. A
-// response-cache hit served from no backend and is left out, as are
-// failed turns.
-func (d *DB) chainTurns(ctx context.Context, from, to, warmMS int64) ([]ChainTurns, error) {
+// warm previous turn and those of them that another backend served; a
+// previous turn is warm for as long as warmMS says the cache of the
+// backend that served it lasts. A response-cache hit served from no
+// backend and is left out, as are failed turns.
+func (d *DB) chainTurns(ctx context.Context, from, to int64, warmMS func(backend string) int64) ([]ChainTurns, error) {
 	rows, err := d.sql.QueryContext(ctx, `SELECT session, started_at, backend, chain
 FROM requests INDEXED BY requests_caching
 WHERE started_at >= ? AND started_at < ? AND session <> '' AND backend <> '' AND cache <> 'hit'
@@ -298,7 +310,7 @@ ORDER BY started_at`, from, to)
 			return nil, fmt.Errorf("store: session turns per chain: %w", err)
 		}
 		p, seen := prev[session]
-		if seen && at-p.at <= warmMS {
+		if seen && at-p.at <= warmMS(p.backend) {
 			c := byChain[chain]
 			if c == nil {
 				c = &ChainTurns{Chain: chain}

@@ -122,6 +122,28 @@ func TestCachingReport(t *testing.T) {
 		t.Errorf("chains with an hour's cache = %+v, want %+v", rep.Chains, want)
 	}
 
+	// So does an hour's lifetime for the provider of the backend that
+	// served session b's first turn, and only for it: a lifetime for
+	// another provider changes nothing.
+	for _, c := range []struct {
+		warm map[string]time.Duration
+		want []ChainTurns
+	}{
+		{map[string]time.Duration{"openai": time.Hour}, []ChainTurns{{Chain: "code", Turns: 5, Changed: 2}}},
+		{map[string]time.Duration{"anthropic": time.Hour}, []ChainTurns{{Chain: "code", Turns: 4, Changed: 1}}},
+		// A shorter lifetime for claude's provider makes session a's
+		// minute-apart turns cold.
+		{map[string]time.Duration{"anthropic": 30 * time.Second}, nil},
+	} {
+		rep, err = db.Caching(ctx, CachingQuery{From: baseTime, To: baseTime.Add(time.Hour), WarmByProvider: c.warm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Chains; !(len(got) == 0 && len(c.want) == 0) && !reflect.DeepEqual(got, c.want) {
+			t.Errorf("chains with cache lifetimes %v = %+v, want %+v", c.warm, got, c.want)
+		}
+	}
+
 	// The session list keeps the latest.
 	rep, err = db.Caching(ctx, CachingQuery{From: baseTime, To: baseTime.Add(time.Hour), Sessions: 1})
 	if err != nil {
