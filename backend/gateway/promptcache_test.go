@@ -307,3 +307,52 @@ func TestCachedTokensReachTheCaller(t *testing.T) {
 		}
 	}
 }
+
+// openAITurn is turn n of an OpenAI-style conversation with a long system
+// prompt and a tool, and no cache breakpoints, as OpenAI clients send.
+func openAITurn(model string, n int) string {
+	msgs := []string{`{"role":"system","content":"` + strings.Repeat("You are a coding agent. ", 60) + `"}`}
+	for i := range n {
+		msgs = append(msgs, `{"role":"user","content":"question `+strconv.Itoa(i)+`"}`, `{"role":"assistant","content":"answer `+strconv.Itoa(i)+`"}`)
+	}
+	msgs = append(msgs, `{"role":"user","content":"question `+strconv.Itoa(n)+`"}`)
+	return `{"model":"` + model + `","messages":[` + strings.Join(msgs, ",") + `],
+  "tools":[{"type":"function","function":{"name":"read","description":"Read a file","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}]}`
+}
+
+// TestSessionGetsBreakpointsOnAnthropic: an OpenAI-style client's
+// conversation, which names its session but marks no breakpoints, reaches
+// an Anthropic upstream with breakpoints on the tools, the system prompt
+// and its last message, so that its next turn reads the prefix from the
+// vendor's cache; without a session nothing is marked.
+func TestSessionGetsBreakpointsOnAnthropic(t *testing.T) {
+	e := mixedEnv(t)
+	e.up.SetDefault(fakeupstream.Behavior{PrefixCache: true})
+	var cached []string
+	for n := 1; n <= 3; n++ {
+		r := e.postHeaders("/v1/chat/completions", openAITurn(claude, n), map[string]string{"X-FreeLane-Session": "conv-1"})
+		if r.status != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", n, r.status, r.body)
+		}
+		got := lastRequest(t, e, "claude-x")
+		if c := bytes.Count(got.Body, []byte(`"cache_control"`)); c != 3 {
+			t.Errorf("turn %d: %d breakpoints upstream, want 3: %s", n, c, got.Body)
+		}
+		m := cachedRe["openai"].FindSubmatch(r.body)
+		if m == nil {
+			cached = append(cached, "0")
+		} else {
+			cached = append(cached, string(m[1]))
+		}
+	}
+	if cached[0] != "0" || cached[1] == "0" || cached[2] == "0" {
+		t.Errorf("cached tokens by turn = %v, want none on the first and some on the next", cached)
+	}
+	// Without a session the conversation is sent as it came.
+	if r := e.post("/v1/chat/completions", openAITurn(claude, 4)); r.status != http.StatusOK {
+		t.Fatalf("no session: %d %s", r.status, r.body)
+	}
+	if got := lastRequest(t, e, "claude-x"); bytes.Contains(got.Body, []byte(`"cache_control"`)) {
+		t.Errorf("a request without a session got breakpoints: %s", got.Body)
+	}
+}

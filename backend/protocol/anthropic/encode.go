@@ -165,6 +165,9 @@ func (codec) EncodeRequest(c *llm.Conversation, model string, e llm.Edits) ([]by
 		r.MaxTokens = e.MaxOutput
 	}
 
+	if e.Session != "" {
+		c = withAutoBreakpoints(c)
+	}
 	// The vendor's prompt is the tools, the system and the messages, in
 	// that order; the breakpoints are taken in that order too.
 	bp := newBreakpoints(c)
@@ -245,7 +248,9 @@ const maxBreakpoints = 4
 // and the vendor looks back from each breakpoint for a prefix it cached
 // before, so the latest ones keep the most of the cache.
 type breakpoints struct {
-	skip int
+	// count is how many breakpoints the conversation has, skip how many
+	// of the earliest are still to be left out.
+	count, skip int
 }
 
 func newBreakpoints(c *llm.Conversation) *breakpoints {
@@ -267,7 +272,61 @@ func newBreakpoints(c *llm.Conversation) *breakpoints {
 			}
 		}
 	}
-	return &breakpoints{skip: max(n-maxBreakpoints, 0)}
+	return &breakpoints{count: n, skip: max(n-maxBreakpoints, 0)}
+}
+
+// withAutoBreakpoints returns c with cache breakpoints where a caller of
+// another dialect would have put them, when c has none: after the tools,
+// after the system prompt and on the last block of the conversation. The
+// Messages API caches only what a breakpoint marks, so without them a
+// conversation from an OpenAI-style client, whose vendors cache prefixes
+// on their own, would send its whole prompt at the full price on every
+// turn. Only a conversation with a session gets them: a write costs more
+// than a plain prompt, and only a next turn reads it back. The breakpoint
+// on the last block moves with the conversation; the vendor looks back
+// from it for the prefix the previous turn cached. c is not changed.
+func withAutoBreakpoints(c *llm.Conversation) *llm.Conversation {
+	if newBreakpoints(c).count > 0 {
+		return c
+	}
+	auto := &llm.CachePoint{}
+	out := *c
+	if n := len(c.Tools); n > 0 {
+		out.Tools = slices.Clone(c.Tools)
+		out.Tools[n-1].Cache = auto
+	}
+	for i := len(c.System) - 1; i >= 0; i-- {
+		if p := c.System[i]; p.Kind == llm.PartText && p.Text != "" {
+			out.System = slices.Clone(c.System)
+			out.System[i].Cache = auto
+			break
+		}
+	}
+	if n := len(c.Messages); n > 0 {
+		last := c.Messages[n-1]
+		for j := len(last.Parts) - 1; j >= 0; j-- {
+			if cacheable(last.Parts[j]) {
+				out.Messages = slices.Clone(c.Messages)
+				out.Messages[n-1].Parts = slices.Clone(last.Parts)
+				out.Messages[n-1].Parts[j].Cache = auto
+				break
+			}
+		}
+	}
+	return &out
+}
+
+// cacheable reports whether part p becomes a block that can carry a
+// breakpoint: text, an image, a tool call or a tool's result, not a
+// thinking block.
+func cacheable(p llm.Part) bool {
+	switch p.Kind {
+	case llm.PartText:
+		return p.Text != ""
+	case llm.PartImage, llm.PartToolCall, llm.PartToolResult:
+		return true
+	}
+	return false
 }
 
 // take is the cache_control of the next breakpoint cp (nil for none).
