@@ -79,6 +79,8 @@ type Server struct {
 	mux     *http.ServeMux
 	maxBody atomic.Int64
 	paused  atomic.Bool
+	// profiling serves /debug/pprof/ (debug.pprof).
+	profiling atomic.Bool
 	// origins are the allowed_origins, lower-cased.
 	origins  atomic.Pointer[map[string]bool]
 	sessions *auth.Sessions
@@ -163,6 +165,7 @@ func New(o Options) *Server {
 		s.mux.HandleFunc(p, s.unknownEndpoint)
 	}
 	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mountDebug()
 	var files http.Handler = http.NotFoundHandler()
 	if o.Assets != nil {
 		files = http.FileServerFS(o.Assets)

@@ -112,6 +112,17 @@ type Config struct {
 	Tasks []Task `yaml:"tasks,omitempty"`
 	// Cache is the exact response cache, off unless it says enabled.
 	Cache ResponseCache `yaml:"cache,omitempty"`
+	// Debug holds what helps a user report a problem; all of it is off
+	// by default.
+	Debug Debug `yaml:"debug,omitempty"`
+}
+
+// Debug are the settings for reporting a problem.
+type Debug struct {
+	// Pprof serves Go's profiles (CPU, heap, goroutines) at /debug/pprof/
+	// on the listen address, to the account running FreeLane and to a
+	// dashboard session only, so that a profile can go with a bug report.
+	Pprof bool `yaml:"pprof,omitempty"`
 }
 
 // Task is one task rule: the task a request gets when it meets every

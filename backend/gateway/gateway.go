@@ -403,6 +403,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.prober.Configure(probe.Settings{Interval: cfg.Probes.Interval, OpenInterval: cfg.Probes.OpenInterval, Daily: cfg.Probes.Daily})
 	g.api.SetMaxBody(int64(cfg.MaxBodyMB) << 20)
 	g.api.SetAllowedOrigins(cfg.AllowedOrigins)
+	g.api.SetProfiling(cfg.Debug.Pprof)
 	g.api.SetBodyLimits(cfg.Requests.BodyReadTimeout, int64(cfg.Requests.MaxInflightBodyMB)<<20)
 	g.responses.SetRetention(time.Duration(cfg.Requests.ResponseRetentionDays) * 24 * time.Hour)
 	g.responses.SetMaxTotal(int64(cfg.Requests.ResponseStoreMB) << 20)

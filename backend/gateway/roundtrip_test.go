@@ -123,6 +123,7 @@ func roundTripConfig(upstream string) *config.Config {
 			{Name: "review", When: &config.TaskWhen{Thinking: ptrTo(true), PromptTokensOver: 30000}, Prefer: []string{"paid/meta/llama-3.3-70b"}},
 		},
 		Cache: config.ResponseCache{Enabled: true, TTL: 20 * time.Minute, MaxMB: 64},
+		Debug: config.Debug{Pprof: true},
 	}
 }
 
