@@ -12,9 +12,9 @@ const maxProfileSeconds = 120
 
 // Messages of /debug/pprof; the README lists them.
 const (
-	profilingOffMessage     = "profiling is off: set debug: {pprof: true} in FreeLane's config to serve /debug/pprof/"
+	profilingOffMessage      = "profiling is off: set debug: {pprof: true} in FreeLane's config to serve /debug/pprof/"
 	profilingStrangerMessage = "/debug/pprof/ is open only to the account running FreeLane and to a dashboard session (X-FreeLane-Session): a profile shows what the process is doing"
-	profileSecondsMessage   = "seconds must be a whole number from 1 to 120"
+	profileSecondsMessage    = "seconds must be a whole number from 1 to 120"
 )
 
 // SetProfiling turns /debug/pprof/ on or off.
