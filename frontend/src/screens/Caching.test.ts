@@ -55,6 +55,7 @@ describe("Caching", () => {
     expect([cell(s, "turns"), cell(s, "share"), cell(s, "saved")]).toEqual(["12", "75%", "$0.0123"]);
     expect(screen.getByTestId("caching-response").textContent).toContain("75%");
     expect(screen.getByTestId("caching-response").textContent).toContain("$0.50");
+    expect(screen.getByTestId("caching-response").textContent?.replace(/\s+/g, " ")).toContain("3 hits, 1 miss, 0 refreshed, 0 bypassed");
     expect(screen.getByTestId("caching-warning-code").textContent).toContain("5 of 11 session turns changed backend");
     expect(screen.queryByTestId("caching-empty")).toBeNull();
   });
