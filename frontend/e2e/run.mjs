@@ -853,6 +853,8 @@ await test('caching screen shows prompt-cache share, the response cache and savi
   await p.screenshot({ path: join(shots, 'caching.png'), fullPage: true });
 
   // The session's link opens its requests, the hit among them with its badge.
+  const tag = (await sessions.first().getByRole('link').innerText()).trim();
+  assert(/^[0-9a-f]{16}$/.test(tag), `session tag: ${tag}`);
   await sessions.first().getByRole('link').click();
   await p.getByTestId('filter-session').waitFor();
   const badge = p.locator('[data-testid^="request-cache-"]', { hasText: 'cache hit' });
@@ -863,6 +865,13 @@ await test('caching screen shows prompt-cache share, the response cache and savi
   assert(/^saved \$/.test(await p.getByTestId(`request-saved-${hitId}`).innerText()), 'the hit shows what it saved');
   const cachedCells = await p.locator('[data-testid^="request-cached-"]').allInnerTexts();
   assert(cachedCells.length === 1 && /^[\d,]+ cached \(\d+(\.\d)?%\)$/.test(cachedCells[0]), `cached prompt tokens: ${cachedCells.join(' | ')}`);
+  // The next turn's details: what its prompt cache read, and its session.
+  const warmId = (await p.locator('[data-testid^="request-cached-"]').getAttribute('data-testid')).replace('request-cached-', '');
+  await p.getByTestId(`request-detail-${warmId}`).locator('summary').click();
+  const sess = p.getByTestId(`request-session-${warmId}`);
+  await sess.waitFor();
+  assert((await sess.innerText()).includes(tag), `the details' session: ${await sess.innerText()}`);
+  assert(/^[\d,]+ read of [\d,]+ prompt tokens$/.test(await p.getByTestId(`request-prompt-cache-${warmId}`).innerText()), `prompt cache detail: ${await p.getByTestId(`request-prompt-cache-${warmId}`).innerText()}`);
   await p.screenshot({ path: join(shots, 'requests-caching.png'), fullPage: true });
 });
 
