@@ -763,6 +763,149 @@ chains:
   }
 });
 
+// A FreeLane of its own with the response cache on, for a paid model whose
+// fake vendor answers as a prompt cache does (cache-a), and a paid model
+// nobody priced. The main instance keeps the cache off, as a default
+// install does.
+let cachingInstance = null;
+async function cachingFreeLane() {
+  if (cachingInstance) return cachingInstance;
+  const port4 = await freePort();
+  const base4 = `http://127.0.0.1:${port4}`;
+  const dir4 = mkdtempSync(join(tmpdir(), 'freelane-e2e-cache-'));
+  const cfg4 = join(dir4, 'freelane.yaml');
+  writeFileSync(cfg4, `
+listen: 127.0.0.1:${port4}
+probes: {disabled: true}
+cache: {enabled: true}
+providers:
+  - name: cachy
+    tier: own
+    base_url: "${upURL}"
+    api_key: sk-cachy-e2e-0006
+    models:
+      - {id: cache-a, params_b: 70, context: 131072, price: {input: 100, output: 200, cache_read: 10}}
+      - {id: cache-unpriced, params_b: 8, context: 8192}
+`);
+  const { proc, link } = await launch(cfg4, dir4, base4, 'the caching freelane to start');
+  const ctx = await browser.newContext({ viewport: { width: 1024, height: 900 } });
+  const p = await ctx.newPage();
+  p.on('pageerror', (e) => pageErrors.push(e.message));
+  await p.goto(link);
+  await p.getByTestId('nav-overview').waitFor();
+  cachingInstance = { base: base4, proc, ctx, p };
+  return cachingInstance;
+}
+
+await test('caching screen shows prompt-cache share, the response cache and savings', async () => {
+  const { base: base4, p } = await cachingFreeLane();
+  // A long system prompt, as a coding agent sends on every turn.
+  const system = 'You are a careful assistant. '.repeat(150);
+  const ask = async (messages) => {
+    const r = await fetch(`${base4}/v1/chat/completions`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json', 'X-FreeLane-Session': 'e2e-conversation-1' },
+      body: JSON.stringify({ model: 'cachy/cache-a', messages, temperature: 0 }),
+    });
+    const body = await r.json();
+    return { status: r.status, cache: r.headers.get('x-freelane-cache'), backend: r.headers.get('x-freelane-backend'), usage: body.usage };
+  };
+  const turn1 = [{ role: 'system', content: system }, { role: 'user', content: 'Name a colour.' }];
+  const first = await ask(turn1);
+  assert(first.status === 200 && first.cache === 'miss', `first ask: ${first.status} cache ${first.cache}`);
+  // The same deterministic question again: answered from the response cache.
+  const again = await ask(turn1);
+  assert(again.status === 200 && again.cache === 'hit', `the same question again: ${again.status} cache ${again.cache}`);
+  // The next turn shares the prefix: the vendor reads it from its prompt cache.
+  const turn2 = await ask([...turn1, { role: 'assistant', content: 'Blue.' }, { role: 'user', content: 'Another one.' }]);
+  const cachedTokens = turn2.usage?.prompt_tokens_details?.cached_tokens ?? 0;
+  assert(turn2.status === 200 && turn2.cache === 'miss', `the next turn: ${turn2.status} cache ${turn2.cache}`);
+  assert(cachedTokens > 0, `the next turn's usage has no cached tokens: ${JSON.stringify(turn2.usage)}`);
+
+  // The request log is written as requests finish; wait until the view has all three.
+  await waitFor(async () => {
+    const v = await p.evaluate(async () => {
+      const { token } = JSON.parse(localStorage.getItem('freelane.session'));
+      return (await fetch('/api/caching?window=1h', { headers: { 'X-FreeLane-Session': token } })).json();
+    });
+    return v.response.hits === 1 && v.response.misses === 2 && v.backends.some((b) => b.cached_tokens > 0);
+  }, 'the caching view to count the hit and the cached prompt');
+
+  await p.goto(`${base4}/#/caching`);
+  const resp = p.getByTestId('caching-response');
+  await resp.waitFor();
+  await waitFor(async () => /1 hit, 2 misses/.test(await resp.innerText()), 'the response cache tile to count the hit');
+  const rate = await resp.locator('[data-col="rate"]').innerText();
+  assert(rate === '33.3%', `response cache hit rate: ${rate}`);
+  const respSaved = await resp.locator('[data-col="saved"]').innerText();
+  assert(/^\$\d/.test(respSaved) && respSaved !== '$0.00', `response cache savings: ${respSaved}`);
+  assert(/answers, .* of 256 MB/.test(await p.getByTestId('caching-store').innerText()), `store: ${await p.getByTestId('caching-store').innerText()}`);
+  const prompt = p.getByTestId('caching-prompt-total');
+  const share = await prompt.locator('[data-col="share"]').innerText();
+  assert(/%$/.test(share) && share !== '0%', `prompt-cache share: ${share}`);
+  const promptSaved = await prompt.locator('[data-col="saved"]').innerText();
+  assert(promptSaved !== '$0.00', `prompt-cache savings: ${promptSaved}`);
+  const row = p.getByTestId('caching-backend-cachy/cache-a');
+  assert((await row.locator('[data-col="cached"]').innerText()) !== '0', `cached tokens of cachy/cache-a: ${await row.innerText()}`);
+  const sessions = p.locator('tr[data-testid^="caching-session-"]');
+  assert((await sessions.count()) === 1, `sessions listed: ${await sessions.count()}`);
+  // Its three requests, the hit among them.
+  assert((await sessions.first().locator('[data-col="turns"]').innerText()) === '3', `session turns: ${await sessions.first().innerText()}`);
+  await p.screenshot({ path: join(shots, 'caching.png'), fullPage: true });
+
+  // The session's link opens its requests, the hit among them with its badge.
+  const tag = (await sessions.first().getByRole('link').innerText()).trim();
+  assert(/^[0-9a-f]{16}$/.test(tag), `session tag: ${tag}`);
+  await sessions.first().getByRole('link').click();
+  await p.getByTestId('filter-session').waitFor();
+  const badge = p.locator('[data-testid^="request-cache-"]', { hasText: 'cache hit' });
+  await waitFor(async () => (await badge.count()) === 1, 'one request with the cache hit badge');
+  const hitId = (await badge.getAttribute('data-testid')).replace('request-cache-', '');
+  const route = await p.getByTestId(`route-${hitId}`).innerText();
+  assert(route.startsWith('cache hit — no backend called'), `the hit's route: ${route}`);
+  assert(/^saved \$/.test(await p.getByTestId(`request-saved-${hitId}`).innerText()), 'the hit shows what it saved');
+  const cachedCells = await p.locator('[data-testid^="request-cached-"]').allInnerTexts();
+  assert(cachedCells.length === 1 && /^[\d,]+ cached \(\d+(\.\d)?%\)$/.test(cachedCells[0]), `cached prompt tokens: ${cachedCells.join(' | ')}`);
+  // The next turn's details: what its prompt cache read, and its session.
+  const warmId = (await p.locator('[data-testid^="request-cached-"]').getAttribute('data-testid')).replace('request-cached-', '');
+  await p.getByTestId(`request-detail-${warmId}`).locator('summary').click();
+  const sess = p.getByTestId(`request-session-${warmId}`);
+  await sess.waitFor();
+  assert((await sess.innerText()).includes(tag), `the details' session: ${await sess.innerText()}`);
+  assert(/^[\d,]+ read of [\d,]+ prompt tokens$/.test(await p.getByTestId(`request-prompt-cache-${warmId}`).innerText()), `prompt cache detail: ${await p.getByTestId(`request-prompt-cache-${warmId}`).innerText()}`);
+  await p.screenshot({ path: join(shots, 'requests-caching.png'), fullPage: true });
+});
+
+await test('a paid model without a price is flagged, and the flag leads to setting its price', async () => {
+  const { base: base4, p, ctx, proc } = await cachingFreeLane();
+  try {
+    await p.goto(`${base4}/#/overview`);
+    const notice = p.getByTestId('unpriced-notice');
+    await notice.waitFor();
+    assert((await notice.innerText()).includes('cachy/cache-unpriced has no price'), `overview notice: ${await notice.innerText()}`);
+    await p.screenshot({ path: join(shots, 'overview-unpriced.png') });
+    await p.goto(`${base4}/#/providers`);
+    const flag = p.getByTestId('unpriced-cachy/cache-unpriced');
+    await flag.waitFor();
+    assert(!(await p.getByTestId('unpriced-cachy/cache-a').count()), 'a priced model is flagged');
+    await p.screenshot({ path: join(shots, 'providers-unpriced.png') });
+    await flag.click();
+    await p.getByTestId('unpriced').waitFor();
+    const form = p.getByTestId('limits-form');
+    await waitFor(async () => (await form.getByTestId('limits-model').inputValue()) === 'cache-unpriced', 'the limits form to open on the unpriced model');
+    await form.getByTestId('limits-unpriced').waitFor();
+    await p.screenshot({ path: join(shots, 'budgets-unpriced.png') });
+    // Setting its price clears the flag.
+    await form.getByTestId('limits-price-input').fill('0.5');
+    await form.getByTestId('limits-price-output').fill('1.5');
+    await form.getByRole('button', { name: 'Save limits' }).click();
+    await form.getByTestId('limits-saved').waitFor();
+    await p.getByTestId('unpriced').waitFor({ state: 'detached' });
+  } finally {
+    await ctx.close();
+    proc.kill('SIGTERM');
+  }
+});
+
 await test('no page errors (LANG=C safe, no Intl failures)', async () => {
   assert(pageErrors.length === 0, `page errors: ${pageErrors.join('; ')}`);
   assert(cspErrors.length === 0, `blocked by the Content-Security-Policy: ${cspErrors.join('; ')}`);

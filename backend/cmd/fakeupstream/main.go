@@ -5,8 +5,10 @@
 // or SIGTERM.
 //
 // Models whose name starts with "fail-" answer 503, "slow-" wait a second
-// before answering, anything else answers normally. With -require-key K
-// every request without "Authorization: Bearer K" gets 401.
+// before answering, "cache-a" counts the prompt it shares with an earlier
+// request to it as read from a prompt cache (see Behavior.PrefixCache),
+// anything else answers normally. With -require-key K every request
+// without "Authorization: Bearer K" gets 401.
 package main
 
 import (
@@ -35,6 +37,9 @@ func main() {
 	for _, m := range []string{"slow-a", "slow-b"} {
 		up.Set(m, fakeupstream.Behavior{HeaderDelay: time.Second})
 	}
+	// The browser tests show a prompt-cache share and its savings; a
+	// vendor's cache is the only place such numbers come from.
+	up.Set("cache-a", fakeupstream.Behavior{PrefixCache: true})
 	fmt.Println(up.URL)
 	fmt.Fprintf(os.Stderr, "fakeupstream: anthropic %s, gemini %s\n", up.AnthropicURL(), up.GeminiURL())
 	c := make(chan os.Signal, 1)

@@ -46,3 +46,9 @@ export const nav = new Nav();
 
 /** Settings the user picks that several screens share. */
 export const ui = $state({ window: "1m" as "1m" | "5m" | "1h", chartBackend: "" });
+
+/** A parameter of a hash's query: hashParam("#/requests?session=ab", "session") is "ab"; "" when absent. */
+export function hashParam(hash: string, name: string): string {
+  const i = hash.indexOf("?");
+  return i < 0 ? "" : (new URLSearchParams(hash.slice(i + 1)).get(name) ?? "");
+}

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { budget, limitUse, quota } from "../test/fixtures";
+import type { LimitsEntry, ProviderView } from "../lib/types";
+import { budget, limitUse, limits, provider, quota } from "../test/fixtures";
 import {
+  unpricedModels,
   budgetFigures,
   composeReset,
   dateFieldError,
@@ -124,5 +126,19 @@ describe("reset rules and limit fields", () => {
     expect(dateFieldError("2026-12-31")).toBe("");
     expect(dateFieldError("2026-02-30")).toBe("That date does not exist.");
     expect(dateFieldError("31/12/2026")).toContain("YYYY-MM-DD");
+  });
+});
+
+describe("unpricedModels", () => {
+  const own = (name: string, models: ProviderView["models"], over: Partial<ProviderView> = {}) => provider(name, { tier: "own", models, ...over });
+  const m = (id: string, unpriced = false) => ({ id, params_b: 0, context: 0, max_output: 0, ...(unpriced ? { unpriced } : {}) });
+  const entry = (p: string, model: string, unpriced = false): LimitsEntry => ({ provider: p, model, limits: limits(), price: null, credit_expires: "", ...(unpriced ? { unpriced } : {}) });
+
+  it("takes the limits list's flags where it lists the provider, else the provider view's, and skips disabled providers", () => {
+    const providers = [own("openai", [m("a", true), m("b")]), own("anthropic", [m("c", true)]), own("off", [m("d", true)], { disabled: true })];
+    expect(unpricedModels(providers)).toEqual([{ provider: "openai", model: "a" }, { provider: "anthropic", model: "c" }]);
+    // The list says openai's "a" now has a price and "b" has none.
+    const entries = [entry("openai", ""), entry("openai", "a"), entry("openai", "b", true)];
+    expect(unpricedModels(providers, entries)).toEqual([{ provider: "openai", model: "b" }, { provider: "anthropic", model: "c" }]);
   });
 });

@@ -3,7 +3,7 @@
 // on their own (quota.test.ts).
 
 import { fmtCompact, fmtInt, fmtMoney } from "./format";
-import type { BudgetAction, BudgetInput, BudgetPeriod, BudgetView, LimitKind, LimitUse, QuotaView } from "./types";
+import type { BudgetAction, BudgetInput, BudgetPeriod, BudgetView, LimitKind, LimitsEntry, LimitUse, ProviderView, QuotaView } from "./types";
 
 /** A bar turns amber at this fraction, as the server's warning event does. */
 export const WARN_AT = 0.8;
@@ -293,3 +293,27 @@ export function dateFieldError(text: string): string {
   if (d.getMonth() !== Number(m[2]) - 1 || d.getDate() !== Number(m[3])) return "That date does not exist.";
   return "";
 }
+
+/** A paid model without a price, which a money budget refuses. */
+export interface UnpricedModel {
+  provider: string;
+  model: string;
+}
+
+/**
+ * The paid models without a price: for each provider, from GET /api/limits
+ * when it lists the provider, else from the provider's view. A disabled
+ * provider serves nothing and is left out.
+ */
+export function unpricedModels(providers: ProviderView[], entries?: LimitsEntry[] | null): UnpricedModel[] {
+  return providers
+    .filter((p) => !p.disabled)
+    .flatMap((p) => {
+      const listed = (entries ?? []).filter((e) => e.provider === p.name);
+      const flagged = listed.length ? listed.filter((e) => e.model && e.unpriced).map((e) => e.model) : p.models.filter((m) => m.unpriced).map((m) => m.id);
+      return flagged.map((model) => ({ provider: p.name, model }));
+    });
+}
+
+/** What an unpriced paid model means, in one line for a flag's title. */
+export const UNPRICED_HELP = "A paid model without a price: a money budget refuses it until you set its price.";

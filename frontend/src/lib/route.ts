@@ -1,5 +1,5 @@
-import { fmtMoney, fmtMs, fmtTokens, nsToMs } from "./format";
-import type { Attempt, Dialect, FailureClass, SkipWord, Trace } from "./types";
+import { fmtMoney, fmtMs, fmtPct, fmtTokens, nsToMs } from "./format";
+import type { Attempt, CacheOutcome, Dialect, FailureClass, SkipWord, Trace } from "./types";
 
 // Words for the reasons a backend was skipped, keyed by the skip word the
 // router records with each skip (the same word as in X-FreeLane-Attempts).
@@ -135,6 +135,9 @@ export interface OutcomeParts {
 /** The pieces of routeOutcome. */
 export function outcomeParts(t: Trace): OutcomeParts {
   const took = fmtMs(nsToMs(t.latency_ns));
+  // A response-cache hit has no backend to name: saying "served by" with
+  // an empty name would read as a fault.
+  if (servedFromCache(t)) return { lead: "cache hit — no backend called", backend: "", dialect: "", tail: ` in ${took}` };
   if (t.class === "ok") {
     const served = [...(t.attempts ?? [])].reverse().find((a) => a.class === "ok" && !a.skipped && (!t.backend || a.backend === t.backend));
     const backend = t.backend || served?.backend || "?";
@@ -212,4 +215,40 @@ export function traceTokens(t: Trace): number {
   let n = 0;
   for (const a of t.attempts ?? []) n += (a.prompt_tokens ?? 0) + (a.completion_tokens ?? 0);
   return n;
+}
+
+/** What the response cache did with a request, as a badge shows it. */
+export interface CacheBadge {
+  word: string;
+  title: string;
+}
+
+// A miss is the ordinary case and gets no badge: the request went to the
+// backends as it would have without the cache.
+const CACHE_BADGES: Partial<Record<CacheOutcome, CacheBadge>> = {
+  hit: { word: "cache hit", title: "Answered from FreeLane's response cache; no backend was called" },
+  refresh: { word: "cache refreshed", title: "The client sent Cache-Control: no-cache, so a backend answered again and the cache kept the new answer" },
+  bypass: { word: "cache bypassed", title: "The client asked not to use the response cache (Cache-Control: no-store or X-FreeLane-Cache: off)" },
+};
+
+/** The response-cache badge of a request: hit, refreshed or bypassed; null for a miss or none. */
+export function cacheBadge(t: Trace): CacheBadge | null {
+  return (t.cache && CACHE_BADGES[t.cache]) || null;
+}
+
+/** True when the response cache answered the request and no backend ran. */
+export function servedFromCache(t: Trace): boolean {
+  return t.cache === "hit" && t.class === "ok" && !(t.attempts ?? []).some((a) => !a.skipped);
+}
+
+/**
+ * The prompt tokens a provider read from its prompt cache, as a part of
+ * the prompt: "7,500 cached (75%)"; "" when none were. A response-cache hit
+ * shows none: the counts are those of the call that first made the answer.
+ */
+export function promptCached(t: Trace): string {
+  const read = t.usage?.cache_read_tokens ?? 0;
+  if (read <= 0 || servedFromCache(t)) return "";
+  const prompt = t.usage.prompt_tokens;
+  return prompt > 0 ? `${fmtTokens(read)} cached (${fmtPct(read / prompt)})` : `${fmtTokens(read)} cached`;
 }

@@ -125,4 +125,61 @@ describe("Budgets & limits: discovered local servers", () => {
       body: { limits: { concurrency: 1, reset: "daily 00:00 UTC" } },
     }));
   });
+
+  describe("unpriced paid models", () => {
+    const openai = provider("openai", {
+        tier: "own",
+        models: [
+          { id: "gpt-5", params_b: 0, context: 400000, max_output: 0, price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 0 } },
+          { id: "gpt-5-new", params_b: 0, context: 400000, max_output: 0, unpriced: true },
+        ],
+      });
+    const limitsEntries = [
+      { provider: "openai", model: "", limits: { rpm: 0, rpd: 0, tpm: 0, tpd: 0, concurrency: 0 }, price: null, credit_expires: "" },
+      { provider: "openai", model: "gpt-5", limits: { rpm: 0, rpd: 0, tpm: 0, tpd: 0, concurrency: 0 }, price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 0 }, credit_expires: "" },
+      { provider: "openai", model: "gpt-5-new", limits: { rpm: 0, rpd: 0, tpm: 0, tpd: 0, concurrency: 0 }, price: null, credit_expires: "", unpriced: true },
+    ];
+    afterEach(() => {
+      location.hash = "";
+    });
+
+    it("lists them and picks one in the limits form to set its price", async () => {
+      live.applySnapshot(snapshot({ providers: [provider("groq"), openai] }));
+      vi.stubGlobal("fetch", fakeFetch((_m, url) => ({ body: url === "/api/limits" ? limitsEntries : [] })).fn);
+      render(Budgets);
+      const list = await screen.findByTestId("unpriced");
+      expect(list.textContent?.replace(/\s+/g, " ")).toContain("This paid model has no price: budgets refuse it until you set one.");
+      expect(list.textContent).toContain("openai/gpt-5-new");
+      expect(list.textContent).not.toContain("openai/gpt-5 ");
+      const form = screen.getByTestId("limits-form");
+      expect((within(form).getByTestId("limits-provider") as HTMLSelectElement).value).toBe("groq");
+      await fireEvent.click(screen.getByTestId("unpriced-set-openai/gpt-5-new"));
+      await waitFor(() => expect((within(form).getByTestId("limits-model") as HTMLSelectElement).value).toBe("gpt-5-new"));
+      expect((within(form).getByTestId("limits-provider") as HTMLSelectElement).value).toBe("openai");
+      expect(within(form).getByTestId("limits-unpriced").textContent).toContain("has no price");
+      await waitFor(() => expect(document.activeElement).toBe(within(form).getByTestId("limits-price-input")));
+    });
+
+    it("opens the limits form on the model a no-price flag links to", async () => {
+      location.hash = "#/budgets?provider=openai&model=gpt-5-new";
+      live.applySnapshot(snapshot({ providers: [provider("groq"), openai] }));
+      const f = fakeFetch(() => ({ body: [] }));
+      vi.stubGlobal("fetch", f.fn);
+      render(Budgets);
+      const form = screen.getByTestId("limits-form");
+      await waitFor(() => expect((within(form).getByTestId("limits-model") as HTMLSelectElement).value).toBe("gpt-5-new"));
+      expect((within(form).getByTestId("limits-provider") as HTMLSelectElement).value).toBe("openai");
+      // The server's list names no model of openai: its provider view's flags stand in.
+      await waitFor(() => expect(f.calls.some((c) => c.url === "/api/limits")).toBe(true));
+      await Promise.resolve();
+      expect(screen.getByTestId("unpriced").textContent).toContain("openai/gpt-5-new");
+    });
+
+    it("shows no list when every paid model has a price", async () => {
+      vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+      render(Budgets);
+      await waitFor(() => expect(screen.getByTestId("limits-form")).toBeTruthy());
+      expect(screen.queryByTestId("unpriced")).toBeNull();
+    });
+  });
 });

@@ -2,7 +2,7 @@ import { cleanup, fireEvent, render, screen, within } from "@testing-library/sve
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { live } from "../lib/live.svelte";
 import { ui } from "../lib/nav.svelte";
-import { backend, metricWindow, snapshot, update } from "../test/fixtures";
+import { backend, metricWindow, provider, snapshot, update } from "../test/fixtures";
 import Overview from "./Overview.svelte";
 
 beforeEach(() => {
@@ -88,5 +88,41 @@ describe("Overview", () => {
     expect(within(empty).getByRole("heading", { name: "Add your first key" })).toBeTruthy();
     expect(empty.textContent).toContain("set GROQ_API_KEY");
     expect(within(empty).getByRole("button", { name: /Providers/ })).toBeTruthy();
+  });
+
+  it("says when paid models have no price, with a link to set them", () => {
+    live.applySnapshot(snapshot());
+    render(Overview);
+    expect(screen.queryByTestId("unpriced-notice")).toBeNull();
+    cleanup();
+
+    const one = snapshot();
+    one.providers = [...one.providers, provider("openai", {
+        tier: "own",
+        models: [
+          { id: "gpt-5", params_b: 0, context: 400000, max_output: 0, price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 0 } },
+          { id: "gpt-5-new", params_b: 0, context: 400000, max_output: 0, unpriced: true },
+        ],
+      })];
+    live.applySnapshot(one);
+    render(Overview);
+    let notice = screen.getByTestId("unpriced-notice");
+    expect(notice.textContent?.replace(/\s+/g, " ")).toContain("The paid model openai/gpt-5-new has no price, so budgets refuse it.");
+    expect(within(notice).getByRole("link").getAttribute("href")).toBe("#/budgets?provider=openai&model=gpt-5-new");
+    cleanup();
+
+    const two = snapshot();
+    two.providers = [...two.providers, provider("anthropic", { tier: "own", models: [{ id: "claude", params_b: 0, context: 0, max_output: 0, unpriced: true }] }), provider("openai", {
+        tier: "own",
+        models: [
+          { id: "gpt-5", params_b: 0, context: 400000, max_output: 0, price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 0 } },
+          { id: "gpt-5-new", params_b: 0, context: 400000, max_output: 0, unpriced: true },
+        ],
+      })];
+    live.applySnapshot(two);
+    render(Overview);
+    notice = screen.getByTestId("unpriced-notice");
+    expect(notice.textContent?.replace(/\s+/g, " ")).toContain("2 paid models have no price, so budgets refuse them.");
+    expect(within(notice).getByRole("link").getAttribute("href")).toBe("#/budgets");
   });
 });

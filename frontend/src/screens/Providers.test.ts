@@ -314,4 +314,20 @@ describe("Providers: discovered local servers", () => {
     }));
     expect((await within(card).findByTestId("limits-saved")).textContent).toBe("Saved the limits of ollama.");
   });
+
+  it("flags a paid model without a price and links to setting it", () => {
+    live.applySnapshot(snapshot({ providers: [provider("openai", {
+        tier: "own",
+        models: [
+          { id: "gpt-5", params_b: 0, context: 400000, max_output: 0, price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 0 } },
+          { id: "gpt-5-new", params_b: 0, context: 400000, max_output: 0, unpriced: true },
+        ],
+      })] }));
+    render(Providers);
+    const flag = screen.getByTestId("unpriced-openai/gpt-5-new");
+    expect(flag.textContent).toBe("no price");
+    expect(flag.getAttribute("href")).toBe("#/budgets?provider=openai&model=gpt-5-new");
+    expect(flag.getAttribute("title")).toContain("budget refuses it");
+    expect(screen.queryByTestId("unpriced-openai/gpt-5")).toBeNull();
+  });
 });

@@ -1,4 +1,4 @@
-import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/svelte";
+import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
 import { fakeFetch, snapshot, trace, update } from "../test/fixtures";
@@ -202,5 +202,103 @@ describe("Requests", () => {
     expect(screen.getByTestId("decision-r2-gear").textContent).toBe("auto");
     expect(screen.getByTestId("decision-r2-task").textContent).toContain("model matches *haiku*");
     expect(screen.getByTestId("decision-r2-row-B").textContent).toContain("breaker open");
+  });
+
+  describe("caching", () => {
+    // A response-cache hit: no attempt, no backend, saved what the answer first cost.
+    const hit = trace("h1", {
+      start: "2025-03-01T12:00:20Z",
+      backend: undefined,
+      latency_ns: 1_000_000,
+      attempts: [],
+      cache: "hit",
+      saved: 0.0042,
+      session: "0123456789abcdef",
+      usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, cache_read_tokens: 900 },
+      notes: ["answered from the response cache; made by openai/gpt 12s ago"],
+    });
+    // A call whose provider read most of the prompt from its prompt cache.
+    const warm = trace("w1", {
+      start: "2025-03-01T12:00:10Z",
+      backend: "anthropic/claude",
+      cache: "miss",
+      cost: 0.01,
+      saved: 0.0203,
+      session: "0123456789abcdef",
+      usage: { prompt_tokens: 10000, completion_tokens: 100, total_tokens: 10100, cache_read_tokens: 7500, cache_write_tokens: 500 },
+      attempts: [{ backend: "anthropic/claude", class: "ok", status: 200, latency_ns: 1, prompt_tokens: 10000, completion_tokens: 100, cost: 0.01, saved: 0.0203 }],
+    });
+    const refreshed = trace("f1", { start: "2025-03-01T12:00:08Z", cache: "refresh", session: "fedcba9876543210" });
+    const bypassed = trace("b1", { start: "2025-03-01T12:00:07Z", cache: "bypass" });
+
+    afterEach(() => {
+      location.hash = "";
+    });
+
+    it("marks a response-cache hit as served by no backend, with what it saved", async () => {
+      vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+      live.applySnapshot(snapshot({ requests: [hit, warm, refreshed, bypassed, trace("r1")] }));
+      render(Requests);
+      expect(screen.getByTestId("route-h1").textContent?.trim()).toBe("cache hit — no backend called in 1 ms");
+      expect(screen.getByTestId("route-h1").textContent).not.toContain("served by");
+      expect(screen.getByTestId("request-cache-h1").textContent).toBe("cache hit");
+      expect(screen.getByTestId("request-saved-h1").textContent).toBe("saved $0.0042");
+      // The hit's token counts are the first call's: no prompt-cache share is claimed for it.
+      expect(screen.queryByTestId("request-cached-h1")).toBeNull();
+      expect(screen.getByTestId("request-cache-f1").textContent).toBe("cache refreshed");
+      expect(screen.getByTestId("request-cache-b1").textContent).toBe("cache bypassed");
+      // A miss is the ordinary case: no badge; nor for a request the cache was not asked about.
+      expect(screen.queryByTestId("request-cache-w1")).toBeNull();
+      expect(screen.queryByTestId("request-cache-r1")).toBeNull();
+      expect(screen.queryByTestId("request-saved-r1")).toBeNull();
+    });
+
+    it("shows cached prompt tokens as a share of the prompt and the money they saved", async () => {
+      vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+      live.applySnapshot(snapshot({ requests: [warm, trace("r1")] }));
+      render(Requests);
+      expect(screen.getByTestId("request-cached-w1").textContent).toBe("7,500 cached (75%)");
+      expect(screen.getByTestId("request-saved-w1").textContent).toBe("saved $0.0203");
+      expect(screen.getByTestId("route-w1").textContent?.trim()).toBe("served by anthropic/claude in 412 ms");
+      expect(screen.queryByTestId("request-cached-r1")).toBeNull();
+    });
+
+    it("shows the caches and the session in the details, and filters by the session", async () => {
+      const f = fakeFetch((_m, url) => ({ body: url.startsWith("/api/requests/") ? { ...warm, decision: null } : [] }));
+      vi.stubGlobal("fetch", f.fn);
+      live.applySnapshot(snapshot({ requests: [hit, warm, refreshed, trace("r1")] }));
+      render(Requests);
+      const detail = screen.getByTestId("request-detail-w1") as HTMLDetailsElement;
+      detail.open = true;
+      await fireEvent(detail, new Event("toggle"));
+      await waitFor(() => expect(screen.getByTestId("request-session-w1")).toBeTruthy());
+      expect(screen.getByTestId("request-cache-detail-w1").textContent).toContain("miss");
+      expect(screen.getByTestId("request-prompt-cache-w1").textContent).toBe("7,500 read, 500 written of 10,000 prompt tokens");
+      expect(screen.getByTestId("request-saved-detail-w1").textContent).toContain("$0.0203");
+      const sess = screen.getByTestId("request-session-w1");
+      expect(sess.textContent).toContain("0123456789abcdef");
+      expect(sess.querySelector("a")?.getAttribute("href")).toBe("#/caching");
+
+      const ids = () => screen.getAllByTestId(/^request-row-/).map((r) => r.dataset.testid);
+      expect(ids()).toEqual(["request-row-h1", "request-row-w1", "request-row-f1", "request-row-r1"]);
+      await fireEvent.click(within(sess).getByRole("button", { name: "Show its requests" }));
+      await waitFor(() => expect(ids()).toEqual(["request-row-h1", "request-row-w1"]));
+      expect(screen.getByTestId("filter-session").textContent).toContain("0123456789abcdef");
+      // The server is asked for more of its log, which has no session filter.
+      await waitFor(() => expect(f.calls.at(-1)!.url).toBe("/api/requests?limit=1000"));
+      await fireEvent.click(screen.getByRole("button", { name: "Clear filters" }));
+      await waitFor(() => expect(ids()).toHaveLength(4));
+      expect(screen.queryByTestId("filter-session")).toBeNull();
+    });
+
+    it("opens on a session's requests from the Caching screen's link", async () => {
+      vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+      location.hash = "#/requests?session=fedcba9876543210";
+      live.applySnapshot(snapshot({ requests: [hit, warm, refreshed, trace("r1")] }));
+      render(Requests);
+      const ids = () => screen.getAllByTestId(/^request-row-/).map((r) => r.dataset.testid);
+      expect(ids()).toEqual(["request-row-f1"]);
+      expect(screen.getByTestId("filter-session").textContent).toContain("fedcba9876543210");
+    });
   });
 });
