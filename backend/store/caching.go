@@ -193,12 +193,16 @@ ORDER BY SUM(prompt_tokens) DESC, backend`, from, to)
 	return out, nil
 }
 
-// sessionCaching lists the n sessions seen last in the window. SQLite
+// sessionCaching lists the n sessions seen last in the window. A
+// response-cache hit counts as a turn and for what it saved, but not in
+// the prompt-cache share: its tokens are those of the call that first
+// made the answer, and no provider saw them this time. SQLite
 // takes the bare dialect and chain columns from the row of MAX(started_at),
 // which is the session's latest turn.
 func (d *DB) sessionCaching(ctx context.Context, from, to int64, n int) ([]SessionCaching, error) {
 	rows, err := d.sql.QueryContext(ctx, `SELECT session, MAX(started_at), dialect, chain, COUNT(*),
-	SUM(prompt_tokens), SUM(cache_read_tokens), SUM(saved), GROUP_CONCAT(DISTINCT NULLIF(backend, ''))
+	SUM(CASE WHEN cache = 'hit' THEN 0 ELSE prompt_tokens END), SUM(CASE WHEN cache = 'hit' THEN 0 ELSE cache_read_tokens END),
+	SUM(saved), GROUP_CONCAT(DISTINCT NULLIF(backend, ''))
 FROM requests INDEXED BY requests_caching
 WHERE started_at >= ? AND started_at < ? AND session <> ''
 GROUP BY session

@@ -263,3 +263,33 @@ func BenchmarkCaching(b *testing.B) {
 		}
 	}
 }
+
+// TestCachingSessionLeavesHitsOutOfItsShare: a response-cache hit in a
+// session counts as a turn and for its savings, not in the session's
+// prompt-cache share, since no provider read its prompt this time.
+func TestCachingSessionLeavesHitsOutOfItsShare(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	const claude = "anthropic/claude-sonnet-4-5"
+	hit := turn("s3", 3*time.Minute, "cccccccccccccccc", "code", claude, 4000, 0, 0.5)
+	hit.Cache = llm.CacheHit
+	traces := []llm.Trace{
+		turn("s1", 1*time.Minute, "cccccccccccccccc", "code", claude, 1000, 0, 0),
+		turn("s2", 2*time.Minute, "cccccccccccccccc", "code", claude, 1000, 500, 0.1),
+		hit,
+	}
+	if _, err := db.writeRequests(ctx, traces, true); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.Caching(ctx, CachingQuery{From: baseTime, To: baseTime.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sessions) != 1 {
+		t.Fatalf("sessions = %+v", rep.Sessions)
+	}
+	s := rep.Sessions[0]
+	if s.Turns != 3 || s.PromptTokens != 2000 || s.CachedTokens != 500 || !near(s.HitShare, 0.25) || !near(s.Saved, 0.6) {
+		t.Errorf("session = %+v, want 3 turns, 500 of 2000 prompt tokens cached and 0.6 saved", s)
+	}
+}
