@@ -350,10 +350,10 @@ type Server struct {
 	cacheFail int
 	cacheMade int
 	def       Behavior
-	key    string
-	log    []Request // Ring buffer of at most maxLog entries.
-	logN   uint64    // Entries appended since the last Reset.
-	gen    uint64    // Incremented by Reset so late updates miss the new log.
+	key       string
+	log       []Request // Ring buffer of at most maxLog entries.
+	logN      uint64    // Entries appended since the last Reset.
+	gen       uint64    // Incremented by Reset so late updates miss the new log.
 }
 
 // Start listens on 127.0.0.1 on a free port and returns once the server
