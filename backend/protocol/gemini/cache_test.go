@@ -22,8 +22,8 @@ var bp = &llm.CachePoint{}
 // is long enough to cache.
 func cachedTurn(n int) *llm.Conversation {
 	c := &llm.Conversation{
-		System: []llm.Part{{Kind: llm.PartText, Text: strings.Repeat("You are a careful coding agent. ", 300), Cache: bp}},
-		Tools:  []llm.Tool{{Name: "Read", Description: "Read a file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`), Cache: bp}},
+		System:      []llm.Part{{Kind: llm.PartText, Text: strings.Repeat("You are a careful coding agent. ", 300), Cache: bp}},
+		Tools:       []llm.Tool{{Name: "Read", Description: "Read a file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`), Cache: bp}},
 		Temperature: ptr(0.5),
 	}
 	for i := range n {
