@@ -350,13 +350,17 @@ func (c *Client) setHeaders(h http.Header) {
 	}
 }
 
-// exchange builds the request and sends it. When a prepared request is
-// refused because what was prepared is gone, the plain request is sent
-// once instead.
-func (c *Client) exchange(ctx context.Context, req *llm.Request, model string) (*http.Response, error) {
+// exchange builds the request and sends it; sending, when not nil, is
+// called once the request is built, before it is sent. When a prepared
+// request is refused because what was prepared is gone, the plain request
+// is sent once instead.
+func (c *Client) exchange(ctx context.Context, req *llm.Request, model string, sending func()) (*http.Response, error) {
 	hr, stale, err := c.newRequest(ctx, req, model, true)
 	if err != nil {
 		return nil, err
+	}
+	if sending != nil {
+		sending()
 	}
 	resp, err := c.send(ctx, hr)
 	var le *llm.Error
@@ -372,13 +376,14 @@ func (c *Client) exchange(ctx context.Context, req *llm.Request, model string) (
 // errPrepareTimeout ends a Preparer's call that took too long.
 var errPrepareTimeout = errors.New("upstream: the preparing call timed out")
 
-// call is the Caller a Preparer is given: one POST, bounded by the
-// provider's header and idle timeouts together, its answer bounded like
-// an error answer's and redacted.
+// call is the Caller a Preparer is given: one POST, bounded as a whole by
+// the provider's header timeout (it is an extra before the request, which
+// is sent plain when it fails), its answer bounded like an error answer's
+// and redacted.
 func (c *Client) call(ctx context.Context, path string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := c.o.Clock.AfterFunc(c.o.HeaderTimeout+c.o.IdleTimeout, func() { cancel(errPrepareTimeout) })
+	timer := c.o.Clock.AfterFunc(c.o.HeaderTimeout, func() { cancel(errPrepareTimeout) })
 	defer timer.Stop()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
@@ -475,7 +480,7 @@ func (s scrubbed) Unwrap() error { return s.err }
 func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (*llm.Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	resp, err := c.exchange(ctx, req, model)
+	resp, err := c.exchange(ctx, req, model, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -650,10 +655,16 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (ll
 			Created: c.o.Clock.Now().Unix()})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	firstToken := c.o.Clock.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })
-	resp, err := c.exchange(ctx, req, model)
+	// The first token is awaited from the sending of the request: a
+	// Preparer's call before it has a time limit of its own.
+	var firstToken clock.Timer
+	resp, err := c.exchange(ctx, req, model, func() {
+		firstToken = c.o.Clock.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })
+	})
 	if err != nil {
-		firstToken.Stop()
+		if firstToken != nil {
+			firstToken.Stop()
+		}
 		cancel(nil)
 		return nil, err
 	}

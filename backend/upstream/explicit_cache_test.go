@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,5 +146,55 @@ func TestClientWithoutPreparerSendsThePlainBody(t *testing.T) {
 	want, _ := gemini.Codec.EncodeRequest(conv, "gemini-2.5-flash", llm.Edits{})
 	if bodies := generateBodies(up); up.CacheCreates() != 0 || len(bodies) != 1 || bodies[0] != string(want) {
 		t.Errorf("%d creates, bodies %q, want %s", up.CacheCreates(), bodies, want)
+	}
+}
+
+// TestClientPreparationThatHangsCostsNothing: a cache creation that never
+// answers is given up after the header timeout, and the stream is sent
+// plain and answered; the wait for its first token starts only then.
+func TestClientPreparationThatHangsCostsNothing(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/cachedContents") {
+			<-r.Context().Done()
+			return
+		}
+		if strings.Contains(string(body), "cachedContent") {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"plain"}]},"finishReason":"STOP","index":0}]}`+"\r\n\r\n")
+	}))
+	t.Cleanup(srv.Close)
+	clk := clocktest.Following(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := upstream.New(upstream.Options{Name: "g", BaseURL: srv.URL + "/v1beta", APIKey: "AIza-x", Dialect: gemini.Dialect, Codecs: codecs,
+		HeaderTimeout: fastLimit, FirstTokenTimeout: fastLimit / 2, IdleTimeout: fastLimit, Clock: clk, Preparer: gemini.NewExplicitCache(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	st, err := c.Stream(context.Background(), cachedAnthropic(t, 1, true), "gemini-2.5-flash")
+	if err != nil {
+		t.Fatalf("the stream failed with the creation: %v", err)
+	}
+	defer st.Close()
+	var text bool
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = text || strings.Contains(string(ev.Data), "plain")
+		if ev.Kind == llm.Done {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !text || len(paths) != 2 || !strings.HasSuffix(paths[0], "/cachedContents") {
+		t.Errorf("text %v, requests %q", text, paths)
 	}
 }

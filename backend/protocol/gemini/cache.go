@@ -122,8 +122,25 @@ type split struct {
 	canonical []byte
 	// rest is the request without its prefix.
 	rest outRequest
-	// estimate is the prefix's size in tokens, estimated.
-	estimate int
+	// conv is the prefix as a conversation, for the estimate of its size.
+	conv llm.Conversation
+}
+
+// plain is the request whole, as EncodeRequest writes it: the two parts
+// of the contents joined, with the turns on either side of the boundary
+// merged when they are of one role.
+func (s *split) plain() ([]byte, error) {
+	contents := make([]content, 0, len(s.prefix.Contents)+len(s.rest.Contents))
+	contents = append(contents, s.prefix.Contents...)
+	rest := s.rest.Contents
+	if n := len(contents); n > 0 && contents[n-1].Role == rest[0].Role {
+		parts := append(append([]part(nil), contents[n-1].Parts...), rest[0].Parts...)
+		contents[n-1] = content{Role: rest[0].Role, Parts: parts}
+		rest = rest[1:]
+	}
+	contents = append(contents, rest...)
+	return json.Marshal(outRequest{Contents: contents, SystemInstruction: s.prefix.SystemInstruction, Tools: s.prefix.Tools,
+		ToolConfig: s.prefix.ToolConfig, GenerationConfig: s.rest.GenerationConfig})
 }
 
 // cacheBoundary is how many messages the cached prefix holds: those up
@@ -182,13 +199,14 @@ func splitRequest(c *llm.Conversation, e llm.Edits) (s split, ok bool, err error
 		return split{}, false, err
 	}
 	s.rest = outRequest{Contents: rest, GenerationConfig: genConfig(c, e)}
-	s.estimate = tokens.QuickConversation(&llm.Conversation{System: c.System, Tools: c.Tools, Messages: c.Messages[:n]})
+	s.conv = llm.Conversation{System: c.System, Tools: c.Tools, Messages: c.Messages[:n]}
 	return s, true, nil
 }
 
 // Prepare puts the request's prefix into a cache, or finds the cache made
 // for it before, and returns the request that refers to it. Every failure
-// sends the plain request.
+// sends the plain request, which the split writes too, so that the
+// request is not encoded twice.
 func (x *explicitCache) Prepare(ctx context.Context, p protocol.Preparation) (protocol.Prepared, bool) {
 	s, ok, err := splitRequest(p.Conv, p.Edits)
 	if err != nil || !ok {
@@ -201,18 +219,18 @@ func (x *explicitCache) Prepare(ctx context.Context, p protocol.Preparation) (pr
 	key := cacheKey{scope: p.Scope, model: p.Model, prefix: prefixHash(p.Model, s.canonical)}
 	name, create := x.lookup(key, p.Now, ttl)
 	if name == "" && !create {
-		return protocol.Prepared{}, false
+		return plainOf(&s)
 	}
 	if name == "" {
 		// Obviously too small: not worth a call that would be refused. The
 		// estimate is another model family's count, so only a prefix
 		// well below the minimum is skipped here; Google judges the rest.
-		if s.estimate < minCacheTokens(p.Model)/2 {
+		if tokens.QuickConversation(&s.conv) < minCacheTokens(p.Model)/2 {
 			x.refuse(key, p.Now.Add(refuseTooSmall))
-			return protocol.Prepared{}, false
+			return plainOf(&s)
 		}
 		if name, ok = x.create(ctx, p, key, s, ttl); !ok {
-			return protocol.Prepared{}, false
+			return plainOf(&s)
 		}
 	}
 	rest := s.rest
@@ -229,6 +247,16 @@ func (x *explicitCache) Prepare(ctx context.Context, p protocol.Preparation) (pr
 		x.drop(key, name)
 		return true
 	}}, true
+}
+
+// plainOf is the prepared plain request of s; ok false when it cannot be
+// written, which leaves it to the dialect's encoder.
+func plainOf(s *split) (protocol.Prepared, bool) {
+	body, err := s.plain()
+	if err != nil {
+		return protocol.Prepared{}, false
+	}
+	return protocol.Prepared{Body: body}, true
 }
 
 // prefixHash names a prefix of a model.

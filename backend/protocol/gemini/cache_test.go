@@ -93,14 +93,23 @@ func TestSplitRequest(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("request\n got %s\nwant %s", b, want)
 	}
-	// The plain request is the two parts together.
-	plain, err := Codec.EncodeRequest(c, "m", llm.Edits{})
+	// The plain request is the two parts together, as the encoder writes
+	// it, also when the turns on either side of the boundary are of one
+	// role and merge.
+	whole, err := s.plain()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(plain), string(prefix["systemInstruction"])) || !strings.Contains(string(plain), `{"text":"question 0"}]},{"role":"model"`) {
-		t.Errorf("plain request %s", plain)
+	plain(t, c, protocol.Prepared{Body: whole}, true)
+	c.Messages = append([]llm.Message{user("before")}, c.Messages...)
+	c.Messages[0].Parts[0].Cache = bp
+	c.Messages[1].Parts[0].Cache = nil
+	c.Messages = append(c.Messages[:1], append([]llm.Message{user("after")}, c.Messages[1:]...)...)
+	if s, ok, err = splitRequest(c, llm.Edits{}); err != nil || !ok || len(s.prefix.Contents) != 1 || s.rest.Contents[0].Role != "user" {
+		t.Fatalf("split %v %v %+v", ok, err, s.prefix.Contents)
 	}
+	whole, _ = s.plain()
+	plain(t, c, protocol.Prepared{Body: whole}, true)
 }
 
 // TestCanonicalPrefixIsStable: turn N and turn N+1 of a conversation
@@ -188,6 +197,24 @@ func cachedName(t *testing.T, p protocol.Prepared) string {
 		t.Errorf("a request with a cache carries the cached members too: %s", p.Body)
 	}
 	return b.CachedContent
+}
+
+// plain reports whether a preparation sends the plain request: the body
+// the dialect's encoder writes, or none for the encoder to write.
+func plain(t *testing.T, c *llm.Conversation, p protocol.Prepared, ok bool) bool {
+	t.Helper()
+	if !ok {
+		return true
+	}
+	want, err := Codec.EncodeRequest(c, "gemini-2.5-flash", llm.Edits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.Body) != string(want) || p.Stale != nil {
+		t.Errorf("the plain request is not the encoder's:\n got %s\nwant %s", p.Body, want)
+		return false
+	}
+	return true
 }
 
 func TestExplicitCacheCreatesAndReuses(t *testing.T) {
@@ -285,12 +312,12 @@ func TestExplicitCacheFailuresSendPlain(t *testing.T) {
 			x := NewExplicitCache()
 			pr := prep(tc.f, cachedTurn(1), "k", t0)
 			pr.Call = counting(tc.f)
-			if _, ok := x.Prepare(ctx, pr); ok || calls != 1 {
-				t.Fatalf("prepared %v after %d calls", ok, calls)
+			if p, ok := x.Prepare(ctx, pr); !plain(t, pr.Conv, p, ok) || calls != 1 {
+				t.Fatalf("prepared %s after %d calls", p.Body, calls)
 			}
 			pr.Conv, pr.Now = cachedTurn(2), t0.Add(tc.before)
-			if _, ok := x.Prepare(ctx, pr); ok || calls != 1 {
-				t.Fatalf("tried again after %s: %v, %d calls", tc.before, ok, calls)
+			if p, ok := x.Prepare(ctx, pr); !plain(t, pr.Conv, p, ok) || calls != 1 {
+				t.Fatalf("tried again after %s: %s, %d calls", tc.before, p.Body, calls)
 			}
 			tc.f.status, tc.f.err = 0, nil
 			pr.Now = t0.Add(tc.again)
@@ -307,8 +334,8 @@ func TestExplicitCacheSkipsSmallPrefixes(t *testing.T) {
 	f := &fakeCaches{}
 	c := cachedTurn(1)
 	c.System[0].Text = "Be brief."
-	if _, ok := NewExplicitCache().Prepare(context.Background(), prep(f, c, "k", t0)); ok || f.count() != 0 {
-		t.Errorf("a small prefix was prepared: %v, %d creates", ok, f.count())
+	if p, ok := NewExplicitCache().Prepare(context.Background(), prep(f, c, "k", t0)); !plain(t, c, p, ok) || f.count() != 0 {
+		t.Errorf("a small prefix was prepared: %s, %d creates", p.Body, f.count())
 	}
 	// No breakpoint: no call either.
 	c = cachedTurn(1)
