@@ -46,10 +46,11 @@ type Outbound struct {
 // for it (Caller), so a Preparer holds no connection and reads no clock of
 // its own. Its methods are safe for concurrent use.
 type Preparer interface {
-	// Prepare returns the body to send instead of the plain encoding of
-	// p.Conv, and ok true; ok false sends the plain request, which is
-	// what every failure of the extra call comes to, so a preparation
-	// never costs the request.
+	// Prepare returns the body to send instead of the dialect's encoding
+	// of p.Conv, and ok true; ok false has the client encode and send the
+	// plain request. Every failure of the extra call comes to the plain
+	// request (which the Preparer may write itself, when it has most of
+	// it at hand), so a preparation never costs the request.
 	Prepare(ctx context.Context, p Preparation) (Prepared, bool)
 }
 

@@ -6,7 +6,9 @@
 //
 // Models whose name starts with "fail-" answer 503, "slow-" wait a second
 // before answering, anything else answers normally. With -require-key K
-// every request without "Authorization: Bearer K" gets 401.
+// every request without "Authorization: Bearer K" gets 401. The Gemini
+// wire's explicit caches (POST /v1beta/cachedContents) are refused below
+// -cache-min-tokens tokens, Gemini Flash's 1024 by default.
 package main
 
 import (
@@ -22,10 +24,12 @@ import (
 
 func main() {
 	requireKey := flag.String("require-key", "", "answer 401 unless requests carry this API key")
+	cacheMin := flag.Int("cache-min-tokens", fakeupstream.DefaultCacheMinTokens, "the fewest tokens a Gemini explicit cache may hold")
 	flag.Parse()
 	up := fakeupstream.Start()
 	defer up.Close()
 	up.SetRecording(false)
+	up.SetCacheMinTokens(*cacheMin)
 	if *requireKey != "" {
 		up.RequireKey(*requireKey)
 	}

@@ -371,3 +371,40 @@ func TestMinCacheTokens(t *testing.T) {
 		t.Error("minimum sizes")
 	}
 }
+
+// TestExplicitCacheOneCreationAtATime: while a prefix's cache is being
+// made, another request with that prefix is sent plain rather than make
+// a second; a creation its client gave up on leaves nothing behind.
+func TestExplicitCacheOneCreationAtATime(t *testing.T) {
+	f := &fakeCaches{}
+	x := NewExplicitCache()
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := func(ctx context.Context, path string, body []byte) (int, []byte, error) {
+		close(entered)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+		return f.call(ctx, path, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool)
+	go func() {
+		pr := prep(f, cachedTurn(1), "k", t0)
+		pr.Call = slow
+		_, ok := x.Prepare(ctx, pr)
+		done <- ok
+	}()
+	<-entered
+	if p, ok := x.Prepare(context.Background(), prep(f, cachedTurn(2), "k", t0)); !plain(t, cachedTurn(2), p, ok) {
+		t.Error("a second request made a cache while the first was being made")
+	}
+	cancel()
+	<-done
+	close(release)
+	// The cancelled creation is forgotten: the next request makes one.
+	if p, ok := x.Prepare(context.Background(), prep(f, cachedTurn(2), "k", t0)); !ok || cachedName(t, p) == "" || f.count() != 1 {
+		t.Errorf("after a cancelled creation: %s, %d creates", p.Body, f.count())
+	}
+}
