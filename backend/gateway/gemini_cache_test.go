@@ -271,3 +271,23 @@ func TestGeminiExplicitCacheFailureCostsNothing(t *testing.T) {
 		t.Errorf("the turn after a dropped cache: %d creations, %d made", creates, e.up.CacheCreates())
 	}
 }
+
+// TestGeminiExplicitCacheStreams: a streamed turn is prepared the same
+// way, and the caller's stream reports the tokens read from the cache.
+func TestGeminiExplicitCacheStreams(t *testing.T) {
+	e := explicitCacheEnv(t)
+	for n := 1; n <= 2; n++ {
+		body := strings.Replace(claudeCodeTurn(gemCached, n, ""), `"max_tokens":1024,`, `"max_tokens":1024,"stream":true,`, 1)
+		r := e.postHeaders("/v1/messages", body, map[string]string{"anthropic-version": "2023-06-01", "X-FreeLane-Session": "session-st"})
+		if r.status != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", n, r.status, r.body)
+		}
+		if u := usageSeen(t, "anthropic", true, r.body); u.cached < 1000 {
+			t.Errorf("turn %d: the stream shows %d cached tokens: %s", n, u.cached, r.body)
+		}
+	}
+	gens, creates := generateRequests(e, "gemini-2.5-flash")
+	if creates != 1 || len(gens) != 2 || !strings.HasSuffix(gens[1].Path, ":streamGenerateContent") || namedCache(t, gens[1]) != namedCache(t, gens[0]) {
+		t.Errorf("%d creations, %d streamGenerateContent", creates, len(gens))
+	}
+}
