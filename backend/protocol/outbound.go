@@ -17,8 +17,8 @@ import (
 // what is particular to a vendor only from these parts.
 //
 // A dialect that upstreams speak (Dialect.Kind set) needs a Wire; the
-// registry refuses one without. The list reader and the rate-limit
-// headers are optional: a dialect may have neither. The zero Outbound is
+// registry refuses one without. The list reader, the rate-limit headers
+// and the preparation step are optional: a dialect may have none. The zero Outbound is
 // a dialect only clients speak.
 type Outbound struct {
 	// Wire lays out requests to the vendor's API and reads its answers;
