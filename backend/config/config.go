@@ -301,6 +301,11 @@ type Provider struct {
 	// backends to keep that cache warm; 0 takes the catalog's figure,
 	// else 5 minutes.
 	CacheTTL time.Duration `yaml:"cache_ttl,omitempty"`
+	// ExplicitCache has FreeLane put the prefix of a request with cache
+	// breakpoints into the vendor's explicit prompt cache (Gemini's
+	// cachedContents) and refer to it, for clients of another dialect.
+	// Only providers of a kind whose API has one (gemini) may set it.
+	ExplicitCache bool `yaml:"explicit_cache,omitempty"`
 }
 
 // Limits are a provider's or a model's allowance. Zero means no limit.

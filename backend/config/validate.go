@@ -273,7 +273,38 @@ func (v *validator) providers(c *Config) {
 		if p.CacheTTL < 0 || p.CacheTTL > MaxCacheTTL {
 			v.errorf(f+".cache_ttl", "must be a duration between 0 (the catalog's figure, else 5m) and 24h, got %s", p.CacheTTL)
 		}
+		v.explicitCache(p, f)
 	}
+}
+
+// explicitCache checks that a provider that turns explicit_cache on is of
+// a kind whose API has an explicit prompt cache.
+func (v *validator) explicitCache(p *Provider, f string) {
+	if !p.ExplicitCache {
+		return
+	}
+	kind := p.Kind
+	switch {
+	case kind == "" && p.Catalog != "":
+		// The catalog gives the kind when the provider is completed,
+		// and the completed provider is checked.
+		return
+	case kind == "":
+		kind = KindOpenAI
+	}
+	d, ok := dialects.Registry().ByKind(kind)
+	if !ok || d.Outbound.NewPreparer != nil {
+		// An unknown kind has its own message.
+		return
+	}
+	var kinds []string
+	for _, k := range dialects.Registry().Kinds() {
+		if d, ok := dialects.Registry().ByKind(k); ok && d.Outbound.NewPreparer != nil {
+			kinds = append(kinds, k)
+		}
+	}
+	v.errorf(f+".explicit_cache", "provider %q is of kind %q, whose API has no explicit prompt cache; explicit_cache is only for providers of kind %s (remove it, or leave caching to the vendor)",
+		p.Name, kind, strings.Join(kinds, ", "))
 }
 
 func (v *validator) baseURL(p *Provider, f string) {

@@ -208,6 +208,17 @@ func TestValidationErrors(t *testing.T) {
 		{"max_output negative", withGroq("        max_output: -5"), nil, "providers[0].models[1].max_output", 9, "got -5"},
 		{"cache_ttl negative", withGroq("    cache_ttl: -1m"), nil, "providers[0].cache_ttl", 9, "must be a duration between 0 (the catalog's figure, else 5m) and 24h, got -1m0s"},
 		{"cache_ttl too long", withGroq("    cache_ttl: 25h"), nil, "providers[0].cache_ttl", 9, "between 0"},
+		{"explicit_cache on openai", withGroq("    explicit_cache: true"), nil, "providers[0].explicit_cache", 9,
+			`provider "groq" is of kind "openai", whose API has no explicit prompt cache; explicit_cache is only for providers of kind gemini`},
+		{"explicit_cache on anthropic", doc(
+			"providers:",
+			"  - name: a",
+			"    kind: anthropic",
+			"    tier: own",
+			"    base_url: https://api.anthropic.com/v1",
+			"    explicit_cache: true",
+			"    models: [{id: m}]",
+		), nil, "providers[0].explicit_cache", 6, `provider "a" is of kind "anthropic"`},
 		{"timeout negative", withGroq(
 			"    timeouts:",
 			"      connect: 1s",

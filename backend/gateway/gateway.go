@@ -143,6 +143,11 @@ type Gateway struct {
 	clients    map[string]*upstream.Client
 	keyClients map[llm.KeyID]*upstream.Client
 	targets    []probe.Target
+	// preparers hold the explicit-cache state of the providers that turn
+	// it on, by provider name. They outlive the clients, which every
+	// change rebuilds, so that the caches a provider made are still used
+	// after a reload; the state is kept per key inside.
+	preparers map[string]protocol.Preparer
 
 	// The goroutines the gateway starts, by when they stop: serving (the
 	// HTTP server) once requests are drained, loops (the background
@@ -322,6 +327,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	clients := map[string]*upstream.Client{}
 	keyClients := map[llm.KeyID]*upstream.Client{}
 	var targets []probe.Target
+	preparers := map[string]protocol.Preparer{}
 	spec := router.Spec{Now: now}
 	for _, p := range cfg.Providers {
 		ps := router.ProviderSpec{
@@ -334,6 +340,13 @@ func (g *Gateway) applyLocked(v pool.View) error {
 			return fmt.Errorf("provider %s: no dialect speaks the provider kind %q", p.Name, p.Kind)
 		}
 		ps.Dialect, ps.Endpoints = d.Name(), d.Outbound.Wire.Endpoints()
+		var prep protocol.Preparer
+		if p.ExplicitCache && d.Outbound.NewPreparer != nil {
+			if prep = g.preparers[p.Name]; prep == nil {
+				prep = d.Outbound.NewPreparer()
+			}
+			preparers[p.Name] = prep
+		}
 		models := map[string]upstream.Model{}
 		for _, m := range p.Models {
 			caps, known := capsOf(m.Capabilities)
@@ -359,7 +372,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 					ConnectTimeout: p.Timeouts.Connect, HeaderTimeout: p.Timeouts.Header,
 					FirstTokenTimeout: p.Timeouts.FirstToken, IdleTimeout: p.Timeouts.Idle,
 					StreamUsage: p.WantsStreamUsage(), Logger: g.log, Clock: g.clock, Redactor: g.redact,
-					Transport: v.Transport(p),
+					Transport: v.Transport(p), Preparer: prep, CacheTTL: ps.CacheTTL,
 				})
 				if _, ok := clients[p.Name]; !ok {
 					clients[p.Name] = c
@@ -413,7 +426,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.tasks.Configure(taskRules(cfg.Tasks))
 	g.rearmReplacedKeys(g.cfg, cfg)
 	oldKeys := g.keyClients
-	g.cfg, g.clients, g.keyClients, g.targets = cfg, clients, keyClients, targets
+	g.cfg, g.clients, g.keyClients, g.targets, g.preparers = cfg, clients, keyClients, targets, preparers
 	for _, c := range oldKeys {
 		c.CloseIdle()
 	}

@@ -152,7 +152,8 @@ func TestSameDialectPassesBytesAndBreakpoints(t *testing.T) {
 
 	// Gemini: the model is in the path, so the body is the client's own,
 	// cachedContent and all.
-	gemBody := `{"cachedContent":"cachedContents/abc123", "contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	cache := e.up.AddCache("gemini-y", "AIza-test-key", 2048)
+	gemBody := `{"cachedContent":"` + cache + `", "contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
 	if r := e.post("/v1beta/models/"+gem+":generateContent", gemBody); r.status != http.StatusOK {
 		t.Fatalf("gemini: %d %s", r.status, r.body)
 	}

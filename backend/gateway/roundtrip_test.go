@@ -85,6 +85,14 @@ func roundTripConfig(upstream string) *config.Config {
 				Timeouts: config.Timeouts{Connect: 2 * time.Second, Header: 90 * time.Second, FirstToken: 60 * time.Second, Idle: 45 * time.Second},
 			},
 			{
+				// A Gemini provider with its explicit prompt cache on, which
+				// only the configuration file sets so far.
+				Name: "gem", Kind: config.KindGemini, Tier: tier.Own, BaseURL: upstream, APIKey: rtLiteralKey, ExplicitCache: true,
+				Headers:  map[string]string{"X-Gem": "1"},
+				Models:   []config.Model{{ID: "gemini-2.5-flash", Context: 1048576, MaxOutput: 65536}},
+				Timeouts: config.Timeouts{Connect: 6 * time.Second, Header: 52 * time.Second, FirstToken: 23 * time.Second, Idle: 33 * time.Second},
+			},
+			{
 				// A provider from the catalog, pointed at the fake vendor:
 				// it is stored as given and completed from the catalog.
 				Name: "cat", Catalog: "groq", Tier: tier.Free, BaseURL: upstream, APIKey: rtLiteralKey,

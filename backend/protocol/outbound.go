@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 // what is particular to a vendor only from these parts.
 //
 // A dialect that upstreams speak (Dialect.Kind set) needs a Wire; the
-// registry refuses one without. The list reader and the rate-limit
-// headers are optional: a dialect may have neither. The zero Outbound is
+// registry refuses one without. The list reader, the rate-limit headers
+// and the preparation step are optional: a dialect may have none. The zero Outbound is
 // a dialect only clients speak.
 type Outbound struct {
 	// Wire lays out requests to the vendor's API and reads its answers;
@@ -31,7 +32,64 @@ type Outbound struct {
 	// limits, read for the wait after a refusal and for the limits the
 	// quota manager learns; the zero value when it sends none.
 	RateLimits llm.RateHeaders
+	// NewPreparer makes the state of the dialect's optional preparation
+	// step for one provider (see Preparer); nil for a dialect that has
+	// none. A provider turns the step on in its configuration
+	// (explicit_cache), which is refused for the dialects without it.
+	NewPreparer func() Preparer
 }
+
+// Preparer is an optional step a dialect may take before a translated
+// request is sent to its upstream: an extra call that sets up something
+// the request then refers to, such as a vendor's explicit prompt cache
+// that holds the request's long prefix. The upstream client does the HTTP
+// for it (Caller), so a Preparer holds no connection and reads no clock of
+// its own. Its methods are safe for concurrent use.
+type Preparer interface {
+	// Prepare returns the body to send instead of the dialect's encoding
+	// of p.Conv, and ok true; ok false has the client encode and send the
+	// plain request. Every failure of the extra call comes to the plain
+	// request (which the Preparer may write itself, when it has most of
+	// it at hand), so a preparation never costs the request.
+	Prepare(ctx context.Context, p Preparation) (Prepared, bool)
+}
+
+// Preparation is what a Preparer is given for one request.
+type Preparation struct {
+	// Conv is the request in the neutral model; Model the upstream's model
+	// id and Edits the request edits, as EncodeRequest takes them.
+	Conv  *llm.Conversation
+	Model string
+	Edits llm.Edits
+	// Scope names the upstream and the key the request is sent with, as
+	// a hash: what a vendor sets up belongs to one key's project, so state
+	// kept for one scope is never used for another.
+	Scope string
+	// TTL is the provider's prompt-cache lifetime; 0 is the dialect's
+	// default.
+	TTL time.Duration
+	// Now is the time of the request, by the client's clock.
+	Now time.Time
+	// Call does the extra call.
+	Call Caller
+}
+
+// Prepared is a prepared request.
+type Prepared struct {
+	// Body is the request body to send.
+	Body []byte
+	// Stale, when not nil, reports whether an error answer to Body says
+	// that what was set up is gone (expired or deleted). The Preparer
+	// then forgets it, and the client sends the plain request once.
+	Stale func(status int, body []byte) bool
+}
+
+// Caller does one extra call to a provider on a Preparer's behalf: a POST
+// of the JSON body to path below the base URL, with the key and the
+// provider's headers, bounded in time and size. It returns the answer's
+// status and body (redacted) whatever the status; err is a failure to get
+// an answer at all.
+type Caller func(ctx context.Context, path string, body []byte) (status int, answer []byte, err error)
 
 // Wire is what the upstream client needs to know about a vendor's HTTP
 // API beyond the dialect's codec: which requests it serves, where they go,

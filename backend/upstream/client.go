@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -87,6 +88,15 @@ type Options struct {
 	Clock clock.Clock
 	// Transport overrides the HTTP transport (tests, benchmarks).
 	Transport http.RoundTripper
+	// Preparer, when set, prepares translated requests with a call of its
+	// own before they are sent (see protocol.Preparer); the gateway sets
+	// it for providers with explicit_cache on, from the dialect's
+	// Outbound.NewPreparer, and keeps it across reloads. Nil sends every
+	// request as it is encoded.
+	Preparer protocol.Preparer
+	// CacheTTL is the provider's prompt-cache lifetime, for the Preparer
+	// (0: its default).
+	CacheTTL time.Duration
 }
 
 // Model is what the client must know about one model to send it requests
@@ -116,6 +126,8 @@ type Redactor interface {
 // Client is one provider. It is safe for concurrent use.
 type Client struct {
 	o Options
+	// scope names the base URL and the key for the Preparer, as a hash.
+	scope string
 	// codec and wire are the upstream dialect's, taken out of o.Dialect.
 	codec protocol.Codec
 	wire  protocol.Wire
@@ -205,6 +217,10 @@ func New(o Options) *Client {
 	c := &Client{o: o, codec: o.Dialect.Codec, wire: o.Dialect.Outbound.Wire, http: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
+	if o.Preparer != nil {
+		sum := sha256.Sum256([]byte(o.BaseURL + "\x00" + o.APIKey))
+		c.scope = hex.EncodeToString(sum[:])
+	}
 	if c.codec == nil || c.wire == nil {
 		panic(fmt.Sprintf("upstream: provider %q has a dialect without a codec or an outbound wire", o.Name))
 	}
@@ -261,21 +277,22 @@ func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
 
 // body is the request body for model: the client's own bytes when the
 // upstream speaks the client's dialect, otherwise the conversation encoded
-// in the upstream's.
-func (c *Client) body(req *llm.Request, model string) ([]byte, error) {
+// in the upstream's. With prepare, a Preparer may write the translated
+// body instead; stale is then its judge of an error answer to it.
+func (c *Client) body(ctx context.Context, req *llm.Request, model string, prepare bool) (body []byte, stale func(int, []byte) bool, err error) {
 	e := c.editsFor(model)
 	// The upstream learns the caller's session and user only as FreeLane's
 	// keyed hashes of them.
 	e.Session, e.User = req.Session, req.User
 	if !c.translated(req) {
-		return req.Body(model, e), nil
+		return req.Body(model, e), nil, nil
 	}
 	conv, err := req.Conversation()
 	if err != nil {
 		// The router checks that a request translates before it calls a
 		// backend of another dialect, so this is a backend of the client's
 		// own that it reached anyway: the caller's request is at fault.
-		return nil, &llm.Error{Class: llm.Caller, Status: http.StatusBadRequest, Message: err.Error(), Err: err}
+		return nil, nil, &llm.Error{Class: llm.Caller, Status: http.StatusBadRequest, Message: err.Error(), Err: err}
 	}
 	// Whether to stream is the request's, not the body's: some dialects
 	// (Gemini) say it in the path. The shared conversation is not changed.
@@ -284,22 +301,31 @@ func (c *Client) body(req *llm.Request, model string) ([]byte, error) {
 		cp.Stream = req.Stream
 		conv = &cp
 	}
-	body, err := c.codec.EncodeRequest(conv, model, e)
+	if prepare && c.o.Preparer != nil {
+		p, ok := c.o.Preparer.Prepare(ctx, protocol.Preparation{Conv: conv, Model: model, Edits: e, Scope: c.scope,
+			TTL: c.o.CacheTTL, Now: c.o.Clock.Now(), Call: c.call})
+		if ok {
+			return p.Body, p.Stale, nil
+		}
+	}
+	body, err = c.codec.EncodeRequest(conv, model, e)
 	if err != nil {
-		return nil, &llm.Error{Class: llm.Caller, Status: http.StatusBadRequest,
+		return nil, nil, &llm.Error{Class: llm.Caller, Status: http.StatusBadRequest,
 			Message: fmt.Sprintf("the request cannot be sent in the %s dialect: %v", c.codec.Dialect(), err), Err: err}
 	}
-	return body, nil
+	return body, nil, nil
 }
 
-func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string) (*http.Request, error) {
-	body, err := c.body(req, model)
+// newRequest builds the request for model; with prepare, the Preparer
+// may prepare it, and stale judges an error answer to what it prepared.
+func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string, prepare bool) (hr *http.Request, stale func(int, []byte) bool, err error) {
+	body, stale, err := c.body(ctx, req, model, prepare)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+c.wire.Path(req.Endpoint, model, req.Stream), bytes.NewReader(body))
+	hr, err = http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+c.wire.Path(req.Endpoint, model, req.Stream), bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("upstream: building request: %w", err)
+		return nil, nil, fmt.Errorf("upstream: building request: %w", err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	if req.Stream {
@@ -312,11 +338,74 @@ func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string)
 			hr.Header[k] = v
 		}
 	}
-	c.wire.Header(hr.Header, c.o.APIKey)
+	c.setHeaders(hr.Header)
+	return hr, stale, nil
+}
+
+// setHeaders sets the key and the provider's headers.
+func (c *Client) setHeaders(h http.Header) {
+	c.wire.Header(h, c.o.APIKey)
 	for k, v := range c.o.Headers {
-		hr.Header.Set(k, v)
+		h.Set(k, v)
 	}
-	return hr, nil
+}
+
+// exchange builds the request and sends it; sending, when not nil, is
+// called once the request is built, before it is sent. When a prepared
+// request is refused because what was prepared is gone, the plain request
+// is sent once instead.
+func (c *Client) exchange(ctx context.Context, req *llm.Request, model string, sending func()) (*http.Response, error) {
+	hr, stale, err := c.newRequest(ctx, req, model, true)
+	if err != nil {
+		return nil, err
+	}
+	if sending != nil {
+		sending()
+	}
+	resp, err := c.send(ctx, hr)
+	var le *llm.Error
+	if err == nil || stale == nil || !errors.As(err, &le) || !stale(le.Status, le.Body) {
+		return resp, err
+	}
+	if hr, _, err = c.newRequest(ctx, req, model, false); err != nil {
+		return nil, err
+	}
+	return c.send(ctx, hr)
+}
+
+// errPrepareTimeout ends a Preparer's call that took too long.
+var errPrepareTimeout = errors.New("upstream: the preparing call timed out")
+
+// call is the Caller a Preparer is given: one POST, bounded as a whole by
+// the provider's header timeout (it is an extra before the request, which
+// is sent plain when it fails), its answer bounded like an error answer's
+// and redacted.
+func (c *Client) call(ctx context.Context, path string, body []byte) (int, []byte, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := c.o.Clock.AfterFunc(c.o.HeaderTimeout, func() { cancel(errPrepareTimeout) })
+	defer timer.Stop()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.BaseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("upstream: building request: %w", err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	c.setHeaders(hr.Header)
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return 0, nil, c.transport(ctx, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+errorSlack))
+	if err != nil {
+		return 0, nil, c.transport(ctx, err)
+	}
+	answer = c.o.Redactor.Bytes(answer)
+	if len(answer) > maxErrorBody {
+		answer = answer[:maxErrorBody]
+	}
+	return resp.StatusCode, answer, nil
 }
 
 // send performs the request and classifies a failure to get a 2xx answer.
@@ -391,11 +480,7 @@ func (s scrubbed) Unwrap() error { return s.err }
 func (c *Client) Complete(ctx context.Context, req *llm.Request, model string) (*llm.Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hr, err := c.newRequest(ctx, req, model)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, hr)
+	resp, err := c.exchange(ctx, req, model, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -570,16 +655,16 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, model string) (ll
 			Created: c.o.Clock.Now().Unix()})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	firstToken := c.o.Clock.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })
-	hr, err := c.newRequest(ctx, req, model)
+	// The first token is awaited from the sending of the request: a
+	// Preparer's call before it has a time limit of its own.
+	var firstToken clock.Timer
+	resp, err := c.exchange(ctx, req, model, func() {
+		firstToken = c.o.Clock.AfterFunc(c.o.FirstTokenTimeout, func() { cancel(llm.ErrFirstTokenTimeout) })
+	})
 	if err != nil {
-		firstToken.Stop()
-		cancel(nil)
-		return nil, err
-	}
-	resp, err := c.send(ctx, hr)
-	if err != nil {
-		firstToken.Stop()
+		if firstToken != nil {
+			firstToken.Stop()
+		}
 		cancel(nil)
 		return nil, err
 	}

@@ -9,6 +9,8 @@
 // request to it as read from a prompt cache (see Behavior.PrefixCache),
 // anything else answers normally. With -require-key K every request
 // without "Authorization: Bearer K" gets 401.
+// The Gemini wire's explicit caches (POST /v1beta/cachedContents) are
+// refused below -cache-min-tokens tokens, Gemini Flash's 1024 by default.
 package main
 
 import (
@@ -24,10 +26,12 @@ import (
 
 func main() {
 	requireKey := flag.String("require-key", "", "answer 401 unless requests carry this API key")
+	cacheMin := flag.Int("cache-min-tokens", fakeupstream.DefaultCacheMinTokens, "the fewest tokens a Gemini explicit cache may hold")
 	flag.Parse()
 	up := fakeupstream.Start()
 	defer up.Close()
 	up.SetRecording(false)
+	up.SetCacheMinTokens(*cacheMin)
 	if *requireKey != "" {
 		up.RequireKey(*requireKey)
 	}

@@ -48,7 +48,13 @@
 // (contents, roles "user" and "model", exactly one data field per part,
 // function responses answering the previous turn's calls, inline data in
 // base64, the OpenAPI subset allowed in function parameters, unknown
-// fields) and a violation gets 400 INVALID_ARGUMENT.
+// fields) and a violation gets 400 INVALID_ARGUMENT. POST
+// /v1beta/cachedContents creates an explicit cache as the real API does
+// (refused below SetCacheMinTokens with "Cached content is too small"),
+// and a generateContent request that names it in cachedContent has its
+// tokens counted in promptTokenCount and cachedContentTokenCount; an
+// unknown, expired or another key's cache is 403 "CachedContent not
+// found", and one beside a systemInstruction, tools or a toolConfig 400.
 //
 // The happy path is built for throughput: the request is decoded once, the
 // answer is assembled in pooled buffers, and the only lock is held for a few
@@ -336,11 +342,18 @@ type Server struct {
 	counts    map[string]int
 	// bodies are the latest bodies to each model, for PrefixCache.
 	bodies map[string][][]byte
-	def    Behavior
-	key    string
-	log    []Request // Ring buffer of at most maxLog entries.
-	logN   uint64    // Entries appended since the last Reset.
-	gen    uint64    // Incremented by Reset so late updates miss the new log.
+	// caches are the Gemini explicit caches by name; cacheMin is the
+	// fewest tokens one may hold, cacheFail a status every creation
+	// fails with (0: none) and cacheMade the number created.
+	caches    map[string]geminiCache
+	cacheMin  int
+	cacheFail int
+	cacheMade int
+	def       Behavior
+	key       string
+	log       []Request // Ring buffer of at most maxLog entries.
+	logN      uint64    // Entries appended since the last Reset.
+	gen       uint64    // Incremented by Reset so late updates miss the new log.
 }
 
 // Start listens on 127.0.0.1 on a free port and returns once the server
@@ -362,6 +375,8 @@ func Start() *Server {
 		rules:     make(map[string][]Rule),
 		counts:    make(map[string]int),
 		bodies:    make(map[string][][]byte),
+		caches:    make(map[string]geminiCache),
+		cacheMin:  DefaultCacheMinTokens,
 	}
 	s.recording.Store(true)
 	s.srv = &http.Server{
@@ -496,8 +511,9 @@ func (s *Server) Requests() []Request {
 	return append(out, s.log[:start]...)
 }
 
-// Reset clears the scripts, the rules, the call counts and the request log. The default
-// behaviour, the required key and the recording switch are kept.
+// Reset clears the scripts, the rules, the call counts, the Gemini caches
+// and the request log. The default behaviour, the required key, the
+// recording switch and the cache settings are kept.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -505,6 +521,8 @@ func (s *Server) Reset() {
 	clear(s.rules)
 	clear(s.counts)
 	clear(s.bodies)
+	clear(s.caches)
+	s.cacheMade = 0
 	s.log = nil
 	s.logN = 0
 	s.gen++

@@ -29,6 +29,8 @@ type gemRequest struct {
 	promptChars int
 	sse         bool // The stream is server-sent events, not a JSON array.
 	sent        int  // Array elements written so far.
+	// cacheTokens are the tokens of the cachedContent the request names.
+	cacheTokens int
 }
 
 // geminiRoute maps a Gemini path to its endpoint, or kindUnknown.
@@ -297,7 +299,7 @@ func (x *exchange) appendGeminiUsage(b []byte, out int) []byte {
 		return append(b, `"usageMetadata":null`...)
 	}
 	read, _ := x.t.prefixTokens(x.promptTokens, false)
-	cached := x.t.b.CachedTokens + read
+	cached := x.t.b.CachedTokens + read + x.gem.cacheTokens
 	prompt := x.promptTokens + x.t.b.CachedTokens
 	b = append(b, `"usageMetadata":{"promptTokenCount":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)

@@ -24,6 +24,7 @@ const (
 	kindMessages       // Anthropic POST /v1/messages.
 	kindGenerate       // Gemini :generateContent.
 	kindStreamGenerate // Gemini :streamGenerateContent.
+	kindCacheCreate    // Gemini POST /cachedContents.
 )
 
 // anthropic reports whether k is an endpoint of the Anthropic wire.
@@ -147,6 +148,9 @@ func route(method, path string) (kind, bool) {
 	case "/v1/messages":
 		return kindMessages, method == http.MethodPost
 	}
+	if geminiCacheRoute(path) {
+		return kindCacheCreate, method == http.MethodPost
+	}
 	if k := geminiRoute(path); k != kindUnknown {
 		return k, method == http.MethodPost
 	}
@@ -179,6 +183,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			x.req.Model, x.req.Stream = x.ant.model, x.ant.stream
 		}
 		counted = parseErr == nil && x.req.Model != ""
+	case k == kindCacheCreate:
+		// A creation is not a call of the model: it counts toward no
+		// script, and is logged under the model it is for.
+		x.gem, parseErr = parseGemini(x.in)
+		if parseErr == nil {
+			if raw, ok := lookup(x.gem.body, geminiCacheFields, "model"); ok {
+				m, _ := asString(raw)
+				x.req.Model = strings.TrimPrefix(m, "models/")
+			}
+		}
 	case k.gemini():
 		x.req.Model = geminiModel(r.URL.Path)
 		x.req.Stream = k == kindStreamGenerate
@@ -207,12 +221,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.end(&x.t, x.cancelled) }()
 
 	switch {
+	case k == kindCacheCreate:
+		x.createCache(r, allowed, parseErr)
+		return
 	case k.anthropic():
 		if !x.admitAnthropic(r, allowed, parseErr) {
 			return
 		}
 	case k.gemini():
-		if !x.admitGemini(r, allowed, parseErr) {
+		if !x.admitGemini(r, allowed, parseErr) || !x.useCache(r) {
 			return
 		}
 	default:
@@ -273,7 +290,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		x.promptTokens = tokens(x.ant.promptChars)
 		x.anthropicAnswer()
 	case kindGenerate, kindStreamGenerate:
-		x.promptTokens = tokens(x.gem.promptChars)
+		x.promptTokens = tokens(x.gem.promptChars) + x.gem.cacheTokens
 		x.gem.sse = r.URL.Query().Get("alt") == "sse"
 		x.geminiAnswer()
 	}

@@ -31,6 +31,10 @@ type outRequest struct {
 	Tools             []outTool      `json:"tools,omitempty"`
 	ToolConfig        *outToolConfig `json:"toolConfig,omitempty"`
 	GenerationConfig  *outGenConfig  `json:"generationConfig,omitempty"`
+	// CachedContent names the explicit cache that holds the request's
+	// prefix; the API then refuses a systemInstruction, tools and a
+	// toolConfig of the request's own, which the cache holds.
+	CachedContent string `json:"cachedContent,omitempty"`
 }
 
 type outTool struct {
@@ -75,25 +79,40 @@ type outThinkConfig struct {
 // EncodeRequest writes c as a generateContent body. The model is not part
 // of the body (Path puts it in the URL), so model is not used.
 func (codec) EncodeRequest(c *llm.Conversation, _ string, e llm.Edits) ([]byte, error) {
-	drop := func(name string) bool { return slices.Contains(e.Drop, name) }
 	contents, err := encodeContents(c.Messages)
 	if err != nil {
 		return nil, err
 	}
-	out := outRequest{Contents: contents}
-	if sys := textParts(c.System); len(sys) > 0 {
-		out.SystemInstruction = &content{Parts: sys}
+	out := outRequest{Contents: contents, GenerationConfig: genConfig(c, e)}
+	out.SystemInstruction, out.Tools, out.ToolConfig = head(c, e)
+	return json.Marshal(out)
+}
+
+// head is what comes before the contents of a request: the system
+// instruction, the tools and the tool config.
+func head(c *llm.Conversation, e llm.Edits) (*content, []outTool, *outToolConfig) {
+	drop := func(name string) bool { return slices.Contains(e.Drop, name) }
+	var sys *content
+	if ps := textParts(c.System); len(ps) > 0 {
+		sys = &content{Parts: ps}
 	}
-	if len(c.Tools) > 0 && !drop("tools") {
-		fns := make([]outFunction, 0, len(c.Tools))
-		for _, t := range c.Tools {
-			fns = append(fns, outFunction{Name: t.Name, Description: t.Description, Parameters: toolParameters(t.Parameters)})
-		}
-		out.Tools = []outTool{{FunctionDeclarations: fns}}
-		if tc := c.ToolChoice; tc != nil && !drop("tool_choice") {
-			out.ToolConfig = toolChoice(tc)
-		}
+	if len(c.Tools) == 0 || drop("tools") {
+		return sys, nil, nil
 	}
+	fns := make([]outFunction, 0, len(c.Tools))
+	for _, t := range c.Tools {
+		fns = append(fns, outFunction{Name: t.Name, Description: t.Description, Parameters: toolParameters(t.Parameters)})
+	}
+	var tc *outToolConfig
+	if c.ToolChoice != nil && !drop("tool_choice") {
+		tc = toolChoice(c.ToolChoice)
+	}
+	return sys, []outTool{{FunctionDeclarations: fns}}, tc
+}
+
+// genConfig is the request's generationConfig, nil when it sets nothing.
+func genConfig(c *llm.Conversation, e llm.Edits) *outGenConfig {
+	drop := func(name string) bool { return slices.Contains(e.Drop, name) }
 	g := outGenConfig{}
 	if !drop("temperature") {
 		g.Temperature = c.Temperature
@@ -141,9 +160,9 @@ func (codec) EncodeRequest(c *llm.Conversation, _ string, e llm.Edits) ([]byte, 
 		g.ThinkingConfig = thinking(r)
 	}
 	if b, _ := json.Marshal(g); string(b) != "{}" {
-		out.GenerationConfig = &g
+		return &g
 	}
-	return json.Marshal(out)
+	return nil
 }
 
 // thinking is the thinkingConfig for a reasoning setting, nil when it says
@@ -203,8 +222,21 @@ func textParts(ps []llm.Part) []part {
 // assistant messages as model turns, with adjacent turns of one role
 // merged, as the API expects turns to alternate.
 func encodeContents(msgs []llm.Message) ([]content, error) {
-	// Gemini names the function a response answers; a neutral tool result
-	// may only have the call's id, so the names are found from the calls.
+	out, err := encodeTurns(msgs, callNames(msgs))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("gemini: the conversation has no message with content")
+	}
+	return out, nil
+}
+
+// callNames maps the ids of the tool calls in msgs to their functions'
+// names. Gemini names the function a response answers; a neutral tool
+// result may only have the call's id, so the names are found from the
+// calls.
+func callNames(msgs []llm.Message) map[string]string {
 	names := map[string]string{}
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -213,6 +245,12 @@ func encodeContents(msgs []llm.Message) ([]content, error) {
 			}
 		}
 	}
+	return names
+}
+
+// encodeTurns writes msgs as turns, finding the names of the functions
+// that tool results answer in names. It may return no turn at all.
+func encodeTurns(msgs []llm.Message, names map[string]string) ([]content, error) {
 	var out []content
 	for _, m := range msgs {
 		role := "user"
@@ -234,9 +272,6 @@ func encodeContents(msgs []llm.Message) ([]content, error) {
 			continue
 		}
 		out = append(out, content{Role: role, Parts: parts})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("gemini: the conversation has no message with content")
 	}
 	return out, nil
 }

@@ -13,10 +13,12 @@ import (
 // outbound is how Google's Generative Language API is called: the codec's
 // wire and the paged GET /models list. The API sends no rate-limit
 // headers; how long to wait after a refusal is in the error's RetryInfo,
-// which Classify reads.
+// which Classify reads. Its preparation step is the explicit prompt cache
+// (see NewExplicitCache).
 var outbound = protocol.Outbound{
-	Wire:   Codec,
-	Models: modelList{},
+	Wire:        Codec,
+	Models:      modelList{},
+	NewPreparer: NewExplicitCache,
 }
 
 // modelList reads the API's list: GET /models, paged with nextPageToken.
