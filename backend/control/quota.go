@@ -52,8 +52,8 @@ func (l *LimitsJSON) UnmarshalJSON(b []byte) error {
 type PriceJSON struct {
 	Input      float64 `json:"input"`
 	Output     float64 `json:"output"`
-	CacheRead  float64 `json:"cache_read"`
-	CacheWrite float64 `json:"cache_write"`
+	CacheRead  float64 `json:"cache_read,omitempty"`
+	CacheWrite float64 `json:"cache_write,omitempty"`
 }
 
 // LimitsEntry is one row of GET /api/limits: a provider (Model "") or
@@ -83,6 +83,9 @@ type ModelLimitsInput struct {
 	Limits        *LimitsJSON `json:"limits"`
 	Price         *PriceJSON  `json:"price"`
 	CreditExpires *string     `json:"credit_expires"`
+	// Unpriced is only shown; what is sent is ignored, so that an entry
+	// can be sent back as GET showed it.
+	Unpriced *bool `json:"unpriced,omitempty"`
 }
 
 // Check reports an input that does not fit the entry of provider and model

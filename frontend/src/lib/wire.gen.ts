@@ -1282,6 +1282,11 @@ export interface ModelLimitsInput {
   limits: LimitsJSON | null;
   price: PriceJSON | null;
   credit_expires: string | null;
+  /**
+   * Unpriced is only shown; what is sent is ignored, so that an entry
+   * can be sent back as GET showed it.
+   */
+  unpriced?: boolean;
 }
 
 /**
@@ -1429,8 +1434,8 @@ export interface Price {
 export interface PriceJSON {
   input: number;
   output: number;
-  cache_read: number;
-  cache_write: number;
+  cache_read?: number;
+  cache_write?: number;
 }
 
 /**
