@@ -279,7 +279,11 @@ func benchScale(ctx context.Context, clk clock.Clock, o options, bin binaries, d
 				live = []string{"/healthz", "/metrics"}
 			}
 			progress(fmt.Sprintf("%s: %d at once through %s", k.name, k.n, label(t.name)))
-			ph, err := l.openMany(ctx, k.name, t, k.call, k.n, o.liveBound, live)
+			every := liveEvery
+			if k.name == "slow" {
+				every = max(50*time.Millisecond, o.slowLatency/4)
+			}
+			ph, err := l.openMany(ctx, k.name, t, k.call, k.n, o.liveBound, every, live)
 			phases = append(phases, ph)
 			if err == nil {
 				err = s.alive()

@@ -69,14 +69,15 @@ func printScale(w io.Writer, phases []openPhase, o options) {
 	}
 	fmt.Fprintf(w, "\nloadbench scale: %s\n\n", tunedRuntime())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "RSS all open is the most VmRSS while every request was open (the first reading, when the last one opened, in brackets); kB per open = (RSS all open - idle RSS) / N\n\n")
 	fmt.Fprintf(tw, "load\ttarget\topen at once\tsecs to open\tidle RSS\tRSS all open\tpeak RSS\tkB per open\tCPU us/req\tp50 ms\tp99 ms\tmax ms\tcompleted\terrors\t\n")
 	for _, p := range phases {
 		what := fmt.Sprintf("%d streams of %v", p.N, o.streamDur)
 		if p.Kind == "slow" {
 			what = fmt.Sprintf("%d slow (%v) requests", p.N, o.slowLatency)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t\n",
-			what, label(p.Target), p.PeakOpen, p.OpenSeconds, mb(p.IdleRSS), mb(p.OpenRSS), mb(p.PeakRSS), p.PerOpenKB, p.CPUPerReq, p.P50, p.P99, p.Max, p.Completed, p.Errors)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s (%s)\t%s\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t\n",
+			what, label(p.Target), p.PeakOpen, p.OpenSeconds, mb(p.IdleRSS), mb(p.OpenRSS), mb(p.AtOpenRSS), mb(p.PeakRSS), p.PerOpenKB, p.CPUPerReq, p.P50, p.P99, p.Max, p.Completed, p.Errors)
 	}
 	tw.Flush()
 	for _, p := range phases {

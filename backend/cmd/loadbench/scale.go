@@ -20,7 +20,8 @@ import (
 const openers = 256
 
 // liveEvery is how often the router's health and metrics endpoints are
-// asked while the load is open.
+// asked while long streams are open; slow requests, open for a shorter
+// time, are checked four times over their upstream's delay.
 const liveEvery = 5 * time.Second
 
 // liveStat is what the checks of one endpoint saw.
@@ -42,8 +43,11 @@ type openPhase struct {
 	PeakOpen    int64   `json:"peak_open"`
 	OpenSeconds float64 `json:"seconds_to_open_all"`
 	IdleRSS     int64   `json:"idle_rss_kb"`
-	OpenRSS     int64   `json:"open_rss_kb"`
-	PeakRSS     int64   `json:"peak_rss_kb"`
+	// AtOpenRSS is the memory the moment the last request opened, and
+	// OpenRSS the most it was until the first one ended.
+	AtOpenRSS int64 `json:"rss_when_all_opened_kb"`
+	OpenRSS   int64 `json:"open_rss_kb"`
+	PeakRSS   int64 `json:"peak_rss_kb"`
 	// PerOpenKB is (OpenRSS - IdleRSS) / N.
 	PerOpenKB float64 `json:"kb_per_open_request"`
 	CPUPerReq float64 `json:"cpu_us_per_request"`
@@ -63,7 +67,7 @@ type openPhase struct {
 // comes back before the upstream's delay. The target's memory is read
 // when all n are open, and the router's health and metrics endpoints
 // (live, when set) are asked while they are.
-func (l loader) openMany(ctx context.Context, kind string, t target, c call, n int, bound time.Duration, live []string) (openPhase, error) {
+func (l loader) openMany(ctx context.Context, kind string, t target, c call, n int, bound, every time.Duration, live []string) (openPhase, error) {
 	ph := openPhase{Kind: kind, Target: t.name, N: n}
 	idle, _, err := memory(t.pid)
 	if err != nil {
@@ -172,14 +176,14 @@ func (l loader) openMany(ctx context.Context, kind string, t target, c call, n i
 	bgWG.Add(1)
 	go func() {
 		defer bgWG.Done()
-		ph.OpenRSS = l.sampleWhileOpen(t.pid, func() bool { return ended.Load() == 0 }, done)
+		ph.AtOpenRSS, ph.OpenRSS = l.sampleWhileOpen(t.pid, func() bool { return ended.Load() == 0 }, done)
 	}()
 	stats := make([]liveStat, len(live))
 	if len(live) > 0 {
 		bgWG.Add(1)
 		go func() {
 			defer bgWG.Done()
-			l.checkLive(ctx, t.base, live, bound, stats, done)
+			l.checkLive(ctx, t.base, live, bound, every, stats, done)
 		}()
 	}
 	wg.Wait()
@@ -265,32 +269,33 @@ func (l loader) hold(ctx context.Context, client *http.Client, url string, body 
 const rssEvery = 100 * time.Millisecond
 
 // sampleWhileOpen reads pid's resident memory at once and every rssEvery
-// while open holds, and returns the most it saw, in kB.
-func (l loader) sampleWhileOpen(pid int, open func() bool, done <-chan struct{}) int64 {
-	var most int64
+// while open holds, and returns the first reading and the most it saw,
+// in kB.
+func (l loader) sampleWhileOpen(pid int, open func() bool, done <-chan struct{}) (first, most int64) {
 	sample := func() {
 		if rss, _, err := memory(pid); err == nil {
 			most = max(most, rss)
 		}
 	}
 	sample()
+	first = most
 	tk, tick := l.clk.NewTicker(rssEvery)
 	defer tk.Stop()
 	for open() {
 		select {
 		case <-done:
-			return most
+			return first, most
 		case <-tick:
 			sample()
 		}
 	}
-	return most
+	return first, most
 }
 
-// checkLive asks each of paths on base at once and then every liveEvery
+// checkLive asks each of paths on base at once and then every interval
 // until done is closed. A check fails when it errs, answers other than
 // 200 or takes longer than bound.
-func (l loader) checkLive(ctx context.Context, base string, paths []string, bound time.Duration, stats []liveStat, done <-chan struct{}) {
+func (l loader) checkLive(ctx context.Context, base string, paths []string, bound, every time.Duration, stats []liveStat, done <-chan struct{}) {
 	client := newClient(len(paths))
 	client.Timeout = bound
 	defer client.CloseIdleConnections()
@@ -317,7 +322,7 @@ func (l loader) checkLive(ctx context.Context, base string, paths []string, boun
 		}
 	}
 	check()
-	tk, tick := l.clk.NewTicker(liveEvery)
+	tk, tick := l.clk.NewTicker(every)
 	defer tk.Stop()
 	for {
 		select {
