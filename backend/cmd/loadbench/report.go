@@ -106,9 +106,11 @@ func printScale(w io.Writer, phases []openPhase, o options) {
 		if px == nil || fl == nil {
 			continue
 		}
-		fmt.Fprintf(w, "memory per open %s, FreeLane / bare proxy: %.1f / %.1f kB = %.2fx (goal at most 1.00x: %s); errors FreeLane %d, bare proxy %d (goal 0: %s)\n",
+		atOpen := func(p *openPhase) float64 { return float64(p.AtOpenRSS-p.IdleRSS) / float64(p.N) }
+		fmt.Fprintf(w, "memory per open %s, FreeLane / bare proxy: %.1f / %.1f kB = %.2fx (goal at most 1.00x: %s; when the last one opened %.1f / %.1f kB = %.2fx); errors FreeLane %d, bare proxy %d (goal 0: %s)\n",
 			map[string]string{"streams": "stream", "slow": "slow request"}[kind],
 			fl.PerOpenKB, px.PerOpenKB, ratio(fl.PerOpenKB, px.PerOpenKB), verdict(fl.PerOpenKB <= px.PerOpenKB),
+			atOpen(fl), atOpen(px), ratio(atOpen(fl), atOpen(px)),
 			fl.Errors, px.Errors, verdict(fl.Errors == 0 && px.Errors == 0))
 	}
 }
