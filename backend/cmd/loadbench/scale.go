@@ -65,8 +65,9 @@ type openPhase struct {
 // each ends. A stream counts as open from its first byte, when it flows
 // end to end; a non-stream request from when it was sent, since nothing
 // comes back before the upstream's delay. The target's memory is read
-// when all n are open, and the router's health and metrics endpoints
-// (live, when set) are asked while they are.
+// from the moment all n are open until the first one ends, and the
+// router's health and metrics endpoints (live, when set) are asked every
+// interval until the last one ends.
 func (l loader) openMany(ctx context.Context, kind string, t target, c call, n int, bound, every time.Duration, live []string) (openPhase, error) {
 	ph := openPhase{Kind: kind, Target: t.name, N: n}
 	idle, _, err := memory(t.pid)
