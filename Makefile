@@ -25,7 +25,7 @@ HEADLESS_DESKTOP := dbus-run-session -- xvfb-run -a -s "-screen 0 1280x800x24"
 CONFIG  ?=
 ARGS    ?=
 
-.PHONY: all deps deps-test deps-package frontend build build-windows package test-package vet-cross run serve test test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load clean
+.PHONY: all deps deps-test deps-package frontend build build-windows package test-package vet-cross run serve test test-go test-agents test-go-tz test-fuzz test-frontend test-browser test-desktop vet vulncheck wiretypes bench bench-go bench-load bench-scale clean
 
 all: build
 
@@ -177,11 +177,31 @@ bench: bench-go bench-load
 bench-go:
 	go test -run '^$$' -bench . -benchmem ./backend/...
 
-# bench-load sends 32 concurrent clients through FreeLane, through a bare
-# httputil.ReverseProxy and straight to the fake upstream, and prints the
-# ratios.
+# bench-load builds the fake upstream, a bare httputil.ReverseProxy and
+# headless FreeLane, starts each as a process of its own and measures both
+# hops in the same run, interleaved: throughput and latency at 32 clients,
+# CPU time per request at 8 (from /proc, the load generator's own not
+# counted), added latency at one client, idle and loaded memory, for
+# streams and not, a cross-dialect route and a response-cache hit. It
+# takes about two minutes; LOADBENCH_ARGS adds flags (-json FILE, -rounds,
+# -d; go run ./backend/cmd/loadbench -h lists them).
+LOADBENCH_ARGS ?=
 bench-load:
-	go run ./backend/cmd/loadbench -c 32 -d 5s
+	go run ./backend/cmd/loadbench -c 32 -cpu-c 8 -rounds 3 $(LOADBENCH_ARGS)
+
+# bench-scale holds STREAMS streams of STREAM_DUR (a chunk a second) open
+# at once through the bare proxy and then through FreeLane, and SLOW
+# non-stream requests whose upstream answers after SLOW_LATENCY, and
+# reports errors, memory per open request and whether FreeLane's /healthz
+# and /metrics still answer. Each open request holds a descriptor on each
+# side of a proxy: the harness raises its open-file limit and says so when
+# the hard limit is too low for STREAMS.
+STREAMS      ?= 10000
+STREAM_DUR   ?= 60s
+SLOW         ?= 1000
+SLOW_LATENCY ?= 2s
+bench-scale:
+	go run ./backend/cmd/loadbench -streams $(STREAMS) -stream-dur $(STREAM_DUR) -slow $(SLOW) -slow-latency $(SLOW_LATENCY) -timeout 10m $(LOADBENCH_ARGS)
 
 clean:
 	rm -rf build/bin build/screenshots

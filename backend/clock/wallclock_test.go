@@ -20,7 +20,7 @@ var wallClock = map[string]string{
 	"app/main.go:run":                                     "the composition root makes the program's one clock",
 	"backend/hub/hub.go:socketTicker":                     "paces broadcasts and pings written to real sockets, in real time whatever dates their content",
 	"backend/store/store.go:Open":                         "the default for a database opened without WithClock (tools and read-only tests)",
-	"backend/cmd/loadbench/main.go":                       "a load generator measures real throughput and latency",
+	"backend/cmd/loadbench/main.go:main":                  "the load benchmark's composition root makes its one clock, real: it measures real throughput and latency",
 	"backend/internal/fakeupstream/fakeupstream.go:Start": "the fake upstream stands for a remote server, whose time no test can move",
 	"backend/internal/clocktest/clocktest.go":             "the fake clock's following mode moves with real time",
 	"backend/internal/fakelocal/process.go:StartProcess":  "waits for a real child process to say it listens, in real time",

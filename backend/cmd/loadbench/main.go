@@ -1,194 +1,300 @@
-// Command loadbench measures what FreeLane costs on the request path. It
-// starts the fake upstream, a bare httputil.ReverseProxy in front of it and a
-// FreeLane gateway in front of it, then sends the same load (N concurrent
-// clients, stream and non-stream) straight to the upstream, through the
-// proxy and through FreeLane, and prints throughput and latency for each.
-// Everything runs on loopback in this process.
+// Command loadbench measures what FreeLane costs on the request path,
+// against the thinnest reverse proxy Go makes, in the same run.
+//
+// It builds and starts three programs on free loopback ports, each in a
+// process of its own: the fake upstream (backend/cmd/fakeupstream), a bare
+// httputil.ReverseProxy in front of it (backend/cmd/bareproxy) and the
+// headless FreeLane router (freelane serve) in front of it, with a config
+// of its own in a temporary directory. The load generator runs in this
+// process, whose CPU is not counted: each target's CPU time and memory
+// are read from /proc.
+//
+// The normal mode runs rounds of every scenario, the bare proxy and
+// FreeLane interleaved: same-dialect non-stream and stream answers of
+// -chunks chunks, a cross-dialect route (an OpenAI client, an Anthropic
+// upstream) and a response-cache hit, the last two on FreeLane only. Each
+// is measured for throughput and latency at -c clients, for CPU time per
+// request at -cpu-c clients, and (the first two) for latency at one client
+// against the upstream's own. Resident memory is read when idle after
+// start and after the load.
+//
+// The scale mode (-streams N, -slow N) holds N requests open at once
+// through each target: N streams that send a chunk every second for
+// -stream-dur, or N non-stream requests whose upstream answers after
+// -slow-latency. It reports errors, memory per open request and whether
+// FreeLane's /healthz and /metrics still answer within -live-bound.
+//
+// Any failed request makes the command exit with status 1, after the
+// report.
 package main
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
-	"runtime/pprof"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"freelane/backend/config"
-	"freelane/backend/gateway"
-	"freelane/backend/internal/fakeupstream"
-	"freelane/backend/tier"
+	"freelane/backend/clock"
 )
 
-type result struct {
-	rps      float64
-	p50, p99 time.Duration
-	errors   int64
+// options are the command's flags.
+type options struct {
+	conc, cpuConc int
+	dur, warm     time.Duration
+	rounds        int
+	chunks        int
+	settle        time.Duration
+
+	streams     int
+	streamDur   time.Duration
+	slow        int
+	slowLatency time.Duration
+	liveBound   time.Duration
+
+	timeout  time.Duration
+	jsonPath string
+	binDir   string
+	tags     string
+	keep     bool
 }
 
 func main() {
-	conc := flag.Int("c", 32, "concurrent clients")
-	dur := flag.Duration("d", 5*time.Second, "measuring time per target and mode")
-	warm := flag.Duration("warmup", time.Second, "warm-up time per target and mode")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	var o options
+	flag.IntVar(&o.conc, "c", 32, "concurrent clients for throughput and latency")
+	flag.IntVar(&o.cpuConc, "cpu-c", 8, "concurrent clients for CPU time per request")
+	flag.DurationVar(&o.dur, "d", 1500*time.Millisecond, "measuring window of each run")
+	flag.DurationVar(&o.warm, "warmup", 300*time.Millisecond, "warm-up before each measuring window")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of every run; the report gives the best and the median")
+	flag.IntVar(&o.chunks, "chunks", 8, "content chunks of each answer")
+	flag.DurationVar(&o.settle, "settle", 2*time.Second, "wait after start before the idle memory is read")
+	flag.IntVar(&o.streams, "streams", 0, "scale mode: hold this many long streams open through each target")
+	flag.DurationVar(&o.streamDur, "stream-dur", 60*time.Second, "scale mode: how long each stream lasts, a chunk a second")
+	flag.IntVar(&o.slow, "slow", 0, "scale mode: hold this many slow non-stream requests open through each target")
+	flag.DurationVar(&o.slowLatency, "slow-latency", 2*time.Second, "scale mode: the upstream's delay before it answers a slow request")
+	flag.DurationVar(&o.liveBound, "live-bound", time.Second, "scale mode: how fast FreeLane's /healthz and /metrics must answer under load")
+	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run, builds included")
+	flag.StringVar(&o.jsonPath, "json", "", "also write every figure to this file as JSON")
+	flag.StringVar(&o.binDir, "bin", "", "take freelane, fakeupstream and bareproxy from this directory instead of building them")
+	flag.StringVar(&o.tags, "tags", "", "build tags for FreeLane, such as desktop,production,webkit2_41 for the desktop binary (default: the headless one)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (config, data, the children's logs)")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "loadbench:", err)
-			os.Exit(1)
-		}
-		_ = pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
-	if err := run(*conc, *dur, *warm); err != nil {
+	if err := run(context.Background(), clock.Real{}, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
-		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(conc int, dur, warm time.Duration) error {
-	up := fakeupstream.Start()
-	defer up.Close()
-	up.SetRecording(false)
-	upURL, _ := url.Parse(up.URL)
+// report is the JSON the run writes with -json.
+type report struct {
+	Machine map[string]any `json:"machine"`
+	Load    *loadReport    `json:"load,omitempty"`
+	Scale   []openPhase    `json:"scale,omitempty"`
+}
 
-	// The bare proxy: what any reverse proxy costs, the yardstick.
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: upURL.Scheme, Host: upURL.Host})
-	rp.FlushInterval = -1
-	rp.Transport = &http.Transport{MaxIdleConnsPerHost: conc * 2, MaxIdleConns: conc * 4}
-	rp.ErrorLog = nil
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+// run is the whole command: checks, builds, the chosen mode, the report.
+func run(ctx context.Context, clk clock.Clock, o options, stdout, stderr io.Writer) error {
+	if supported != "" {
+		return errors.New(supported)
+	}
+	if err := o.check(); err != nil {
 		return err
 	}
-	proxySrv := &http.Server{Handler: rp}
-	go func() { _ = proxySrv.Serve(ln) }()
-	defer proxySrv.Close()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	began := clk.Now()
 
-	dir, err := os.MkdirTemp("", "loadbench")
+	open := max(o.streams, o.slow)
+	// Each open request holds a descriptor on each side of a proxy, and
+	// the generator one per client; the rest is headroom for the
+	// database, the listeners and idle pooled connections.
+	need := uint64(2*max(open, o.conc) + 512)
+	soft, hard, err := raiseFileLimit(need)
 	if err != nil {
+		if open > 0 {
+			return fmt.Errorf("%w; at most %d requests can be held open at once here", err, (int(hard)-512)/2)
+		}
 		return err
 	}
-	defer os.RemoveAll(dir)
-	// The model is priced and limited, with a budget, so every request
-	// goes through quota admission, cost accounting and the ledger; the
-	// limits are high enough never to refuse.
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func(sub string, noLedger bool) (*gateway.Gateway, error) {
-		// A fresh config each time: the gateway takes the key out of it.
-		cfg := config.Default()
-		cfg.Listen = "127.0.0.1:0"
-		cfg.Providers = []config.Provider{{Name: "bench", Kind: "openai", Tier: tier.Free, BaseURL: up.URL, APIKey: "sk-bench",
-			Limits: &config.Limits{RPM: 1 << 30, TPD: 1 << 40, Concurrency: 1 << 20},
-			Models: []config.Model{{ID: "m", ParamsB: 70, Price: &config.Price{Input: 0.15, Output: 0.6},
-				Limits: &config.Limits{RPD: 1 << 30}}}}}
-		cfg.Budgets = []config.Budget{{Scope: "global", Period: "month", Limit: 1e9, Action: "block"}}
-		g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: dir + "/" + sub, Logger: log, NoLedger: noLedger})
+	if open > 0 {
+		ports, err := portRange()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return g, g.Start()
+		if ports < open+1000 {
+			return fmt.Errorf("the kernel hands out %d local ports (net.ipv4.ip_local_port_range), too few for %d connections at once to one address", ports, open)
+		}
 	}
-	g, err := start("ledger", false)
-	if err != nil {
-		return err
-	}
-	defer g.Shutdown(context.Background())
-	// The same gateway without the usage ledger, quotas and budgets, to
-	// measure what they add to the request path.
-	g0, err := start("noledger", true)
-	if err != nil {
-		return err
-	}
-	defer g0.Shutdown(context.Background())
+	machine := map[string]any{"cpus": runtime.NumCPU(), "go": runtime.Version(), "clk_tck": clockTicks,
+		"nofile_soft": soft, "nofile_hard": hard, "runtime": tunedRuntime(), "started": began.UTC().Format(time.RFC3339)}
+	fmt.Fprintf(stderr, "loadbench: %d CPUs, open-file limit %d (hard %d); building the targets\n", runtime.NumCPU(), soft, hard)
 
-	targets := []struct{ name, base, model string }{
-		{"upstream", up.URL, "m"},
-		{"proxy", "http://" + ln.Addr().String() + "/v1", "m"},
-		{"freelane", "http://" + g.Addr() + "/v1", "auto"},
-		{"no-ledger", "http://" + g0.Addr() + "/v1", "auto"},
+	dir, err := os.MkdirTemp("", "loadbench-")
+	if err != nil {
+		return fmt.Errorf("making the run's directory: %w", err)
 	}
-	fmt.Printf("loadbench: %d concurrent clients, %v per run, GOMAXPROCS=%d\n\n", conc, dur, runtime.GOMAXPROCS(0))
-	for _, stream := range []bool{false, true} {
-		mode := map[bool]string{false: "non-stream", true: "stream"}[stream]
-		res := map[string]result{}
-		for _, t := range targets {
-			body := []byte(fmt.Sprintf(`{"model":%q,"stream":%t,"messages":[{"role":"system","content":"You are a helpful coding assistant."},{"role":"user","content":"Write a function that adds two numbers."}],"temperature":0.2}`, t.model, stream))
-			load(t.base, body, conc, warm)
-			res[t.name] = load(t.base, body, conc, dur)
+	if o.keep {
+		fmt.Fprintf(stderr, "loadbench: keeping %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	var bin binaries
+	dashboard := true
+	if o.binDir != "" {
+		bin, err = prebuilt(o.binDir)
+	} else {
+		bin, dashboard, err = buildAll(ctx, filepath.Join(dir, "bin"), o.tags)
+	}
+	if err != nil {
+		return err
+	}
+	machine["freelane_tags"] = o.tags
+	machine["dashboard_built"] = dashboard
+	switch {
+	case o.binDir != "":
+		fmt.Fprintf(stdout, "loadbench: the targets from %s", o.binDir)
+	case o.tags != "":
+		fmt.Fprintf(stdout, "loadbench: FreeLane built with tags %s", o.tags)
+	default:
+		fmt.Fprint(stdout, "loadbench: FreeLane built headless (no build tags)")
+	}
+	if !dashboard {
+		fmt.Fprint(stdout, "; the dashboard is not built (frontend/dist is empty; make frontend builds it), so the binary embeds none of it")
+	}
+	fmt.Fprintln(stdout)
+	progress := func(s string) { fmt.Fprintln(stderr, "loadbench:", s) }
+	rep := report{Machine: machine}
+	sc := stackConfig{chunks: o.chunks, longChunks: int(o.streamDur/time.Second) + 1, slowLatency: o.slowLatency}
+
+	var failed int64
+	if open == 0 {
+		s, err := startStack(ctx, clk, bin, filepath.Join(dir, "load"), sc)
+		if err != nil {
+			return err
 		}
-		fmt.Printf("%s\n%-10s %10s %10s %10s %8s\n", mode, "target", "req/s", "p50", "p99", "errors")
-		for _, t := range targets {
-			r := res[t.name]
-			fmt.Printf("%-10s %10.0f %10v %10v %8d\n", t.name, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.errors)
+		lr, err := benchLoad(ctx, clk, o, s, progress)
+		s.stop(clk)
+		if err != nil {
+			return err
 		}
-		d, p, f, f0 := res["upstream"], res["proxy"], res["freelane"], res["no-ledger"]
-		fmt.Printf("freelane/proxy throughput: %.2fx   freelane/upstream: %.2fx   proxy/upstream: %.2fx\n", f.rps/p.rps, f.rps/d.rps, p.rps/d.rps)
-		fmt.Printf("added latency vs upstream: freelane p50 +%v p99 +%v; proxy p50 +%v p99 +%v\n",
-			(f.p50 - d.p50).Round(time.Microsecond), (f.p99 - d.p99).Round(time.Microsecond),
-			(p.p50 - d.p50).Round(time.Microsecond), (p.p99 - d.p99).Round(time.Microsecond))
-		fmt.Printf("the ledger, quotas and budgets add: p50 %+v p99 %+v, throughput %.2fx\n\n",
-			(f.p50 - f0.p50).Round(time.Microsecond), (f.p99 - f0.p99).Round(time.Microsecond), f.rps/f0.rps)
+		lr.Duration = clk.Since(began).Seconds()
+		rep.Load = lr
+		printLoad(stdout, lr, o)
+		for _, r := range lr.Summary {
+			failed += r.Errors
+		}
+	} else {
+		phases, err := benchScale(ctx, clk, o, bin, dir, sc, progress)
+		rep.Scale = phases
+		printScale(stdout, phases, o)
+		if err != nil {
+			return err
+		}
+		for _, p := range phases {
+			failed += p.Errors
+			for _, l := range p.Live {
+				failed += int64(l.Failures)
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "\nloadbench: the run took %.0f s\n", clk.Since(began).Seconds())
+	if o.jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding the report: %w", err)
+		}
+		if err := os.WriteFile(o.jsonPath, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d requests or checks failed", failed)
 	}
 	return nil
 }
 
-// load runs conc clients in a closed loop for d and reports what they saw.
-func load(base string, body []byte, conc int, d time.Duration) result {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc * 2, MaxIdleConns: conc * 4}}
-	defer client.CloseIdleConnections()
-	var (
-		mu    sync.Mutex
-		lats  []time.Duration
-		errs  atomic.Int64
-		wg    sync.WaitGroup
-		start = time.Now()
-		stop  = start.Add(d)
-	)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := make([]time.Duration, 0, 4096)
-			for time.Now().Before(stop) {
-				t0 := time.Now()
-				resp, err := client.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				_, err = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if err != nil || resp.StatusCode != 200 {
-					errs.Add(1)
-					continue
-				}
-				local = append(local, time.Since(t0))
+// check refuses flags that cannot make a meaningful run.
+func (o options) check() error {
+	switch {
+	case o.conc < 1 || o.cpuConc < 1:
+		return errors.New("-c and -cpu-c must be at least 1")
+	case o.rounds < 1:
+		return errors.New("-rounds must be at least 1")
+	case o.dur <= 0 || o.warm < 0 || o.settle < 0:
+		return errors.New("-d must be positive, -warmup and -settle not negative")
+	case o.chunks < 1:
+		return errors.New("-chunks must be at least 1")
+	case o.streams < 0 || o.slow < 0:
+		return errors.New("-streams and -slow must not be negative")
+	case o.streams > 0 && o.streamDur < time.Second:
+		return errors.New("-stream-dur must be at least 1s: the streams send a chunk a second")
+	case o.slow > 0 && o.slowLatency <= 0:
+		return errors.New("-slow-latency must be positive")
+	case o.liveBound <= 0 || o.timeout <= 0:
+		return errors.New("-live-bound and -timeout must be positive")
+	}
+	return nil
+}
+
+// benchScale runs the scale mode: for each kind of load asked for, a fresh
+// set of targets, so that the idle memory of each is that of a router not
+// yet used, then the load through the bare proxy and through FreeLane.
+func benchScale(ctx context.Context, clk clock.Clock, o options, bin binaries, dir string, sc stackConfig, progress func(string)) ([]openPhase, error) {
+	var phases []openPhase
+	l := loader{clk}
+	type kind struct {
+		name  string
+		n     int
+		call  call
+		model string
+		chain string
+	}
+	kinds := []kind{
+		{"streams", o.streams, call{stream: true, temperature: "0.2"}, modelLong, chainLong},
+		{"slow", o.slow, call{temperature: "0.2"}, modelSlow, chainSlow},
+	}
+	for _, k := range kinds {
+		if k.n == 0 {
+			continue
+		}
+		s, err := startStack(ctx, clk, bin, filepath.Join(dir, k.name), sc)
+		if err != nil {
+			return phases, err
+		}
+		if !l.wait(ctx, o.settle) {
+			s.stop(clk)
+			return phases, ctx.Err()
+		}
+		for _, t := range []target{
+			{name: "proxy", base: s.proxy.url, pid: s.proxy.pid(), model: k.model},
+			{name: "freelane", base: s.freelane.url, pid: s.freelane.pid(), model: k.chain},
+		} {
+			var live []string
+			if t.name == "freelane" {
+				live = []string{"/healthz", "/metrics"}
 			}
-			mu.Lock()
-			lats = append(lats, local...)
-			mu.Unlock()
-		}()
+			progress(fmt.Sprintf("%s: %d at once through %s", k.name, k.n, label(t.name)))
+			every := liveEvery
+			if k.name == "slow" {
+				every = max(50*time.Millisecond, o.slowLatency/4)
+			}
+			ph, err := l.openMany(ctx, k.name, t, k.call, k.n, o.liveBound, every, live)
+			phases = append(phases, ph)
+			if err == nil {
+				err = s.alive()
+			}
+			if err != nil {
+				s.stop(clk)
+				return phases, fmt.Errorf("%s through %s: %w", k.name, label(t.name), err)
+			}
+			progress(fmt.Sprintf("%s through %s: %d completed, %d errors, %.1f kB per open request", k.name, label(t.name), ph.Completed, ph.Errors, ph.PerOpenKB))
+		}
+		s.stop(clk)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	slices.Sort(lats)
-	r := result{errors: errs.Load(), rps: float64(len(lats)) / elapsed.Seconds()}
-	if n := len(lats); n > 0 {
-		r.p50, r.p99 = lats[n/2], lats[min(n-1, n*99/100)]
-	}
-	return r
+	return phases, nil
 }

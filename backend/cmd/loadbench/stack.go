@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"freelane/backend/clock"
+)
+
+// Models the fake upstream serves and the chains FreeLane routes them by.
+// Clients of the bare proxy and of the upstream name the model; clients
+// of FreeLane name the chain, as a user's tools do.
+const (
+	modelNormal = "m"    // the normal answer, -chunks content chunks
+	modelLong   = "long" // a chunk every second for -stream-dur
+	modelSlow   = "slow" // headers after -slow-latency
+
+	chainSame   = "same"   // OpenAI client, OpenAI upstream
+	chainCross  = "cross"  // OpenAI client, Anthropic upstream
+	chainCached = "cached" // same, with the response cache on
+	chainLong   = "long-streams"
+	chainSlow   = "slow-answers"
+)
+
+// stack is one set of running children: the fake upstream, the bare proxy
+// in front of it and FreeLane in front of it.
+type stack struct {
+	upstream, proxy, freelane *child
+	dir                       string
+}
+
+// stackConfig shapes the fake upstream's answers.
+type stackConfig struct {
+	chunks      int
+	longChunks  int
+	slowLatency time.Duration
+}
+
+// startStack starts the three children on free loopback ports, each
+// printing where it listens once it does.
+func startStack(ctx context.Context, clk clock.Clock, bin binaries, dir string, sc stackConfig) (*stack, error) {
+	s := &stack{dir: dir}
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("making the children's home: %w", err)
+	}
+	env := childEnv(home)
+	firstURL := func(line string) (string, bool) {
+		line = strings.TrimSpace(line)
+		return line, strings.HasPrefix(line, "http://")
+	}
+	var err error
+	upArgs := []string{"-chunks", fmt.Sprint(sc.chunks),
+		"-model", fmt.Sprintf("%s=chunks=%d,chunk-delay=1s", modelLong, max(1, sc.longChunks)),
+		"-model", fmt.Sprintf("%s=chunks=%d,header-delay=%s", modelSlow, max(1, sc.chunks), sc.slowLatency)}
+	if s.upstream, err = startChild(ctx, clk, "fakeupstream", bin.upstream, upArgs, env, dir, firstURL); err != nil {
+		return nil, err
+	}
+	// The fake prints its OpenAI base URL; the proxy forwards to the
+	// origin and keeps the path.
+	origin := strings.TrimSuffix(s.upstream.url, "/v1")
+	if s.proxy, err = startChild(ctx, clk, "bareproxy", bin.proxy, []string{"-upstream", origin}, env, dir, firstURL); err != nil {
+		s.stop(clk)
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "freelane.yaml")
+	if err := os.WriteFile(cfgPath, []byte(freelaneConfig(s.upstream.url)), 0o600); err != nil {
+		s.stop(clk)
+		return nil, fmt.Errorf("writing FreeLane's config: %w", err)
+	}
+	args := []string{"serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--log-level", "warn"}
+	if s.freelane, err = startChild(ctx, clk, "freelane", bin.freelane, args, env, dir, dashboardOrigin); err != nil {
+		s.stop(clk)
+		return nil, err
+	}
+	return s, nil
+}
+
+// dashboardOrigin finds FreeLane's address in the line serve prints once
+// it listens: "FreeLane dashboard: http://127.0.0.1:PORT/#login=...".
+func dashboardOrigin(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "FreeLane dashboard: ")
+	if !ok {
+		return "", false
+	}
+	u, err := url.Parse(strings.Fields(rest + " ")[0])
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	return "http://" + u.Host, true
+}
+
+// stop ends every child that was started.
+func (s *stack) stop(clk clock.Clock) {
+	for _, c := range []*child{s.freelane, s.proxy, s.upstream} {
+		if c != nil {
+			c.stop(clk)
+		}
+	}
+}
+
+// alive fails when a child has died.
+func (s *stack) alive() error {
+	var errs []error
+	for _, c := range []*child{s.upstream, s.proxy, s.freelane} {
+		if c != nil {
+			errs = append(errs, c.alive())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// freelaneConfig is the router's config for the benchmark. Everything
+// that would make FreeLane do work of its own or reach past loopback is
+// off: the probes, the discovery of local servers and the catalog
+// providers picked up from key variables. The models are priced and
+// limited, with a budget, so that every request pays for quota admission,
+// cost accounting and the usage ledger, as a user's requests do; the
+// limits are high enough never to refuse. One provider speaks OpenAI's
+// wire and one Anthropic's, both to the same fake, so that a chain on
+// the second measures translation. The response cache is on for one
+// chain only, so that no other scenario is answered from it.
+func freelaneConfig(upstreamURL string) string {
+	provider := func(name, kind string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "  - name: %s\n    kind: %s\n    tier: free\n    base_url: %q\n    api_key: sk-bench-%s\n", name, kind, upstreamURL, name)
+		b.WriteString("    limits: {rpm: 1073741824, tpd: 1099511627776, concurrency: 1048576}\n    models:\n")
+		for _, m := range []string{modelNormal, modelLong, modelSlow} {
+			fmt.Fprintf(&b, "      - {id: %s, params_b: 70, price: {input: 0.15, output: 0.6}, limits: {rpd: 1073741824}}\n", m)
+		}
+		return b.String()
+	}
+	return "listen: 127.0.0.1:0\n" +
+		"probes: {disabled: true}\n" +
+		"discovery: {disabled: true}\n" +
+		"catalog: {env_keys: false}\n" +
+		"providers:\n" + provider("oa", "openai") + provider("an", "anthropic") +
+		"chains:\n" +
+		"  - {name: " + chainSame + ", backends: [oa/" + modelNormal + "]}\n" +
+		"  - {name: " + chainCross + ", backends: [an/" + modelNormal + "]}\n" +
+		"  - {name: " + chainCached + ", backends: [oa/" + modelNormal + "], cache: {enabled: true}}\n" +
+		"  - {name: " + chainLong + ", backends: [oa/" + modelLong + "]}\n" +
+		"  - {name: " + chainSlow + ", backends: [oa/" + modelSlow + "]}\n" +
+		"budgets:\n  - {scope: global, period: month, limit: 1000000000, action: block}\n"
+}
