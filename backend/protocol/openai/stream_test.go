@@ -544,3 +544,60 @@ func FuzzDecodeMatchesReference(f *testing.F) {
 		}
 	})
 }
+
+// TestClassifyEdges checks what the relay makes of chunks one by one,
+// malformed ones included, however a server spaces them.
+func TestClassifyEdges(t *testing.T) {
+	names := map[llm.EventKind]string{llm.Held: "held", llm.Content: "content", llm.UsageOnly: "usage", llm.Done: "done"}
+	for _, c := range []struct{ data, want string }{
+		{`{"choices":[{"delta":{"content":""}}],"usage":null}`, "held"},
+		{`{"choices":[{"delta":{"role":"assistant"}}]}`, "held"},
+		{`{"choices":[{"delta":{"content":"a"}}],"usage":null}`, "content"},
+		{`{ "choices" : [ { "index" : 0 , "delta" : { "content" : "x" } } ] }`, "content"},
+		{`{"choices":[{"delta":{"content":"\u00e9"}}]}`, "content"},
+		{`{"choices":[{"delta":{"tool_calls":[]}}]}`, "held"},
+		{`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`, "content"},
+		{`{"choices":[{"delta":{"function_call":{"name":"f"}}}]}`, "content"},
+		{`{"choices":[{"delta":{"reasoning_content":"think"}}]}`, "content"},
+		{`{"choices":[{"delta":{"refusal":"no"}}]}`, "content"},
+		{`{"choices":[{"text":"hi","index":0}]}`, "content"},
+		{`{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}`, "held"},
+		{`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`, "usage"},
+		{`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`, "content"},
+		{`[DONE]`, "done"},
+		{`{"error":{"message":"overloaded"}}`, "error"},
+		{`{"choices":"x"}`, "malformed"},
+		{`{"choices":[{"delta":{"content":"a"}}]`, "malformed"},
+		{`{"usage":"x"}`, "malformed"},
+		{`[1,2]`, "malformed"},
+		{`{"choices":[{"delta":{"content":"a\x01"}}]}`, "malformed"},
+	} {
+		kind, _, err := Codec.NewStreamDecoder().Classify(nil, []byte(c.data))
+		got := names[kind]
+		switch {
+		case errors.Is(err, protocol.ErrMalformed):
+			got = "malformed"
+		case err != nil:
+			got = "error"
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s (%v)", c.data, got, c.want, err)
+		}
+	}
+	_, u, _ := Codec.NewStreamDecoder().Classify(nil, []byte(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"prompt_tokens_details":{"cached_tokens":1}}}`))
+	if u == nil || u.PromptTokens != 3 || u.CompletionTokens != 2 || u.CacheReadTokens != 1 {
+		t.Errorf("usage = %+v", u)
+	}
+}
+
+func BenchmarkClassifyChunk(b *testing.B) {
+	ev := []byte(`{"id":"chatcmpl-fake49831","object":"chat.completion.chunk","created":1796412079,"model":"m","system_fingerprint":"fp_fake","choices":[{"index":0,"delta":{"content":" word3"},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	d := Codec.NewStreamDecoder()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ev)))
+	for b.Loop() {
+		if k, _, err := d.Classify(nil, ev); err != nil || k != llm.Content {
+			b.Fatal(k, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"freelane/backend/jsonscan"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 )
@@ -181,64 +182,102 @@ func present(raw json.RawMessage) bool {
 }
 
 // relay classifies the events of one stream for relaying them unchanged.
-type relay struct{ sawContent bool }
+// Each event is judged on its own, so it holds no state.
+type relay struct{}
 
-// chunk is the part of a streamed chunk the router looks at.
-type chunk struct {
-	Choices []struct {
-		Delta struct {
-			Content          *string         `json:"content"`
-			ReasoningContent *string         `json:"reasoning_content"`
-			Reasoning        *string         `json:"reasoning"`
-			Refusal          *string         `json:"refusal"`
-			ToolCalls        json.RawMessage `json:"tool_calls"`
-			FunctionCall     json.RawMessage `json:"function_call"`
-		} `json:"delta"`
-		Text *string `json:"text"`
-	} `json:"choices"`
-	Usage *usage          `json:"usage"`
-	Error json.RawMessage `json:"error"`
-}
-
-var (
-	usageKey = []byte(`"usage"`)
-	errorKey = []byte(`"error"`)
-)
-
-func nonEmpty(s *string) bool { return s != nil && *s != "" }
-
-// classify says what one event means for the stream rule.
+// classify says what one event means for the stream rule. It reads the
+// few members the router needs by scanning the event's bytes, once they
+// are known to be valid JSON: decoding every chunk would cost more than
+// relaying it, since OpenAI-style servers put "usage":null in each one.
+// Only an error or a usage is decoded.
 func (r *relay) classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		return llm.Done, nil, nil
 	}
-	// Once content has flowed, the router only needs to know that an
-	// event is well-formed and whether it carries usage or an error;
-	// checking that without decoding keeps long streams cheap.
-	if r.sawContent && !bytes.Contains(data, usageKey) && !bytes.Contains(data, errorKey) {
-		if json.Valid(data) {
-			return llm.Content, nil, nil
+	if len(data) == 0 || data[0] != '{' || !jsonscan.Valid(data) {
+		return 0, nil, protocol.ErrMalformed
+	}
+	var choices, use, errv []byte
+	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
+		switch string(key) {
+		case "choices":
+			choices = data[vs:ve]
+		case "usage":
+			use = data[vs:ve]
+		case "error":
+			errv = data[vs:ve]
 		}
-		return 0, nil, protocol.ErrMalformed
-	}
-	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return 0, nil, protocol.ErrMalformed
-	}
-	if present(c.Error) || string(name) == "error" {
+		return true
+	})
+	if present(errv) || string(name) == "error" {
 		return 0, nil, streamError(data)
 	}
-	if len(c.Choices) == 0 && c.Usage != nil {
-		return llm.UsageOnly, c.Usage.neutral(), nil
-	}
-	for _, ch := range c.Choices {
-		d := ch.Delta
-		if nonEmpty(d.Content) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) || nonEmpty(d.Refusal) ||
-			nonEmpty(ch.Text) || (present(d.ToolCalls) && string(d.ToolCalls) != "[]") || present(d.FunctionCall) {
-			r.sawContent = true
-			return llm.Content, c.Usage.neutral(), nil
+	var u *usage
+	if present(use) {
+		u = new(usage)
+		if use[0] != '{' || json.Unmarshal(use, u) != nil {
+			return 0, nil, protocol.ErrMalformed
 		}
 	}
-	return llm.Held, c.Usage.neutral(), nil
+	if present(choices) && choices[0] != '[' {
+		return 0, nil, protocol.ErrMalformed
+	}
+	if !present(choices) || string(choices) == "[]" {
+		if u != nil {
+			return llm.UsageOnly, u.neutral(), nil
+		}
+		return llm.Held, nil, nil
+	}
+	if choicesHaveContent(choices) {
+		return llm.Content, u.neutral(), nil
+	}
+	return llm.Held, u.neutral(), nil
 }
+
+// choicesHaveContent reports whether a chunk's choices (a valid JSON
+// array) carry anything a client shows: text, reasoning, a refusal or a
+// tool call.
+func choicesHaveContent(choices []byte) bool {
+	found := false
+	jsonscan.EachElement(choices, func(cs, ce int) bool {
+		choice := choices[cs:ce]
+		if choice[0] != '{' {
+			return true
+		}
+		jsonscan.EachMember(choice, 0, func(key []byte, vs, ve int) bool {
+			v := choice[vs:ve]
+			switch string(key) {
+			case "text":
+				found = nonEmptyString(v)
+			case "delta":
+				found = v[0] == '{' && deltaHasContent(v)
+			}
+			return !found
+		})
+		return !found
+	})
+	return found
+}
+
+// deltaHasContent reports whether a choice's delta (a valid JSON object)
+// carries content.
+func deltaHasContent(delta []byte) bool {
+	found := false
+	jsonscan.EachMember(delta, 0, func(key []byte, vs, ve int) bool {
+		v := delta[vs:ve]
+		switch string(key) {
+		case "content", "reasoning_content", "reasoning", "refusal":
+			found = nonEmptyString(v)
+		case "tool_calls":
+			found = present(v) && string(v) != "[]"
+		case "function_call":
+			found = present(v)
+		}
+		return !found
+	})
+	return found
+}
+
+// nonEmptyString reports whether a JSON value is a string other than "".
+func nonEmptyString(v []byte) bool { return len(v) > 2 && v[0] == '"' }
