@@ -201,3 +201,17 @@ func AppendStringBody(b []byte, s string) []byte {
 	}
 	return append(b, s[start:]...)
 }
+
+// FoldFree reports whether a member's key has no upper-case letter and no
+// byte outside ASCII, so that no other key of a Go struct matches it:
+// encoding/json matches keys case-insensitively, with Unicode folding. A
+// scanner that reads members by their exact keys must leave an object
+// with any other key to encoding/json, or it could read it otherwise.
+func FoldFree(key []byte) bool {
+	for _, c := range key {
+		if c >= 0x80 || (c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"freelane/backend/jsonscan"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 )
@@ -208,7 +209,16 @@ func (d *decoder) usage(u usage) *llm.Usage {
 	return u.neutral()
 }
 
+// Classify says what an event means for relaying it unchanged.
 func (d *decoder) Classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
+	if kind, ok := classifyDelta(data); ok {
+		return kind, nil, nil
+	}
+	return d.classifyParsed(name, data)
+}
+
+// classifyParsed is Classify for any event, by decoding it.
+func (d *decoder) classifyParsed(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 	ev, err := parse(name, data)
 	if err != nil {
 		return llm.Held, nil, err
@@ -467,3 +477,79 @@ func (e *encoder) End(dst []llm.Event) []llm.Event {
 	ev.Usage = e.usage
 	return append(dst, ev)
 }
+
+// classifyDelta classifies a content_block_delta, what a stream is mostly
+// made of, by scanning its bytes once they are known to be valid JSON:
+// decoding each one would cost more than relaying it. ok is false for any
+// other event, and for one whose members are not of the types the
+// decoder expects, which parse then judges.
+func classifyDelta(data []byte) (kind llm.EventKind, ok bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data, contentBlockDelta) || !jsonscan.Valid(data) {
+		return 0, false
+	}
+	var typ, index, delta []byte
+	ok = true
+	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
+		switch string(key) {
+		case "type":
+			typ = data[vs:ve]
+		case "index":
+			index = data[vs:ve]
+		case "delta":
+			delta = data[vs:ve]
+		default:
+			ok = jsonscan.FoldFree(key)
+		}
+		return ok
+	})
+	if !ok || !bytes.Equal(typ, contentBlockDelta) || !isUint(index) || len(delta) == 0 || delta[0] != '{' {
+		return 0, false
+	}
+	// The last of a repeated member counts, as for encoding/json.
+	var said [3]bool
+	jsonscan.EachMember(delta, 0, func(key []byte, vs, ve int) bool {
+		i := -1
+		switch string(key) {
+		case "text":
+			i = 0
+		case "partial_json":
+			i = 1
+		case "thinking":
+			i = 2
+		default:
+			ok = jsonscan.FoldFree(key)
+			return ok
+		}
+		switch v := delta[vs:ve]; {
+		case v[0] == '"':
+			said[i] = len(v) > 2
+		case string(v) == "null":
+			said[i] = false
+		default:
+			ok = false
+		}
+		return ok
+	})
+	if said[0] || said[1] || said[2] {
+		return llm.Content, ok
+	}
+	return llm.Held, ok
+}
+
+// isUint reports whether a JSON value is a non-negative integer.
+func isUint(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// contentBlockDelta is the type of a content_block_delta event, as a JSON
+// string.
+var contentBlockDelta = []byte(`"content_block_delta"`)

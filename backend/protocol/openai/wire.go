@@ -189,94 +189,230 @@ type relay struct{}
 // few members the router needs by scanning the event's bytes, once they
 // are known to be valid JSON: decoding every chunk would cost more than
 // relaying it, since OpenAI-style servers put "usage":null in each one.
-// Only an error or a usage is decoded.
+// Only an error or a usage is decoded, and a chunk the scan cannot read
+// exactly as encoding/json would (see scanChunk) is decoded whole.
 func (r *relay) classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		return llm.Done, nil, nil
 	}
-	if len(data) == 0 || data[0] != '{' || !jsonscan.Valid(data) {
+	if !jsonscan.Valid(data) {
 		return 0, nil, protocol.ErrMalformed
 	}
-	var choices, use, errv []byte
-	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
-		switch string(key) {
-		case "choices":
-			choices = data[vs:ve]
-		case "usage":
-			use = data[vs:ve]
-		case "error":
-			errv = data[vs:ve]
-		}
-		return true
-	})
-	if present(errv) || string(name) == "error" {
+	if kind, u, err, ok := scanChunk(name, data); ok {
+		return kind, u, err
+	}
+	return classifyDecoded(name, data)
+}
+
+// chunk is the part of a streamed chunk the router looks at.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string         `json:"content"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			Reasoning        *string         `json:"reasoning"`
+			Refusal          *string         `json:"refusal"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+			FunctionCall     json.RawMessage `json:"function_call"`
+		} `json:"delta"`
+		Text *string `json:"text"`
+	} `json:"choices"`
+	Usage *usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func nonEmpty(s *string) bool { return s != nil && *s != "" }
+
+// classifyDecoded is classify by decoding the chunk.
+func classifyDecoded(name, data []byte) (llm.EventKind, *llm.Usage, error) {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return 0, nil, protocol.ErrMalformed
+	}
+	if present(c.Error) || string(name) == "error" {
 		return 0, nil, streamError(data)
 	}
-	var u *usage
-	if present(use) {
-		u = new(usage)
-		if use[0] != '{' || json.Unmarshal(use, u) != nil {
-			return 0, nil, protocol.ErrMalformed
+	if len(c.Choices) == 0 && c.Usage != nil {
+		return llm.UsageOnly, c.Usage.neutral(), nil
+	}
+	for _, ch := range c.Choices {
+		d := ch.Delta
+		if nonEmpty(d.Content) || nonEmpty(d.ReasoningContent) || nonEmpty(d.Reasoning) || nonEmpty(d.Refusal) ||
+			nonEmpty(ch.Text) || (present(d.ToolCalls) && string(d.ToolCalls) != "[]") || present(d.FunctionCall) {
+			return llm.Content, c.Usage.neutral(), nil
 		}
 	}
-	if present(choices) && choices[0] != '[' {
-		return 0, nil, protocol.ErrMalformed
-	}
-	if !present(choices) || string(choices) == "[]" {
-		if u != nil {
-			return llm.UsageOnly, u.neutral(), nil
-		}
-		return llm.Held, nil, nil
-	}
-	if choicesHaveContent(choices) {
-		return llm.Content, u.neutral(), nil
-	}
-	return llm.Held, u.neutral(), nil
+	return llm.Held, c.Usage.neutral(), nil
 }
 
-// choicesHaveContent reports whether a chunk's choices (a valid JSON
-// array) carry anything a client shows: text, reasoning, a refusal or a
-// tool call.
-func choicesHaveContent(choices []byte) bool {
-	found := false
-	jsonscan.EachElement(choices, func(cs, ce int) bool {
-		choice := choices[cs:ce]
-		if choice[0] != '{' {
-			return true
+// scanChunk is classify for a valid chunk, by scanning it. ok is false
+// where encoding/json could read the chunk otherwise than an exact scan
+// does: a key that folds to one of chunk's (encoding/json matches keys
+// without regard to case), a repeated member (which it merges), or a
+// member of a type chunk cannot hold (an error there).
+func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, ok bool) {
+	if data[0] != '{' {
+		return 0, nil, nil, false
+	}
+	var choices, use, errv []byte
+	var seen uint8
+	ok = true
+	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
+		var bit uint8
+		switch string(key) {
+		case "choices":
+			choices, bit = data[vs:ve], 1
+		case "usage":
+			use, bit = data[vs:ve], 2
+		case "error":
+			errv, bit = data[vs:ve], 4
+		default:
+			ok = jsonscan.FoldFree(key)
+			return ok
 		}
-		jsonscan.EachMember(choice, 0, func(key []byte, vs, ve int) bool {
-			v := choice[vs:ve]
-			switch string(key) {
-			case "text":
-				found = nonEmptyString(v)
-			case "delta":
-				found = v[0] == '{' && deltaHasContent(v)
-			}
-			return !found
-		})
-		return !found
+		ok = seen&bit == 0
+		seen |= bit
+		return ok
 	})
-	return found
+	if !ok {
+		return 0, nil, nil, false
+	}
+	if present(errv) || string(name) == "error" {
+		return 0, nil, streamError(data), true
+	}
+	var uw *usage
+	if present(use) {
+		if use[0] != '{' {
+			return 0, nil, nil, false
+		}
+		uw = new(usage)
+		if json.Unmarshal(use, uw) != nil {
+			return 0, nil, nil, false
+		}
+	}
+	none := !present(choices)
+	if !none && choices[0] != '[' {
+		return 0, nil, nil, false
+	}
+	content, n := false, 0
+	if !none {
+		jsonscan.EachElement(choices, func(cs, ce int) bool {
+			n++
+			var said bool
+			said, ok = choiceHasContent(choices[cs:ce])
+			content = content || said
+			return ok
+		})
+		if !ok {
+			return 0, nil, nil, false
+		}
+	}
+	switch {
+	case n == 0 && uw != nil:
+		return llm.UsageOnly, uw.neutral(), nil, true
+	case content:
+		return llm.Content, uw.neutral(), nil, true
+	}
+	return llm.Held, uw.neutral(), nil, true
 }
 
-// deltaHasContent reports whether a choice's delta (a valid JSON object)
-// carries content.
-func deltaHasContent(delta []byte) bool {
-	found := false
+// choiceHasContent reports whether one of a chunk's choices carries
+// anything a client shows: text, reasoning, a refusal or a tool call. ok
+// is false as for scanChunk.
+func choiceHasContent(choice []byte) (content, ok bool) {
+	switch choice[0] {
+	case 'n':
+		return false, true
+	case '{':
+	default:
+		return false, false
+	}
+	var text, delta bool
+	var seen uint8
+	ok = true
+	jsonscan.EachMember(choice, 0, func(key []byte, vs, ve int) bool {
+		v := choice[vs:ve]
+		var bit uint8
+		switch string(key) {
+		case "text":
+			text, ok = stringMember(v)
+			bit = 1
+		case "delta":
+			bit = 2
+			switch v[0] {
+			case '{':
+				delta, ok = deltaHasContent(v)
+			case 'n':
+			default:
+				ok = false
+			}
+		default:
+			ok = jsonscan.FoldFree(key)
+			return ok
+		}
+		if seen&bit != 0 {
+			ok = false
+		}
+		seen |= bit
+		return ok
+	})
+	return text || delta, ok
+}
+
+// deltaHasContent reports whether a choice's delta (a JSON object)
+// carries content; ok is false as for scanChunk.
+func deltaHasContent(delta []byte) (content, ok bool) {
+	var said [6]bool
+	var seen uint8
+	ok = true
 	jsonscan.EachMember(delta, 0, func(key []byte, vs, ve int) bool {
 		v := delta[vs:ve]
+		i := -1
 		switch string(key) {
-		case "content", "reasoning_content", "reasoning", "refusal":
-			found = nonEmptyString(v)
+		case "content":
+			i = 0
+		case "reasoning_content":
+			i = 1
+		case "reasoning":
+			i = 2
+		case "refusal":
+			i = 3
 		case "tool_calls":
-			found = present(v) && string(v) != "[]"
+			i = 4
+			said[i] = present(v) && string(v) != "[]"
 		case "function_call":
-			found = present(v)
+			i = 5
+			said[i] = present(v)
+		default:
+			ok = jsonscan.FoldFree(key)
+			return ok
 		}
-		return !found
+		if i < 4 {
+			said[i], ok = stringMember(v)
+		}
+		if seen&(1<<i) != 0 {
+			ok = false
+		}
+		seen |= 1 << i
+		return ok
 	})
-	return found
+	for _, s := range said {
+		content = content || s
+	}
+	return content, ok
+}
+
+// stringMember reads a member that must be a string or null: whether it
+// is a string other than "", and ok false for any other type.
+func stringMember(v []byte) (nonEmpty, ok bool) {
+	switch v[0] {
+	case '"':
+		return nonEmptyString(v), true
+	case 'n':
+		return false, true
+	}
+	return false, false
 }
 
 // nonEmptyString reports whether a JSON value is a string other than "".
