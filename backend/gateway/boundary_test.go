@@ -141,6 +141,18 @@ func (e *env) usageByDay(from, to time.Time) map[string]float64 {
 	return out
 }
 
+// patientPaidConfig is paidConfig with timeouts no loaded machine runs
+// into: these tests count money and days, and a request that timed out
+// under load would only make them fail for nothing.
+func patientPaidConfig(budgets ...config.Budget) func(*config.Config) {
+	return func(c *config.Config) {
+		paidConfig(budgets...)(c)
+		for i := range c.Providers {
+			c.Providers[i].Timeouts = config.Timeouts{Connect: 5 * time.Second, Header: 10 * time.Second, FirstToken: 10 * time.Second, Idle: 10 * time.Second}
+		}
+	}
+}
+
 // TestBudgetsAndUsageRollAtLocalBoundaries spends on a paid backend in
 // the last minutes of a local day until a block budget is spent, crosses
 // the day's end, restarts, and checks that the daily budget started over
@@ -156,7 +168,7 @@ func TestBudgetsAndUsageRollAtLocalBoundaries(t *testing.T) {
 			t.Run(d.name+"/"+period, func(t *testing.T) {
 				start, end := d.bounds(t, time.Local)
 				monthEnds := end.Day() == 1
-				e := newEnvAt(t, end.Add(-10*time.Minute), paidConfig(
+				e := newEnvAt(t, end.Add(-10*time.Minute), patientPaidConfig(
 					config.Budget{Scope: "global", Period: period, Limit: 1000, Action: "block"}))
 				id := "global|" + period
 				if got := e.budgets()[id].ResetsAt; period == quota.PeriodDay && !got.Equal(end) {
