@@ -24,6 +24,7 @@ import (
 	"freelane/backend/protocol"
 	"freelane/backend/pseudonym"
 	"freelane/backend/router"
+	"freelane/backend/tokens"
 )
 
 // Options configure the API server.
@@ -240,6 +241,9 @@ func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) (*heldBody,
 // serve routes a parsed request and writes the answer, or the failure, in
 // d's dialect.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, d protocol.Dialect, req *llm.Request) {
+	// The tokenizer's tables load only once something is routed, since an
+	// idle router has no use for them.
+	tokens.Prefetch()
 	if !s.routingHeaders(w, r, d, req) {
 		return
 	}

@@ -14,7 +14,6 @@ import (
 	"freelane/backend/store"
 	"freelane/backend/task"
 	"freelane/backend/tier"
-	"freelane/backend/tokens"
 )
 
 // housekeepEvery is how often the ledger roll-up and credit expiry are
@@ -134,9 +133,6 @@ func (g *Gateway) restoreQuotas(ctx context.Context) {
 // then hourly, and rebuilds the routing table when a credit that moved a
 // backend up the default chain has expired. It returns when ctx ends.
 func (g *Gateway) housekeep(ctx context.Context) {
-	// Load the tokenizer's tables now rather than on the first request
-	// that needs an estimate.
-	tokens.Warm()
 	g.rollUp(ctx)
 	lastRollUp := g.clock.Now()
 	t, tick := g.clock.NewTicker(housekeepEvery)

@@ -9,6 +9,7 @@ package tokens
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -43,13 +44,32 @@ func encoder() *tiktoken.Tiktoken {
 		if e, err := tiktoken.GetEncoding("cl100k_base"); err == nil {
 			enc = e
 		}
+		loaded.Store(true)
 	})
 	return enc
 }
 
-// Warm loads the encoding tables (about 100 ms and a few MB) so the first
-// estimate on a request does not pay for it.
+// Warm loads the encoding tables (about 100 ms and 13 MB of heap) now.
 func Warm() { encoder() }
+
+// prefetching is set by the first Prefetch, loaded once the tables are
+// in (or failed to load).
+var prefetching, loaded atomic.Bool
+
+// Loaded reports whether the encoding tables have been loaded.
+func Loaded() bool { return loaded.Load() }
+
+// Prefetch starts loading the encoding tables in the background, once. A
+// router that has served nothing does not hold them, which is most of its
+// idle memory; the first request calls Prefetch, so that an estimate a
+// later request needs finds them loaded. The goroutine ends when the
+// tables are in.
+func Prefetch() {
+	if prefetching.Load() || !prefetching.CompareAndSwap(false, true) {
+		return
+	}
+	go encoder()
+}
 
 // Count estimates the tokens of text.
 func Count(text []byte) int {
