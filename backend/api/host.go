@@ -112,12 +112,12 @@ func (a *answer) ReplyEvents(w http.ResponseWriter, events [][]byte) {
 // was called.
 func writeAnswer(w http.ResponseWriter, req *llm.Request, res *router.Result, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-FreeLane-Request-Id", res.ID)
+	h["Content-Type"] = valueJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	if res.Backend != nil {
-		h.Set("X-FreeLane-Backend", res.Backend.Name())
-		h.Set("X-FreeLane-Attempts", router.AttemptsHeader(res.Attempts))
+		setRouted(h, res.ID, res.Backend.Name(), router.AttemptsHeader(res.Attempts))
+	} else {
+		setRouted(h, res.ID, "", "")
 	}
 	cacheOutcome(h, req)
 	w.WriteHeader(http.StatusOK)

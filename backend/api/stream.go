@@ -39,14 +39,14 @@ var (
 
 func (s *sseSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) error {
 	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("X-FreeLane-Request-Id", id)
+	h["Content-Type"] = valueEventStream
+	h["Cache-Control"] = valueNoCache
+	h["X-Accel-Buffering"] = valueNo
 	if b != nil {
-		// A stream from the response cache (b nil) called no backend.
-		h.Set("X-FreeLane-Backend", b.Name())
-		h.Set("X-FreeLane-Attempts", router.AttemptsHeader(attempts))
+		setRouted(h, id, b.Name(), router.AttemptsHeader(attempts))
+	} else {
+		// A stream from the response cache called no backend.
+		setRouted(h, id, "", "")
 	}
 	cacheOutcome(h, s.req)
 	s.w.WriteHeader(http.StatusOK)

@@ -283,8 +283,9 @@ type attempt struct {
 	// (or stream events, when admission wants them), for Settle.
 	header http.Header
 	output []byte
-	// keepOutput asks streamOne to keep the stream's events.
-	keepOutput bool
+	// keepOutput asks streamOne to keep the stream's events; kept says
+	// output is a buffer from keptBuffers, given back after Settle.
+	keepOutput, kept bool
 	// committed is set by streamOne when the attempt starts reaching the
 	// client; from then on there is no failover. fail, set with it, ends
 	// the client's stream with an error event; a panic after the commit
@@ -609,6 +610,8 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 			settle(&llm.CallUsage{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
 			tr.Cost += a.Cost
 			tr.Saved += a.Saved
+			// Settle reads the events while it runs and keeps nothing.
+			a.releaseKept()
 		}()
 	}
 	var report func(*llm.Error, time.Duration)

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"sync"
 
 	"freelane/backend/llm"
 )
@@ -118,5 +119,30 @@ func (a *attempt) keep(data []byte) {
 	if !a.keepOutput || len(a.output)+len(data) > maxKeep {
 		return
 	}
+	if !a.kept {
+		a.kept = true
+		a.output = (*keptBuffers.Get().(*[]byte))[:0]
+	}
 	a.output = llm.AppendEvent(a.output, data)
+}
+
+// keptBuffers holds the buffers streams kept their events in, once their
+// calls are accounted for: every stream needs one, and growing a new one
+// each time is most of what relaying a stream allocates.
+var keptBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxPooledKeep is the largest kept buffer given back: one grown for a
+// long answer is left to the garbage collector rather than held.
+const maxPooledKeep = 64 << 10
+
+// releaseKept gives the kept buffer back; output must not be read after.
+func (a *attempt) releaseKept() {
+	if !a.kept {
+		return
+	}
+	if cap(a.output) <= maxPooledKeep {
+		b := a.output[:0]
+		keptBuffers.Put(&b)
+	}
+	a.output, a.kept = nil, false
 }

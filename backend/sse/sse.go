@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // ErrEventTooLarge is returned when one event exceeds the reader's limit,
@@ -36,9 +37,33 @@ type Reader struct {
 // call, so a stream holds memory for its current event only.
 const keepBuffer = 64 << 10
 
+// bufferSize is a Reader's read buffer. An event longer than it is put
+// together line by line in the Reader's own buffers, so it bounds nothing
+// but how much is read at once; a relay holds one per open stream.
+const bufferSize = 4 << 10
+
+// buffers holds the read buffers of released Readers: a stream that ends
+// gives its buffer to the next one instead of leaving it to the garbage
+// collector, which a router relaying thousands of streams would keep busy.
+var buffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufferSize) }}
+
 // NewReader returns a Reader over r that refuses events larger than max bytes.
 func NewReader(r io.Reader, max int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: max}
+	br := buffers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Reader{br: br, max: max}
+}
+
+// Release gives the Reader's read buffer back for another Reader. Neither
+// the Reader nor the events it returned may be used after it; a second
+// call does nothing.
+func (r *Reader) Release() {
+	if r.br == nil {
+		return
+	}
+	r.br.Reset(nil)
+	buffers.Put(r.br)
+	r.br = nil
 }
 
 // Next returns the next event with data. At the end of the input it returns

@@ -282,3 +282,26 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// TestReleaseReusesTheBuffer: a Reader made after another was released
+// reads its own stream whole, events longer than the read buffer too, and
+// a second Release does nothing.
+func TestReleaseReusesTheBuffer(t *testing.T) {
+	long := strings.Repeat("x", 12<<10)
+	for range 3 {
+		r := sse.NewReader(strings.NewReader("data: a\n\ndata: "+long+"\n\nevent: e\ndata: b\n\n"), 1<<20)
+		var got []string
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			got = append(got, string(ev.Name)+"="+string(ev.Data))
+		}
+		r.Release()
+		r.Release()
+		if len(got) != 3 || got[0] != "=a" || got[1] != "="+long || got[2] != "e=b" {
+			t.Fatalf("events %d: %.40q", len(got), got)
+		}
+	}
+}

@@ -135,7 +135,18 @@ type Client struct {
 	// edits are the request edits per model; def for models not listed.
 	edits map[string]llm.Edits
 	def   llm.Edits
+	// header is the key and the provider's headers, set up once for the
+	// requests that forward none of the caller's: building them per request
+	// would cost a string and a slice each.
+	header http.Header
 }
+
+// Accept values, shared by every request: a header value is only read
+// once set, and each slice is full, so an Add would copy it.
+var (
+	acceptJSON   = []string{"application/json"}
+	acceptStream = []string{"text/event-stream"}
+)
 
 // ownSecrets is a Redactor of the client's own key and header values.
 func ownSecrets(o Options) *redact.Redactor {
@@ -224,6 +235,8 @@ func New(o Options) *Client {
 	if c.codec == nil || c.wire == nil {
 		panic(fmt.Sprintf("upstream: provider %q has a dialect without a codec or an outbound wire", o.Name))
 	}
+	c.header = http.Header{}
+	c.setHeaders(c.header)
 	c.def = llm.Edits{AddUsage: o.StreamUsage, Drop: o.Drop}
 	c.edits = make(map[string]llm.Edits, len(o.Models))
 	for id, m := range o.Models {
@@ -327,18 +340,26 @@ func (c *Client) newRequest(ctx context.Context, req *llm.Request, model string,
 	if err != nil {
 		return nil, nil, fmt.Errorf("upstream: building request: %w", err)
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	h := hr.Header
+	h["Content-Type"] = acceptJSON
 	if req.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
+		h["Accept"] = acceptStream
 	} else {
-		hr.Header.Set("Accept", "application/json")
+		h["Accept"] = acceptJSON
 	}
 	if req.Forward != nil && !c.translated(req) {
 		for k, v := range req.Forward {
-			hr.Header[k] = v
+			h[k] = v
 		}
+		// The dialect sets its headers knowing what was forwarded (a
+		// caller's own version header stays), then the key and the
+		// provider's headers win.
+		c.setHeaders(h)
+		return hr, stale, nil
 	}
-	c.setHeaders(hr.Header)
+	for k, v := range c.header {
+		h[k] = v
+	}
 	return hr, stale, nil
 }
 
@@ -849,6 +870,9 @@ func (s *stream) Close() error {
 		}
 		s.resp.Body.Close()
 		s.cancel(nil)
+		// Next is not called after Close, and the events it returned
+		// were copied or written out by then.
+		s.sse.Release()
 	})
 	return nil
 }
