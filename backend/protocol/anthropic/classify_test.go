@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"reflect"
 	"testing"
 
 	"freelane/backend/llm"
@@ -83,6 +84,52 @@ func BenchmarkClassifyDeltaDecoded(b *testing.B) {
 	for b.Loop() {
 		if k, _, err := d.classifyParsed(nil, ev); err != nil || k != llm.Content {
 			b.Fatal(k, err)
+		}
+	}
+}
+
+// FuzzTextDeltaAgrees: where the scan of a text delta gives its text,
+// decoding the event gives the same deltas.
+func FuzzTextDeltaAgrees(f *testing.F) {
+	for _, s := range deltaSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"caf\u00e9 \"q\""}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		text, ok := scanTextDelta(data)
+		if !ok {
+			return
+		}
+		want, end, err := Codec.NewStreamDecoder().(*decoder).decodeParsed(nil, nil, data)
+		var got []llm.Delta
+		if text != "" {
+			got = []llm.Delta{{Kind: llm.DeltaText, Text: text}}
+		}
+		if err != nil || end || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: scanned %+v, decoded %+v (end %v, err %v)", data, got, want, end, err)
+		}
+	})
+}
+
+func TestScanTextDelta(t *testing.T) {
+	text, ok := scanTextDelta([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"caf\u00e9"}}`))
+	if !ok || text != "café" {
+		t.Errorf("text delta: %q %v", text, ok)
+	}
+	if _, ok := scanTextDelta([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`)); ok {
+		t.Error("a tool-argument delta was read as text")
+	}
+}
+
+func BenchmarkDecodeTextDelta(b *testing.B) {
+	ev := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word3"}}`)
+	d := Codec.NewStreamDecoder()
+	dst := make([]llm.Delta, 0, 4)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if dst, _, err = d.Decode(dst[:0], nil, ev); err != nil || len(dst) != 1 {
+			b.Fatal(err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"freelane/backend/jsonscan"
 	"freelane/backend/llm"
@@ -105,6 +106,17 @@ func (codec) NewStreamDecoder() protocol.StreamDecoder {
 const maxBlocks = 1 << 16
 
 func (d *decoder) Decode(dst []llm.Delta, name, data []byte) ([]llm.Delta, bool, error) {
+	if text, ok := scanTextDelta(data); ok {
+		if text != "" {
+			dst = append(dst, llm.Delta{Kind: llm.DeltaText, Text: text})
+		}
+		return dst, false, nil
+	}
+	return d.decodeParsed(dst, name, data)
+}
+
+// decodeParsed is Decode for any event, by decoding it.
+func (d *decoder) decodeParsed(dst []llm.Delta, name, data []byte) ([]llm.Delta, bool, error) {
 	ev, err := parse(name, data)
 	if err != nil {
 		return dst, false, err
@@ -553,3 +565,73 @@ func isUint(v []byte) bool {
 // contentBlockDelta is the type of a content_block_delta event, as a JSON
 // string.
 var contentBlockDelta = []byte(`"content_block_delta"`)
+
+// scanTextDelta reads the text of a text_delta, what a translated stream is
+// mostly made of, by scanning the event once it is known to be valid JSON,
+// as classifyDelta does and with the same care: ok is false for any other
+// event and for one encoding/json could read otherwise, which parse then
+// judges.
+func scanTextDelta(data []byte) (text string, ok bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data, textDeltaType) || !bytes.Contains(data, contentBlockDelta) || !jsonscan.Valid(data) {
+		return "", false
+	}
+	var typ, index, delta []byte
+	var seen uint8
+	ok = true
+	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
+		var bit uint8
+		switch string(key) {
+		case "type":
+			typ, bit = data[vs:ve], 1
+		case "index":
+			index, bit = data[vs:ve], 2
+		case "delta":
+			delta, bit = data[vs:ve], 4
+		default:
+			ok = jsonscan.FoldFree(key)
+			return ok
+		}
+		ok = seen&bit == 0
+		seen |= bit
+		return ok
+	})
+	if !ok || !bytes.Equal(typ, contentBlockDelta) || !isUint(index) || len(delta) == 0 || delta[0] != '{' {
+		return "", false
+	}
+	var dtype, lit []byte
+	seen = 0
+	jsonscan.EachMember(delta, 0, func(key []byte, vs, ve int) bool {
+		var bit uint8
+		switch string(key) {
+		case "type":
+			dtype, bit = delta[vs:ve], 1
+		case "text":
+			lit, bit = delta[vs:ve], 2
+		default:
+			// A text delta has no other members that matter, but one
+			// that folds to a member the decoder reads (partial_json,
+			// thinking, signature) would be read by encoding/json.
+			ok = jsonscan.FoldFree(key)
+			return ok
+		}
+		ok = seen&bit == 0
+		seen |= bit
+		return ok
+	})
+	if !ok || !bytes.Equal(dtype, textDeltaType) {
+		return "", false
+	}
+	switch {
+	case lit == nil || string(lit) == "null":
+		return "", true
+	case lit[0] == '"' && utf8.Valid(lit):
+		// encoding/json would put U+FFFD for bytes that are not UTF-8;
+		// such a text is left to it.
+		return jsonscan.Unquote(lit), true
+	}
+	return "", false
+}
+
+// textDeltaType is the type of a text delta, as a JSON string.
+var textDeltaType = []byte(`"text_delta"`)
