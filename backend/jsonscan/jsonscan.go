@@ -215,3 +215,26 @@ func FoldFree(key []byte) bool {
 	}
 	return true
 }
+
+// Pick finds the members of the object b (valid JSON, b[0] == '{') whose
+// keys are keys, putting each one's value in vals at the key's position,
+// nil for an absent one. It reports false, for the caller to leave the
+// object to encoding/json, where that could read it otherwise: a picked
+// key that repeats (encoding/json merges such members) or another key
+// that is not FoldFree (encoding/json could match it to a picked one).
+func Pick(b []byte, keys []string, vals [][]byte) bool {
+	clear(vals)
+	ok := true
+	EachMember(b, 0, func(key []byte, vs, ve int) bool {
+		for i, k := range keys {
+			if string(key) == k {
+				ok = vals[i] == nil
+				vals[i] = b[vs:ve]
+				return ok
+			}
+		}
+		ok = FoldFree(key)
+		return ok
+	})
+	return ok
+}

@@ -16,30 +16,22 @@ func Valid(b []byte) bool {
 			return false
 		}
 		switch c := b[i]; {
-		case c == '{':
-			if stack = append(stack, '{'); len(stack) > maxDepth {
+		case c == '{' || c == '[':
+			if stack = append(stack, c); len(stack) > maxDepth {
 				return false
 			}
 			i = SkipSpace(b, i+1)
-			if i < len(b) && b[i] == '}' {
+			// '}' and ']' come two after '{' and '[' in ASCII.
+			if i < len(b) && b[i] == c+2 {
 				i++
 				stack = stack[:len(stack)-1]
 				break
 			}
-			// A member: key, colon, then its value.
-			if i = key(b, i); i < 0 {
-				return false
-			}
-			continue
-		case c == '[':
-			if stack = append(stack, '['); len(stack) > maxDepth {
-				return false
-			}
-			i = SkipSpace(b, i+1)
-			if i < len(b) && b[i] == ']' {
-				i++
-				stack = stack[:len(stack)-1]
-				break
+			// An object's member: key, colon, then its value.
+			if c == '{' {
+				if i = key(b, i); i < 0 {
+					return false
+				}
 			}
 			continue
 		case c == '"':

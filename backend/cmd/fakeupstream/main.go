@@ -8,9 +8,9 @@
 // before answering, "cache-a" counts the prompt it shares with an earlier
 // request to it as read from a prompt cache (see Behavior.PrefixCache),
 // anything else answers normally. With -require-key K every request
-// without "Authorization: Bearer K" gets 401. The Gemini wire's explicit
-// caches (POST /v1beta/cachedContents) are refused below -cache-min-tokens
-// tokens, Gemini Flash's 1024 by default.
+// that does not carry K as its API key gets 401. Explicit caches on the
+// Gemini wire are refused below -cache-min-tokens tokens, Gemini
+// Flash's 1024 by default.
 //
 // -chunks, -chunk-delay and -header-delay shape the normal answer of every
 // model without a script of its own, and each -model NAME=SPEC scripts one

@@ -496,58 +496,56 @@ func (e *encoder) End(dst []llm.Event) []llm.Event {
 // other event, and for one whose members are not of the types the
 // decoder expects, which parse then judges.
 func classifyDelta(data []byte) (kind llm.EventKind, ok bool) {
+	delta, ok := blockDelta(data)
+	if !ok {
+		return 0, false
+	}
+	var v [3][]byte
+	if !jsonscan.Pick(delta, classifyKeys, v[:]) {
+		return 0, false
+	}
+	kind = llm.Held
+	for _, m := range v {
+		switch {
+		case m == nil || string(m) == "null":
+		case m[0] == '"':
+			if len(m) > 2 {
+				kind = llm.Content
+			}
+		default:
+			return 0, false
+		}
+	}
+	return kind, true
+}
+
+// blockDelta returns the delta of a content_block_delta event, read by
+// scanning it once it is known to be valid JSON; ok is false for any other
+// event and for one encoding/json could read otherwise (see jsonscan.Pick)
+// or would refuse.
+func blockDelta(data []byte) (delta []byte, ok bool) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data, contentBlockDelta) || !jsonscan.Valid(data) {
-		return 0, false
+		return nil, false
 	}
-	var typ, index, delta []byte
-	ok = true
-	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
-		switch string(key) {
-		case "type":
-			typ = data[vs:ve]
-		case "index":
-			index = data[vs:ve]
-		case "delta":
-			delta = data[vs:ve]
-		default:
-			ok = jsonscan.FoldFree(key)
-		}
-		return ok
-	})
-	if !ok || !bytes.Equal(typ, contentBlockDelta) || !isUint(index) || len(delta) == 0 || delta[0] != '{' {
-		return 0, false
+	var v [3][]byte
+	if !jsonscan.Pick(data, eventKeys, v[:]) {
+		return nil, false
 	}
-	// The last of a repeated member counts, as for encoding/json.
-	var said [3]bool
-	jsonscan.EachMember(delta, 0, func(key []byte, vs, ve int) bool {
-		i := -1
-		switch string(key) {
-		case "text":
-			i = 0
-		case "partial_json":
-			i = 1
-		case "thinking":
-			i = 2
-		default:
-			ok = jsonscan.FoldFree(key)
-			return ok
-		}
-		switch v := delta[vs:ve]; {
-		case v[0] == '"':
-			said[i] = len(v) > 2
-		case string(v) == "null":
-			said[i] = false
-		default:
-			ok = false
-		}
-		return ok
-	})
-	if said[0] || said[1] || said[2] {
-		return llm.Content, ok
+	typ, index, delta := v[0], v[1], v[2]
+	if !bytes.Equal(typ, contentBlockDelta) || !isUint(index) || len(delta) == 0 || delta[0] != '{' {
+		return nil, false
 	}
-	return llm.Held, ok
+	return delta, true
 }
+
+// The members the scans read: of an event, of a delta for classifyDelta,
+// and of a text delta.
+var (
+	eventKeys     = []string{"type", "index", "delta"}
+	classifyKeys  = []string{"text", "partial_json", "thinking"}
+	textDeltaKeys = []string{"type", "text"}
+)
 
 // isUint reports whether a JSON value is a non-negative integer.
 func isUint(v []byte) bool {
@@ -572,57 +570,21 @@ var contentBlockDelta = []byte(`"content_block_delta"`)
 // event and for one encoding/json could read otherwise, which parse then
 // judges.
 func scanTextDelta(data []byte) (text string, ok bool) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data, textDeltaType) || !bytes.Contains(data, contentBlockDelta) || !jsonscan.Valid(data) {
+	if !bytes.Contains(data, textDeltaType) {
 		return "", false
 	}
-	var typ, index, delta []byte
-	var seen uint8
-	ok = true
-	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
-		var bit uint8
-		switch string(key) {
-		case "type":
-			typ, bit = data[vs:ve], 1
-		case "index":
-			index, bit = data[vs:ve], 2
-		case "delta":
-			delta, bit = data[vs:ve], 4
-		default:
-			ok = jsonscan.FoldFree(key)
-			return ok
-		}
-		ok = seen&bit == 0
-		seen |= bit
-		return ok
-	})
-	if !ok || !bytes.Equal(typ, contentBlockDelta) || !isUint(index) || len(delta) == 0 || delta[0] != '{' {
+	delta, ok := blockDelta(data)
+	if !ok {
 		return "", false
 	}
-	var dtype, lit []byte
-	seen = 0
-	jsonscan.EachMember(delta, 0, func(key []byte, vs, ve int) bool {
-		var bit uint8
-		switch string(key) {
-		case "type":
-			dtype, bit = delta[vs:ve], 1
-		case "text":
-			lit, bit = delta[vs:ve], 2
-		default:
-			// A text delta has no other members that matter, but one
-			// that folds to a member the decoder reads (partial_json,
-			// thinking, signature) would be read by encoding/json.
-			ok = jsonscan.FoldFree(key)
-			return ok
-		}
-		ok = seen&bit == 0
-		seen |= bit
-		return ok
-	})
-	if !ok || !bytes.Equal(dtype, textDeltaType) {
+	// Other members of a text delta do not matter, but one that folds to
+	// a member the decoder reads would be read by encoding/json: Pick
+	// refuses those.
+	var v [2][]byte
+	if !jsonscan.Pick(delta, textDeltaKeys, v[:]) || !bytes.Equal(v[0], textDeltaType) {
 		return "", false
 	}
-	switch {
+	switch lit := v[1]; {
 	case lit == nil || string(lit) == "null":
 		return "", true
 	case lit[0] == '"' && utf8.Valid(lit):

@@ -252,32 +252,11 @@ func classifyDecoded(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 // without regard to case), a repeated member (which it merges), or a
 // member of a type chunk cannot hold (an error there).
 func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, ok bool) {
-	if data[0] != '{' {
+	var v [3][]byte
+	if data[0] != '{' || !jsonscan.Pick(data, chunkKeys, v[:]) {
 		return 0, nil, nil, false
 	}
-	var choices, use, errv []byte
-	var seen uint8
-	ok = true
-	jsonscan.EachMember(data, 0, func(key []byte, vs, ve int) bool {
-		var bit uint8
-		switch string(key) {
-		case "choices":
-			choices, bit = data[vs:ve], 1
-		case "usage":
-			use, bit = data[vs:ve], 2
-		case "error":
-			errv, bit = data[vs:ve], 4
-		default:
-			ok = jsonscan.FoldFree(key)
-			return ok
-		}
-		ok = seen&bit == 0
-		seen |= bit
-		return ok
-	})
-	if !ok {
-		return 0, nil, nil, false
-	}
+	choices, use, errv := v[0], v[1], v[2]
 	if present(errv) || string(name) == "error" {
 		return 0, nil, streamError(data), true
 	}
@@ -328,84 +307,59 @@ func choiceHasContent(choice []byte) (content, ok bool) {
 	default:
 		return false, false
 	}
-	var text, delta bool
-	var seen uint8
-	ok = true
-	jsonscan.EachMember(choice, 0, func(key []byte, vs, ve int) bool {
-		v := choice[vs:ve]
-		var bit uint8
-		switch string(key) {
-		case "text":
-			text, ok = stringMember(v)
-			bit = 1
-		case "delta":
-			bit = 2
-			switch v[0] {
-			case '{':
-				delta, ok = deltaHasContent(v)
-			case 'n':
-			default:
-				ok = false
-			}
-		default:
-			ok = jsonscan.FoldFree(key)
-			return ok
-		}
-		if seen&bit != 0 {
-			ok = false
-		}
-		seen |= bit
-		return ok
-	})
+	var v [2][]byte
+	if !jsonscan.Pick(choice, choiceKeys, v[:]) {
+		return false, false
+	}
+	text, ok := stringMember(v[0])
+	if !ok {
+		return false, false
+	}
+	var delta bool
+	switch d := v[1]; {
+	case d == nil || d[0] == 'n':
+	case d[0] == '{':
+		delta, ok = deltaHasContent(d)
+	default:
+		ok = false
+	}
 	return text || delta, ok
 }
 
 // deltaHasContent reports whether a choice's delta (a JSON object)
 // carries content; ok is false as for scanChunk.
 func deltaHasContent(delta []byte) (content, ok bool) {
-	var said [6]bool
-	var seen uint8
-	ok = true
-	jsonscan.EachMember(delta, 0, func(key []byte, vs, ve int) bool {
-		v := delta[vs:ve]
-		i := -1
-		switch string(key) {
-		case "content":
-			i = 0
-		case "reasoning_content":
-			i = 1
-		case "reasoning":
-			i = 2
-		case "refusal":
-			i = 3
-		case "tool_calls":
-			i = 4
-			said[i] = present(v) && string(v) != "[]"
-		case "function_call":
-			i = 5
-			said[i] = present(v)
-		default:
-			ok = jsonscan.FoldFree(key)
-			return ok
-		}
-		if i < 4 {
-			said[i], ok = stringMember(v)
-		}
-		if seen&(1<<i) != 0 {
-			ok = false
-		}
-		seen |= 1 << i
-		return ok
-	})
-	for _, s := range said {
-		content = content || s
+	var v [6][]byte
+	if !jsonscan.Pick(delta, deltaKeys, v[:]) {
+		return false, false
 	}
-	return content, ok
+	// content, reasoning_content, reasoning and refusal are strings.
+	for _, m := range v[:4] {
+		said, ok := stringMember(m)
+		if !ok {
+			return false, false
+		}
+		content = content || said
+	}
+	toolCalls, functionCall := v[4], v[5]
+	return content || (present(toolCalls) && string(toolCalls) != "[]") || present(functionCall), true
 }
 
-// stringMember reads a member that must be a string or null: whether it
-// is a string other than "", and ok false for any other type.
+// The members scanChunk reads: of a chunk, of one of its choices, and of
+// a choice's delta.
+var (
+	chunkKeys  = []string{"choices", "usage", "error"}
+	choiceKeys = []string{"text", "delta"}
+	deltaKeys  = []string{"content", "reasoning_content", "reasoning", "refusal", "tool_calls", "function_call"}
+)
+
+// stringMember reads a member that must be a string or null (or absent,
+// nil): whether it is a string other than "", and ok false for any other
+// type.
 func stringMember(v []byte) (nonEmpty, ok bool) {
+	if v == nil {
+		return false, true
+	}
 	switch v[0] {
 	case '"':
 		return nonEmptyString(v), true
