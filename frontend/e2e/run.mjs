@@ -3,12 +3,13 @@
 // Usage: node e2e/run.mjs (from frontend/, after `make build`).
 // Screenshots of every screen go to build/screenshots/ at the repository root.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { chromium } from 'playwright-core';
 
@@ -905,6 +906,17 @@ await test('a paid model without a price is flagged, and the flag leads to setti
     proc.kill('SIGTERM');
   }
 });
+
+// Suites in e2e/suites/ each export a default function that takes this
+// harness and registers its tests with it, in file name order, on the same
+// browser and FreeLane as the tests above.
+const harness = { browser, mainContext, page, base, upURL, cfg, dir, shots, bin, loginLink,
+  test, assert, waitFor, go, chat, launch, freePort, start, upgradeStatus };
+const suiteDir = join(import.meta.dirname, 'suites');
+for (const f of (existsSync(suiteDir) ? readdirSync(suiteDir) : []).filter((n) => n.endsWith('.mjs')).sort()) {
+  const suite = await import(pathToFileURL(join(suiteDir, f)).href);
+  await suite.default(harness);
+}
 
 await test('no page errors (LANG=C safe, no Intl failures)', async () => {
   assert(pageErrors.length === 0, `page errors: ${pageErrors.join('; ')}`);
