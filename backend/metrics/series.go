@@ -35,6 +35,10 @@ const (
 	// from the configuration, not from callers, so this is only a guard
 	// against a configuration churning through thousands of names.
 	maxSeries = 4096
+
+	// maxSpill bounds the closed buckets of one level waiting for the
+	// writer.
+	maxSpill = 64
 )
 
 // Writer timing: buckets are written every seriesFlushEvery, and old ones
@@ -234,7 +238,10 @@ func (l *level) roll(start int64) {
 	if start <= l.cur.start {
 		return
 	}
-	if l.prev.dirty() && len(l.spill) < 64 {
+	// A closed bucket the writer has not stored yet waits in spill; the
+	// writer stores one every 10 s, so more than a few mean it is stuck,
+	// and further ones are then given up rather than held without bound.
+	if l.prev.dirty() && len(l.spill) < maxSpill {
 		l.spill = append(l.spill, l.prev)
 	}
 	if l.cur.start != 0 && start == l.cur.start+l.width {
@@ -243,7 +250,7 @@ func (l *level) roll(start int64) {
 		// Buckets in between had no samples; keep the last one only if
 		// it still has to be stored.
 		l.prev = stored{}
-		if l.cur.dirty() && len(l.spill) < 64 {
+		if l.cur.dirty() && len(l.spill) < maxSpill {
 			l.spill = append(l.spill, l.cur)
 		}
 	}
