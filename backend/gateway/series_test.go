@@ -60,9 +60,13 @@ func TestSeriesAPI(t *testing.T) {
 			t.Errorf("%q: window ends at %d, want now (%d)", c.query, v.To, now)
 		}
 	}
-	// A backend with no calls has every bucket, all empty.
+	// A backend with no calls has every bucket, all empty, and a quiet
+	// bucket is only its start and its zero requests.
 	if v := e.seriesView("?window=1m&backend=b/mb"); len(v.Buckets) != 6 || seriesRequests(v) != 0 {
 		t.Errorf("idle backend: %d buckets with %d requests", len(v.Buckets), seriesRequests(v))
+	}
+	if r := e.do("GET", "/api/series?window=24h&backend=b/mb", "", nil); len(r.body) > 1440*40 {
+		t.Errorf("a quiet day is %d bytes of JSON, want under %d", len(r.body), 1440*40)
 	}
 
 	start := time.Now()

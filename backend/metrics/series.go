@@ -682,19 +682,22 @@ type SeriesQuery struct {
 
 // ErrorCounts are a bucket's failures by class.
 type ErrorCounts struct {
-	RateLimited int64 `json:"rate_limited"`
-	Transient   int64 `json:"transient"`
-	Soft        int64 `json:"soft"`
-	Credential  int64 `json:"credential"`
-	Gone        int64 `json:"gone"`
-	TooLong     int64 `json:"too_long"`
-	Caller      int64 `json:"caller"`
-	Cancelled   int64 `json:"cancelled"`
-	Quota       int64 `json:"quota"`
-	Other       int64 `json:"other"`
+	RateLimited int64 `json:"rate_limited,omitzero"`
+	Transient   int64 `json:"transient,omitzero"`
+	Soft        int64 `json:"soft,omitzero"`
+	Credential  int64 `json:"credential,omitzero"`
+	Gone        int64 `json:"gone,omitzero"`
+	TooLong     int64 `json:"too_long,omitzero"`
+	Caller      int64 `json:"caller,omitzero"`
+	Cancelled   int64 `json:"cancelled,omitzero"`
+	Quota       int64 `json:"quota,omitzero"`
+	Other       int64 `json:"other,omitzero"`
 }
 
 // SeriesBucket is one bucket of a series as the admin API answers it.
+// Every figure but the start and the requests is left out when it is
+// zero: most buckets of a day are quiet, and a quiet bucket is then about
+// 30 bytes of JSON instead of 350.
 type SeriesBucket struct {
 	// Start is the bucket's start in Unix seconds; it lasts the answer's
 	// resolution.
@@ -702,21 +705,21 @@ type SeriesBucket struct {
 	// Requests counts requests (a backend's series: calls) that ended in
 	// the bucket; Failures those that failed, by class in Errors.
 	Requests int64       `json:"requests"`
-	Failures int64       `json:"failures"`
-	Errors   ErrorCounts `json:"errors"`
+	Failures int64       `json:"failures,omitzero"`
+	Errors   ErrorCounts `json:"errors,omitzero"`
 	// QuotaSkips counts the times a backend was passed over because one
 	// of its limits or a budget was used up.
-	QuotaSkips int64 `json:"quota_skips"`
-	// LatencyMS and TTFTMS are percentiles of the successful ones, 0 when
-	// there were none.
-	LatencyMS Percentiles `json:"latency_ms"`
-	TTFTMS    Percentiles `json:"ttft_ms"`
+	QuotaSkips int64 `json:"quota_skips,omitzero"`
+	// LatencyMS and TTFTMS are percentiles of the successful ones, left
+	// out when there were none.
+	LatencyMS Percentiles `json:"latency_ms,omitzero"`
+	TTFTMS    Percentiles `json:"ttft_ms,omitzero"`
 	// Tokens in and out; EstimatedTokens is the part of them the upstream
 	// did not report, counted by FreeLane's tokenizer.
-	PromptTokens     int64   `json:"prompt_tokens"`
-	CompletionTokens int64   `json:"completion_tokens"`
-	EstimatedTokens  int64   `json:"estimated_tokens"`
-	Cost             float64 `json:"cost"`
+	PromptTokens     int64   `json:"prompt_tokens,omitzero"`
+	CompletionTokens int64   `json:"completion_tokens,omitzero"`
+	EstimatedTokens  int64   `json:"estimated_tokens,omitzero"`
+	Cost             float64 `json:"cost,omitzero"`
 }
 
 // SeriesView is one window of one series: every bucket from the window's

@@ -73,10 +73,11 @@ export function latencyColumns(v: SeriesView | null): Columns {
   const p99: (number | null)[] = [];
   for (const b of v?.buckets ?? []) {
     t.push(b.start);
-    const has = b.requests > b.failures && b.latency_ms.p50 > 0;
-    p50.push(has ? b.latency_ms.p50 : null);
-    p95.push(has ? b.latency_ms.p95 : null);
-    p99.push(has ? b.latency_ms.p99 : null);
+    // The server leaves the percentiles out of a bucket with no success.
+    const l = b.latency_ms;
+    p50.push(l && l.p50 > 0 ? l.p50 : null);
+    p95.push(l && l.p50 > 0 ? l.p95 : null);
+    p99.push(l && l.p50 > 0 ? l.p99 : null);
   }
   return [t, p50, p95, p99];
 }
@@ -93,7 +94,7 @@ export function throughputColumns(v: SeriesView | null): Columns {
   for (const b of v?.buckets ?? []) {
     t.push(b.start);
     all.push(round2(b.requests * perMin));
-    failed.push(round2(b.failures * perMin));
+    failed.push(round2((b.failures ?? 0) * perMin));
   }
   return [t, all, failed];
 }
