@@ -76,6 +76,8 @@ type Admin interface {
 	State() any
 	Chains() []ChainView
 	Control() *control.Control
+	// Providers are the providers as the dashboard lists them.
+	Providers() []control.ProviderView
 	TestProvider(ctx context.Context, provider, model string) TestResult
 	RecentRequests(ctx context.Context, q store.RequestQuery) ([]llm.Trace, error)
 	// WebSocket serves /api/ws.
@@ -117,7 +119,7 @@ func (s *Server) MountAdmin(a Admin) {
 	route("GET /api/session", s.sessionInfo)
 	route("GET /api/state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.State()) })
 	route("GET /api/providers", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, a.Control().Providers())
+		writeJSON(w, http.StatusOK, a.Providers())
 	})
 	route("POST /api/providers", h.addProvider)
 	route("POST /api/providers/models", h.providerModels)

@@ -112,6 +112,10 @@ type adminView struct{ g *Gateway }
 
 func (a adminView) Control() *control.Control { return a.g.control }
 
+// Providers are the control plane's providers, each key marked when it
+// was stored without being tried.
+func (a adminView) Providers() []control.ProviderView { return a.g.providerViews() }
+
 func (a adminView) WebSocket() http.Handler { return a.g.hub }
 
 func (a adminView) Metrics(w io.Writer) {
@@ -323,6 +327,7 @@ func (g *Gateway) backendViews() []BackendView {
 				v.Status = "serving"
 			}
 		}
+		v.Reason = sentence(v.Reason)
 		out = append(out, v)
 	}
 	byName := map[string]config.Provider{}
@@ -365,7 +370,7 @@ func (g *Gateway) snapshot() Snapshot {
 		Paused:        g.prober.Offline(),
 		RoutingPaused: g.api.Paused(),
 		Backends:      backends,
-		Providers:     g.control.Providers(),
+		Providers:     g.providerViews(),
 		Chains:        g.chains(),
 		MissingKeys:   g.router.Table().MissingKeys(),
 		Requests:      g.feed.Recent(),

@@ -248,18 +248,19 @@ func (f *checkFailure) asError(anyway string) *control.Error {
 	switch {
 	case f.refused && f.keyless:
 		return &control.Error{Status: http.StatusBadRequest, Param: "api_key", Code: api.CodeKeyRefused,
-			Message: fmt.Sprintf("%s wants a key (%s); paste its key, or check the base URL", f.name, f.why)}
+			Message: fmt.Sprintf("%s wants a key (%s); paste its key, or check the base URL.", f.name, f.why)}
 	case f.refused:
 		return &control.Error{Status: http.StatusBadRequest, Param: "api_key", Code: api.CodeKeyRefused,
-			Message: fmt.Sprintf("%s refused the key (%s); check that the whole key was pasted and that it is a key of this provider", f.name, f.why)}
+			Message: fmt.Sprintf("%s refused the key (%s); check that the whole key was pasted and that it is a key of this provider.", f.name, f.why)}
 	}
-	msg := fmt.Sprintf("could not reach %s: %s. The key was not tried", f.host, f.why)
+	msg := fmt.Sprintf("FreeLane could not reach %s: %s. The key was not tried", f.host, f.why)
 	if f.answered {
 		msg = fmt.Sprintf("%s gave no usable answer: %s. The key was not tried", f.host, f.why)
 	}
 	if anyway != "" {
 		msg += fmt.Sprintf("; correct the base URL, or %s: it serves once the server answers", anyway)
 	}
+	msg += "."
 	return &control.Error{Status: http.StatusBadGateway, Param: "base_url", Code: api.CodeProviderUnreachable, Message: msg}
 }
 
@@ -303,16 +304,20 @@ func unreachableWords(err error) string {
 	return strings.TrimPrefix(err.Error(), "modellist: ")
 }
 
-// statusWords is an HTTP answer of a model list, as "HTTP 401: message".
+// statusWords is an HTTP answer of a model list, as "HTTP 401 (message)".
 func statusWords(err error) string {
 	var me *modellist.Error
 	if !errors.As(err, &me) {
 		return "with an error"
 	}
-	if me.Message == "" {
+	msg := strings.TrimRight(strings.TrimSpace(me.Message), " :;,.")
+	if msg == "" {
+		msg = http.StatusText(me.Status)
+	}
+	if msg == "" {
 		return fmt.Sprintf("HTTP %d", me.Status)
 	}
-	return fmt.Sprintf("HTTP %d: %s", me.Status, me.Message)
+	return fmt.Sprintf("HTTP %d (%s)", me.Status, msg)
 }
 
 // oneOf lists choices as a sentence does: "a", "a or b", "a, b or c".

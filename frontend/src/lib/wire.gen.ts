@@ -292,6 +292,11 @@ export interface CatalogAdded {
   models: number;
   /** Message says how the key was checked. */
   message: string;
+  /**
+   * Checked is false when the provider was added without its key being
+   * checked (unreachable_ok, with the vendor out of reach).
+   */
+  checked: boolean;
 }
 
 /**
@@ -399,6 +404,13 @@ export interface CatalogInput {
    * CLOUDFLARE_ACCOUNT_ID.
    */
   values?: Record<string, string>;
+  /**
+   * UnreachableOK is not stored: it answers the question an add asks
+   * when the key cannot be checked because the provider cannot be
+   * reached. True adds the provider all the same, its key not yet
+   * checked; a key the provider refuses is refused whatever it says.
+   */
+  unreachable_ok?: boolean;
 }
 
 /**
@@ -1049,6 +1061,12 @@ export interface KeyInfo {
    * delete such a key; "" when it can.
    */
   file: string;
+  /**
+   * Unchecked is set while the key was stored without being tried: the
+   * provider's server could not be reached when it was added and the
+   * user added it anyway. The first call its server answers checks it.
+   */
+  unchecked?: boolean;
 }
 
 /** KeyInput is the body of PUT /api/providers/{name}/key. */
