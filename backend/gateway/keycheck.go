@@ -136,6 +136,10 @@ func answerWords(s string) string {
 	return head + fmt.Sprintf("HTTP %d (%s)", code, rest)
 }
 
+// plainWord matches a reason that starts with a word of prose rather than
+// a name: lower-case letters followed by a space.
+var plainWord = regexp.MustCompile(`^[a-z]+ `)
+
 // sentence makes a status reason a sentence for the dashboard: its answers
 // worded as answerWords does, a capital first letter and a full stop.
 func sentence(s string) string {
@@ -143,8 +147,11 @@ func sentence(s string) string {
 	if s == "" {
 		return ""
 	}
-	r, n := utf8.DecodeRuneInString(s)
-	s = string(unicode.ToUpper(r)) + s[n:]
+	if m := plainWord.FindStringSubmatch(s); m != nil {
+		// A name (a backend "b/mb", a provider "b: ...") keeps its case.
+		r, n := utf8.DecodeRuneInString(s)
+		s = string(unicode.ToUpper(r)) + s[n:]
+	}
 	if last := s[len(s)-1]; last != '.' && last != '!' && last != '?' {
 		s += "."
 	}

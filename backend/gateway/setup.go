@@ -200,9 +200,9 @@ func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, p config.Prov
 // be checked because the vendor could not be reached or gave no usable
 // answer; unreachable_ok adds it all the same.
 func catalogUnreachable(name string, f *checkFailure) *control.Error {
-	msg := fmt.Sprintf("FreeLane could not reach %s to check the key (%s): add it anyway, or try again.", name, strings.TrimSuffix(f.why, "."))
+	msg := fmt.Sprintf("FreeLane could not reach %s to check the key: add it anyway, or try again. %s", name, sentence(f.why))
 	if f.answered {
-		msg = fmt.Sprintf("%s gave no usable answer when FreeLane checked the key (%s): add it anyway, or try again.", name, strings.TrimSuffix(f.why, "."))
+		msg = fmt.Sprintf("%s gave no usable answer when FreeLane checked the key: add it anyway, or try again. %s", name, sentence(f.why))
 	}
 	return &control.Error{Status: http.StatusBadGateway, Param: "key", Code: api.CodeProviderUnreachable, Message: msg}
 }
@@ -289,12 +289,22 @@ func (a adminView) TestRoute(ctx context.Context, model string) api.RouteTest {
 	out, f := g.router.Complete(ctx, req)
 	res.LatencyMS = float64(g.clock.Since(t0).Microseconds()) / 1000
 	if f != nil {
-		res.Error, res.Attempts = f.Message, append(res.Attempts, f.Attempts...)
+		res.Error, res.Attempts = answerWords(f.Message)+".", append(res.Attempts, f.Attempts...)
+		wordAttempts(res.Attempts)
 		return res
 	}
 	res.OK, res.Backend, res.Answer = true, out.Backend.Name(), g.answerText(out.Response.Body)
 	res.Attempts = append(res.Attempts, out.Attempts...)
+	wordAttempts(res.Attempts)
 	return res
+}
+
+// wordAttempts words the reasons of a route test's attempts for the
+// setup screen, as answerWords does.
+func wordAttempts(as []llm.Attempt) {
+	for i := range as {
+		as[i].Reason = answerWords(as[i].Reason)
+	}
 }
 
 // LoadCatalog reads a newer catalog from a URL, checks it, puts it in use
@@ -311,8 +321,12 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 	if ue, ok := errors.AsType[*catalog.URLError](err); ok {
 		return api.CatalogView{}, &control.Error{Status: http.StatusBadRequest, Param: "url", Message: ue.Error()}
 	}
+	if fe, ok := errors.AsType[*catalog.FetchError](err); ok {
+		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: fe.Error()}
+	}
 	if err != nil {
-		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: err.Error()}
+		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url",
+			Message: "FreeLane could not read the catalog from that address: " + unreachableWords(err) + ". Check the address and try again."}
 	}
 	cat, err := catalog.Parse(u.String(), data)
 	if err != nil {
