@@ -231,4 +231,3 @@ func nearbyCall(f *ast.File, at ast.Node) string {
 	})
 	return name
 }
-
