@@ -60,8 +60,24 @@ export function errorFromBody(status: number, body: string): ApiError {
 
 /** The message to show for anything a call threw. */
 export function messageOf(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  return String(e);
+  return sentence(e instanceof Error ? e.message : String(e));
+}
+
+/**
+ * A message as a sentence: the server words its errors so that they can
+ * follow a lead-in ("the key is longer than 4096 characters"), and on
+ * their own they start with a capital and end with a full stop. A message
+ * that starts with a name ("groq refused the key", "b/mb: …") keeps it as
+ * written.
+ */
+export function sentence(msg: string): string {
+  let s = msg.trim();
+  if (!s) return s;
+  if (/^[a-z]+ /.test(s) && !/^[a-z]+ (refused|wants|lists|gave|answered|is|has|speaks)\b/.test(s)) {
+    s = s[0].toUpperCase() + s.slice(1);
+  }
+  s = s.replace(/[\s:;,]+$/, "");
+  return /[.!?…)"]$/.test(s) ? s : `${s}.`;
 }
 
 type SignedOutListener = (message: string) => void;
@@ -99,8 +115,10 @@ export async function request<T>(method: string, path: string, body?: unknown, o
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  } catch (e) {
-    throw new ApiError(`Cannot reach FreeLane (${messageOf(e)}). Is it still running?`, 0);
+  } catch {
+    // The browser's own words ("Failed to fetch", "NetworkError ...")
+    // say no more than this, and differ between browsers.
+    throw new ApiError("The dashboard cannot reach FreeLane: it may have stopped. Start it again, then reload this page.", 0);
   }
   const text = await res.text();
   if (!res.ok) {
@@ -131,8 +149,10 @@ export async function download(path: string, fallbackName: string): Promise<void
   let res: Response;
   try {
     res = await fetch(path, { headers: token ? { [SESSION_HEADER]: token } : {} });
-  } catch (e) {
-    throw new ApiError(`Cannot reach FreeLane (${messageOf(e)}). Is it still running?`, 0);
+  } catch {
+    // The browser's own words ("Failed to fetch", "NetworkError ...")
+    // say no more than this, and differ between browsers.
+    throw new ApiError("The dashboard cannot reach FreeLane: it may have stopped. Start it again, then reload this page.", 0);
   }
   if (!res.ok) {
     const err = errorFromBody(res.status, await res.text());
