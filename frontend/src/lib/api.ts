@@ -310,10 +310,17 @@ export const api = {
    * Adds a catalog entry as a provider. The server checks the key with the
    * provider first, so a refused key comes back as a 400 naming "key".
    */
-  addFromCatalog: (id: string, key: string, values?: Record<string, string>) =>
+  /**
+   * Adds a provider from the catalog once its key is checked. A vendor out
+   * of reach is refused with the code "provider_unreachable", which
+   * unreachableOk answers: the provider is added with its key not yet
+   * checked.
+   */
+  addFromCatalog: (id: string, key: string, values?: Record<string, string>, unreachableOk = false) =>
     request<Answer<"POST /api/catalog/{id}">>("POST", `/api/catalog/${seg(id)}`, {
       key,
       ...(values && Object.keys(values).length ? { values } : {}),
+      ...(unreachableOk ? { unreachable_ok: true } : {}),
     } satisfies Body<"POST /api/catalog/{id}">),
   /** Loads a newer catalog file; a file that fails its checks is refused with its problems by line. */
   loadCatalog: (url: string) =>
