@@ -60,24 +60,23 @@ export function errorFromBody(status: number, body: string): ApiError {
 
 /** The message to show for anything a call threw. */
 export function messageOf(e: unknown): string {
-  return sentence(e instanceof Error ? e.message : String(e));
+  if (e instanceof Error) return e.message;
+  return String(e);
 }
 
 /**
- * A message as a sentence: the server words its errors so that they can
- * follow a lead-in ("the key is longer than 4096 characters"), and on
- * their own they start with a capital and end with a full stop. A message
- * that starts with a name ("groq refused the key", "b/mb: …") keeps it as
- * written.
+ * A message as a sentence: the server words many errors so that they can
+ * follow a lead-in ("the key is longer than 4096 characters"); on their
+ * own they get a capital where they open with a word of prose (a field
+ * or provider name keeps its case) and a full stop.
  */
 export function sentence(msg: string): string {
-  let s = msg.trim();
+  let s = msg.trim().replace(/[\s:;,]+$/, "");
   if (!s) return s;
-  if (/^[a-z]+ /.test(s) && !/^[a-z]+ (refused|wants|lists|gave|answered|is|has|speaks)\b/.test(s)) {
+  if (/^(the|a|an|no|it|there|this|nothing|could|cannot|paste|fill|add|set|give|check|try)\b/.test(s)) {
     s = s[0].toUpperCase() + s.slice(1);
   }
-  s = s.replace(/[\s:;,]+$/, "");
-  return /[.!?…)"]$/.test(s) ? s : `${s}.`;
+  return /[.!?…)"”]$/.test(s) ? s : `${s}.`;
 }
 
 type SignedOutListener = (message: string) => void;
