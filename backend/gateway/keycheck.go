@@ -75,6 +75,12 @@ func (g *Gateway) rearmReplacedKeys(old, next *config.Config) {
 	if old == nil {
 		return
 	}
+	for _, p := range old.Providers {
+		// A key added without being tried is forgotten with its provider.
+		if _, ok := next.Provider(p.Name); !ok {
+			g.feed.unchecked.forget(p.Name)
+		}
+	}
 	for _, p := range next.Providers {
 		was, ok := old.Provider(p.Name)
 		if !ok || was.Pooled() || p.Pooled() || was.APIKey == p.APIKey || p.APIKey == "" {
@@ -83,6 +89,7 @@ func (g *Gateway) rearmReplacedKeys(old, next *config.Config) {
 			continue
 		}
 		g.gate.KeyReplaced(llm.KeyID{Provider: p.Name}, "the key was replaced")
+		g.feed.unchecked.forget(p.Name)
 	}
 }
 

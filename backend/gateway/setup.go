@@ -147,10 +147,7 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 	if err != nil {
 		return api.CatalogAdded{}, err
 	}
-	if !added.Checked {
-		g.feed.unchecked.add(view.Name)
-		view.Key.Unchecked = view.Key.Set
-	}
+	g.markChecked(&view, added.Checked)
 	added.Provider = view
 	if lerr == nil && (e.ListModels || len(e.Models) == 0) {
 		var ids []string

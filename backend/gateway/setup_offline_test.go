@@ -171,6 +171,36 @@ func TestCatalogKeyOfflineAddAnyway(t *testing.T) {
 	if !e.keyUnchecked("noname") {
 		t.Fatal("a vendor that never answered lost its mark")
 	}
+
+	// A provider added by hand is marked the same way, and an edit that
+	// tries its key against a server that answers clears the mark.
+	dead2 := deadAddr(t)
+	r = e.do(http.MethodPost, "/api/providers", fmt.Sprintf(`{"name":"handy","kind":"openai","tier":"free","base_url":"http://%s/v1","api_key":"sk-handy-key-000001","models":[{"id":"h"}],"unreachable_ok":true}`, dead2), nil)
+	if r.status != http.StatusCreated && r.status != http.StatusOK {
+		t.Fatalf("adding a provider by hand anyway: %d %s", r.status, r.body)
+	}
+	if !e.keyUnchecked("handy") {
+		t.Fatal("a provider added by hand anyway is not marked as not yet checked")
+	}
+	r = e.do(http.MethodPatch, "/api/providers/handy", fmt.Sprintf(`{"base_url":%q,"api_key":"sk-handy-key-000002"}`, e.up.URL), nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("moving it to a server that answers: %d %s", r.status, r.body)
+	}
+	if e.keyUnchecked("handy") {
+		t.Fatal("a key tried and taken is still marked as not yet checked")
+	}
+	// Deleted and added again under the same name with a key that is
+	// tried, a provider is not marked.
+	if r := e.do(http.MethodDelete, "/api/providers/noname", "", nil); r.status >= 300 {
+		t.Fatalf("deleting noname: %d %s", r.status, r.body)
+	}
+	r = e.do(http.MethodPost, "/api/providers", fmt.Sprintf(`{"name":"noname","kind":"openai","tier":"free","base_url":%q,"api_key":"sk-noname-key-00003","models":[{"id":"n"}]}`, e.up.URL), nil)
+	if r.status >= 300 {
+		t.Fatalf("adding noname again: %d %s", r.status, r.body)
+	}
+	if e.keyUnchecked("noname") {
+		t.Fatal("a deleted provider's mark came back with a new provider of its name")
+	}
 }
 
 func errorCode(r reply) string {
