@@ -53,6 +53,16 @@ export default async function setupSuite(h) {
     await page.screenshot({ path: join(shots, 'setup-scrolled-test.png') });
     await page.evaluate(() => window.scrollTo(0, 0));
 
+    // A jump link brings a section's heading into view, below the route test.
+    await page.getByTestId('jump-setup-own-title').click();
+    await waitFor(async () => {
+      const head = await page.locator('#setup-own-title').boundingBox();
+      const t = await tryit.boundingBox();
+      return head && t && head.y >= t.y + t.height - 1 && head.y < t.y + t.height + 80;
+    }, 'the jump to "Your own keys"');
+    await page.screenshot({ path: join(shots, 'setup-jumped-own-keys.png') });
+    await page.evaluate(() => window.scrollTo(0, 0));
+
     await search.fill('groq');
     await waitFor(async () => (await cards.count()) < all, 'the search to narrow the cards');
     const ids = await cards.evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
