@@ -139,7 +139,7 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 		added.Checked = false
 	}
 	if !added.Checked {
-		added.Message = fmt.Sprintf("The key is not checked yet: FreeLane could not reach %s. The first request %s answers checks it.", e.Name, e.Name)
+		added.Message = fmt.Sprintf("The key is not checked yet: FreeLane could not check it with %s. The first request %s answers checks it.", e.Name, e.Name)
 		g.log.Info("a provider from the catalog is stored without its key being checked: it could not be reached, and the user chose to go on",
 			"provider", e.ID)
 	}
