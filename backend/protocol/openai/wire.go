@@ -196,11 +196,16 @@ func (r *relay) classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 	if string(data) == "[DONE]" {
 		return llm.Done, nil, nil
 	}
-	if !jsonscan.Valid(data) {
+	// One pass checks the chunk and finds the members classify reads.
+	var v [3][]byte
+	valid, picked := jsonscan.PickValid(data, chunkKeys, v[:])
+	if !valid {
 		return 0, nil, protocol.ErrMalformed
 	}
-	if kind, u, err, ok := scanChunk(name, data); ok {
-		return kind, u, err
+	if picked {
+		if kind, u, err, ok := scanPicked(name, data, &v); ok {
+			return kind, u, err
+		}
 	}
 	return classifyDecoded(name, data)
 }
@@ -256,6 +261,12 @@ func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, 
 	if data[0] != '{' || !jsonscan.Pick(data, chunkKeys, v[:]) {
 		return 0, nil, nil, false
 	}
+	return scanPicked(name, data, &v)
+}
+
+// scanPicked is scanChunk once the chunk's members named by chunkKeys
+// have been picked into v.
+func scanPicked(name, data []byte, v *[3][]byte) (kind llm.EventKind, u *llm.Usage, err error, ok bool) {
 	choices, use, errv := v[0], v[1], v[2]
 	if present(errv) || string(name) == "error" {
 		return 0, nil, streamError(data), true
