@@ -277,8 +277,11 @@ func scanPicked(name, data []byte, v *[3][]byte) (kind llm.EventKind, u *llm.Usa
 			return 0, nil, nil, false
 		}
 		uw = new(usage)
-		if json.Unmarshal(use, uw) != nil {
-			return 0, nil, nil, false
+		if !scanUsage(use, uw) {
+			*uw = usage{}
+			if json.Unmarshal(use, uw) != nil {
+				return 0, nil, nil, false
+			}
 		}
 	}
 	none := !present(choices)
@@ -305,6 +308,60 @@ func scanPicked(name, data []byte, v *[3][]byte) (kind llm.EventKind, u *llm.Usa
 		return llm.Content, uw.neutral(), nil, true
 	}
 	return llm.Held, uw.neutral(), nil, true
+}
+
+// scanUsage reads a chunk's usage object into u by scanning it. It
+// reports false, having read nothing that matters, where encoding/json
+// could read it otherwise or would refuse it (see jsonscan.Pick): then the
+// caller decodes it.
+func scanUsage(use []byte, u *usage) bool {
+	var v [5][]byte
+	if !jsonscan.Pick(use, usageKeys, v[:]) {
+		return false
+	}
+	var ok bool
+	if u.PromptTokens, ok = tokenCount(v[0]); !ok {
+		return false
+	}
+	if u.CompletionTokens, ok = tokenCount(v[1]); !ok {
+		return false
+	}
+	if u.TotalTokens, ok = tokenCount(v[2]); !ok {
+		return false
+	}
+	if u.CacheHitTokens, ok = tokenCount(v[4]); !ok {
+		return false
+	}
+	switch d := v[3]; {
+	case d == nil || string(d) == "null":
+	case d[0] == '{':
+		var dv [1][]byte
+		if !jsonscan.Pick(d, promptDetailKeys, dv[:]) {
+			return false
+		}
+		u.PromptTokensDetails = new(promptDetails)
+		if u.PromptTokensDetails.CachedTokens, ok = tokenCount(dv[0]); !ok {
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// tokenCount is a count as encoding/json reads it into an int, for the
+// plain non-negative integers vendors send; ok is false for anything else.
+func tokenCount(v []byte) (n int, ok bool) {
+	switch {
+	case v == nil || string(v) == "null":
+		return 0, true
+	case string(v) == "0":
+		return 0, true
+	}
+	if n = jsonscan.SmallInt(v); n == 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 // choiceHasContent reports whether one of a chunk's choices carries
@@ -362,6 +419,9 @@ var (
 	chunkKeys  = []string{"choices", "usage", "error"}
 	choiceKeys = []string{"text", "delta"}
 	deltaKeys  = []string{"content", "reasoning_content", "reasoning", "refusal", "tool_calls", "function_call"}
+	// usageKeys are the members of usage, in scanUsage's order.
+	usageKeys        = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "prompt_cache_hit_tokens"}
+	promptDetailKeys = []string{"cached_tokens"}
 )
 
 // stringMember reads a member that must be a string or null (or absent,
