@@ -287,11 +287,12 @@ type attempt struct {
 	// output is a buffer from keptBuffers, given back after Settle.
 	keepOutput, kept bool
 	// committed is set by streamOne when the attempt starts reaching the
-	// client; from then on there is no failover. fail, set with it, ends
+	// client; from then on there is no failover. sink, set with it, ends
 	// the client's stream with an error event; a panic after the commit
-	// goes there.
+	// goes there. It is the Sink itself, not its bound Fail method, which
+	// would cost an allocation per stream.
 	committed bool
-	fail      func(*llm.Error)
+	sink      Sink
 }
 
 type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
@@ -682,8 +683,8 @@ func (r *Router) protect(ctx context.Context, b *Backend, a *attempt, try attemp
 		if a.committed {
 			if a.late == nil {
 				a.late = le
-				if a.fail != nil {
-					a.fail(le)
+				if a.sink != nil {
+					a.sink.Fail(le)
 				}
 			}
 			err = errCommitted

@@ -50,7 +50,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		a.keep(ev.Data)
 		a.TTFT = r.clock.Since(t0)
 		a.Class = llm.OK
-		a.committed, a.fail = true, sink.Fail
+		a.committed, a.sink = true, sink
 		if ev.Usage != nil {
 			a.usage = ev.Usage
 		}
