@@ -132,6 +132,11 @@ type CallUsage struct {
 	// stream, the data of its content events recorded by AppendEvent. It
 	// is only valid while being accounted.
 	Output []byte
+	// ContentEvents is how many content events a stream relayed. When
+	// Output is empty because the stream did not keep them (its backend
+	// has been reporting usage), an unreported completion is estimated
+	// from it: streams send about a token per event.
+	ContentEvents int
 	// Header is the upstream's response header (of an error answer too),
 	// nil if none arrived.
 	Header http.Header

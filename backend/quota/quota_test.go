@@ -105,6 +105,21 @@ func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 	}
 }
 
+// A stream that kept no events (its backend had been reporting usage)
+// and then reported none is estimated at a token per content event.
+func TestEstimatedFromContentEventsWhenNothingWasKept(t *testing.T) {
+	m, _ := testManager(t)
+	h, err := m.Admit(testRequest(t), "auto", Target{ID: llm.BackendID{Provider: "p", Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a llm.Attempt
+	h.Settle(llm.CallUsage{ContentEvents: 42, Attempt: &a})
+	if !a.Estimated || a.CompletionTokens != 42 || a.PromptTokens == 0 {
+		t.Fatalf("estimate: %+v", a)
+	}
+}
+
 // TestEstimateReadsTheClientsDialect: a Responses stream names its text
 // "delta" and a tool call's name sits in its item, yet the estimate counts
 // the same text as for any other dialect: the text, the tool's name and its

@@ -286,6 +286,9 @@ type attempt struct {
 	// keepOutput asks streamOne to keep the stream's events; kept says
 	// output is a buffer from keptBuffers, given back after Settle.
 	keepOutput, kept bool
+	// contentEvents counts the content events a stream relayed, kept or
+	// not.
+	contentEvents int
 	// committed is set by streamOne when the attempt starts reaching the
 	// client; from then on there is no failover. sink, set with it, ends
 	// the client's stream with an error event; a panic after the commit
@@ -598,7 +601,7 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 		if sk != nil {
 			return nil, nil, sk
 		}
-		a.keepOutput = true
+		a.keepOutput = b.stats.keepsOutput()
 		defer func() {
 			if !called {
 				settle(nil)
@@ -608,7 +611,10 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 			if h == nil && le != nil {
 				h = le.Header
 			}
-			settle(&llm.CallUsage{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
+			if req.Stream {
+				b.stats.streamEnded(a.usage.CountsCompletion())
+			}
+			settle(&llm.CallUsage{Usage: a.usage, Output: a.output, ContentEvents: a.contentEvents, Header: h, Err: le, Attempt: &a.Attempt})
 			tr.Cost += a.Cost
 			tr.Saved += a.Saved
 			// Settle reads the events while it runs and keeps nothing.

@@ -1,6 +1,7 @@
 package router_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -1422,4 +1423,60 @@ func ids(names ...string) []llm.BackendID {
 		out[i] = id
 	}
 	return out
+}
+
+// recAdmission admits every call and records what each settles with.
+type recAdmission struct {
+	mu      sync.Mutex
+	settled []llm.CallUsage
+}
+
+func (a *recAdmission) Available(string, *router.Backend) *llm.Skip { return nil }
+
+func (a *recAdmission) Admit(*llm.Request, string, *router.Backend) (func(*llm.CallUsage), *llm.Skip) {
+	return func(c *llm.CallUsage) {
+		if c == nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		// Output is only valid while the call is settled.
+		kept := *c
+		kept.Output = bytes.Clone(c.Output)
+		a.settled = append(a.settled, kept)
+	}, nil
+}
+
+func TestStreamsStopKeepingEventsOnceUsageIsReported(t *testing.T) {
+	h := newHarness(t)
+	adm := &recAdmission{}
+	h.r.SetAdmission(adm)
+	reporting := []step{held(`role`), content(`c1`), content(`c2`), usage(`u`, 5), done()}
+	silent := []step{held(`role`), content(`c1`), content(`c2`), content(`c3`), done()}
+	stream := func(script []step) llm.CallUsage {
+		t.Helper()
+		h.ups["a"].script = script
+		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+			t.Fatal(f)
+		}
+		return adm.settled[len(adm.settled)-1]
+	}
+	// Until the backend has reported usage three times in a row, every
+	// stream keeps its content events for an estimate.
+	for i := range 3 {
+		if c := stream(reporting); len(c.Output) == 0 || c.ContentEvents != 2 {
+			t.Fatalf("stream %d settled with %d bytes kept and %d content events, want the events kept", i+1, len(c.Output), c.ContentEvents)
+		}
+	}
+	if c := stream(reporting); len(c.Output) != 0 || c.ContentEvents != 2 {
+		t.Fatalf("fourth stream kept %d bytes (%d content events), want nothing kept", len(c.Output), c.ContentEvents)
+	}
+	// A stream that reports nothing has only its count of events to be
+	// estimated from, and the next stream keeps its events again.
+	if c := stream(silent); len(c.Output) != 0 || c.ContentEvents != 3 {
+		t.Fatalf("unreported stream settled with %d bytes and %d content events, want 0 and 3", len(c.Output), c.ContentEvents)
+	}
+	if c := stream(silent); len(c.Output) == 0 || c.ContentEvents != 3 {
+		t.Fatalf("the stream after an unreported one kept %d bytes, want its events", len(c.Output))
+	}
 }

@@ -116,6 +116,7 @@ const maxKeep = 1 << 20
 // text (and the end events of some dialects repeat all of it), so only
 // content events are kept.
 func (a *attempt) keep(data []byte) {
+	a.contentEvents++
 	if !a.keepOutput || len(a.output)+len(data) > maxKeep {
 		return
 	}
