@@ -385,13 +385,18 @@ func (h *Hold) Release() {
 }
 
 // completionEstimate is the completion tokens of a call that did not
-// report them: counted in what the client got when the call kept it, or
+// report them: counted in what the client got when the call kept it
+// (scaled up to the whole stream when it kept only its first events), or
 // else a token per content event of its stream.
 func (h *Hold) completionEstimate(c llm.CallUsage) int {
-	if len(c.Output) > 0 {
-		return h.m.completionEstimate(h.req, c.Output)
+	if len(c.Output) == 0 {
+		return c.ContentEvents
 	}
-	return c.ContentEvents
+	n := h.m.completionEstimate(h.req, c.Output)
+	if c.KeptBytes > 0 && c.ContentBytes > c.KeptBytes {
+		n = int(float64(n) * float64(c.ContentBytes) / float64(c.KeptBytes))
+	}
+	return n
 }
 
 // Settle accounts for the call made under the hold: tokens from the

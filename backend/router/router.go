@@ -286,9 +286,10 @@ type attempt struct {
 	// keepOutput asks streamOne to keep the stream's events; kept says
 	// output is a buffer from keptBuffers, given back after Settle.
 	keepOutput, kept bool
-	// contentEvents counts the content events a stream relayed, kept or
-	// not.
-	contentEvents int
+	// contentEvents and contentBytes count the content events a stream
+	// relayed, kept or not, and their bytes; keptBytes is how many of
+	// those output holds.
+	contentEvents, contentBytes, keptBytes int
 	// committed is set by streamOne when the attempt starts reaching the
 	// client; from then on there is no failover. sink, set with it, ends
 	// the client's stream with an error event; a panic after the commit
@@ -614,7 +615,8 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 			if req.Stream {
 				b.stats.streamEnded(a.usage.CountsCompletion())
 			}
-			settle(&llm.CallUsage{Usage: a.usage, Output: a.output, ContentEvents: a.contentEvents, Header: h, Err: le, Attempt: &a.Attempt})
+			settle(&llm.CallUsage{Usage: a.usage, Output: a.output,
+				ContentEvents: a.contentEvents, ContentBytes: a.contentBytes, KeptBytes: a.keptBytes, Header: h, Err: le, Attempt: &a.Attempt})
 			tr.Cost += a.Cost
 			tr.Saved += a.Saved
 			// Settle reads the events while it runs and keeps nothing.

@@ -1447,6 +1447,28 @@ func (a *recAdmission) Admit(*llm.Request, string, *router.Backend) (func(*llm.C
 	}, nil
 }
 
+func TestLongStreamsKeepOnlyTheirFirstEvents(t *testing.T) {
+	h := newHarness(t)
+	adm := &recAdmission{}
+	h.r.SetAdmission(adm)
+	ev := `{"choices":[{"delta":{"content":"` + strings.Repeat("w", 180) + `"}}]}`
+	script := []step{held(`role`)}
+	for range 100 {
+		script = append(script, content(ev))
+	}
+	h.ups["a"].script = append(script, done())
+	if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+		t.Fatal(f)
+	}
+	c := adm.settled[0]
+	if c.ContentEvents != 100 || c.ContentBytes != 100*len(ev) {
+		t.Fatalf("settled with %d content events of %d bytes, want 100 of %d", c.ContentEvents, c.ContentBytes, 100*len(ev))
+	}
+	if c.KeptBytes == 0 || c.KeptBytes > 8<<10 || len(c.Output) > 9<<10 || c.KeptBytes%len(ev) != 0 {
+		t.Fatalf("kept %d bytes of events in %d bytes, want whole events up to 8 KiB", c.KeptBytes, len(c.Output))
+	}
+}
+
 func TestStreamsStopKeepingEventsOnceUsageIsReported(t *testing.T) {
 	h := newHarness(t)
 	adm := &recAdmission{}

@@ -106,9 +106,15 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 	}
 }
 
-// maxKeep bounds the stream events kept for token estimation; a longer
-// answer is estimated from its first part (see tokens.Count).
-const maxKeep = 1 << 20
+// maxKeep bounds the stream events kept for token estimation: a longer
+// answer is estimated from its first events, scaled by its bytes. Every
+// open stream holds what it keeps, so the bound is what a sample needs,
+// not what an answer may grow to. The first event is kept whatever its
+// size, up to maxKeepFirst, so that there is always a sample.
+const (
+	maxKeep      = 8 << 10
+	maxKeepFirst = 1 << 20
+)
 
 // keep saves a content event for estimating the answer's tokens in case the
 // upstream reports none; the quota manager decodes the events in the
@@ -117,9 +123,11 @@ const maxKeep = 1 << 20
 // content events are kept.
 func (a *attempt) keep(data []byte) {
 	a.contentEvents++
-	if !a.keepOutput || len(a.output)+len(data) > maxKeep {
+	a.contentBytes += len(data)
+	if !a.keepOutput || (a.keptBytes > 0 && len(a.output)+len(data) > maxKeep) || len(data) > maxKeepFirst {
 		return
 	}
+	a.keptBytes += len(data)
 	if !a.kept {
 		a.kept = true
 		a.output = (*keptBuffers.Get().(*[]byte))[:0]
