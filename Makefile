@@ -133,7 +133,7 @@ FUZZ     := backend/control:FuzzProviderInput backend/control:FuzzBudgets backen
 	backend/protocol/openai:FuzzConversation backend/protocol/openai:FuzzStreamDecode \
 	backend/protocol/anthropic:FuzzParseRequest backend/protocol/anthropic:FuzzStreamDecoder \
 	backend/protocol/gemini:FuzzParseRequest backend/protocol/gemini:FuzzStreamDecoder backend/protocol/responses:FuzzParseRequest backend/protocol/responses:FuzzStreamEncoder \
-	backend/redact:FuzzRedact backend/jsonscan:FuzzValid backend/jsonscan:FuzzPickValid backend/protocol/openai:FuzzScanChunkAgrees backend/protocol/anthropic:FuzzClassifyDeltaAgrees backend/protocol/anthropic:FuzzTextDeltaAgrees backend/protocol/responses:FuzzScanDeltaAgrees backend/protocol/gemini:FuzzScanChunkAgrees
+	backend/redact:FuzzRedact backend/jsonscan:FuzzValid backend/jsonscan:FuzzPickValid backend/protocol/openai:FuzzScanChunkAgrees backend/protocol/openai:FuzzScanAnswerAgrees backend/protocol/anthropic:FuzzClassifyDeltaAgrees backend/protocol/anthropic:FuzzTextDeltaAgrees backend/protocol/responses:FuzzScanDeltaAgrees backend/protocol/gemini:FuzzScanChunkAgrees
 #
 # Go before 1.27 can fail a target with a bare "context deadline exceeded"
 # when -fuzztime runs out while a worker is mid-input, a race in its fuzzing

@@ -95,20 +95,26 @@ func (c *content) UnmarshalJSON(b []byte) error {
 // answer is the part of a non-streaming answer needed to tell a usable
 // answer from an empty or broken one.
 type answer struct {
-	Choices []struct {
-		Message *struct {
-			Content          content `json:"content"`
-			ToolCalls        seen    `json:"tool_calls"`
-			FunctionCall     seen    `json:"function_call"`
-			ReasoningContent seen    `json:"reasoning_content"`
-			Reasoning        seen    `json:"reasoning"`
-			Refusal          seen    `json:"refusal"`
-		} `json:"message"`
-		Text seen `json:"text"`
-	} `json:"choices"`
-	Data  seen   `json:"data"`
-	Usage *usage `json:"usage"`
-	Error seen   `json:"error"`
+	Choices []checkedChoice `json:"choices"`
+	Data    seen            `json:"data"`
+	Usage   *usage          `json:"usage"`
+	Error   seen            `json:"error"`
+}
+
+// checkedChoice is a choice of an answer as CheckAnswer reads it.
+type checkedChoice struct {
+	Message *checkedMessage `json:"message"`
+	Text    seen            `json:"text"`
+}
+
+// checkedMessage is a choice's message as CheckAnswer reads it.
+type checkedMessage struct {
+	Content          content `json:"content"`
+	ToolCalls        seen    `json:"tool_calls"`
+	FunctionCall     seen    `json:"function_call"`
+	ReasoningContent seen    `json:"reasoning_content"`
+	Reasoning        seen    `json:"reasoning"`
+	Refusal          seen    `json:"refusal"`
 }
 
 // CheckAnswer decides whether a 200 body is a real answer (an empty or
@@ -117,8 +123,11 @@ type answer struct {
 // the errors, which quote the upstream.
 func (codec) CheckAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 	var a answer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
+	if !scanAnswer(body, &a) {
+		a = answer{}
+		if err := json.Unmarshal(body, &a); err != nil {
+			return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
+		}
 	}
 	var usage llm.Usage
 	if u := a.Usage.neutral(); u != nil {
