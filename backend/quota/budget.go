@@ -163,7 +163,7 @@ func (s *budgetState) exceededEvent(now time.Time) []events.Event {
 		return nil
 	}
 	s.noted["exceeded"] = s.start
-	return []events.Event{{Time: now, Kind: events.BudgetExceeded, Level: events.Alert, Reason: s.message(), Until: s.end}}
+	return []events.Event{{Time: now, Kind: events.BudgetExceeded, Level: events.Alert, Budget: s.ID(), Reason: s.message(), Until: s.end}}
 }
 
 // spendTotals is all spend today and this month (local), and per budget
@@ -262,7 +262,7 @@ func (m *Manager) spendLocked(t time.Time, chain, provider string, amount float6
 			evs = append(evs, s.exceededEvent(now)...)
 		case s.spent >= warnAt*s.Limit && !s.noted["warning"].Equal(s.start):
 			s.noted["warning"] = s.start
-			evs = append(evs, events.Event{Time: now, Kind: events.BudgetWarning, Level: events.Warn,
+			evs = append(evs, events.Event{Time: now, Kind: events.BudgetWarning, Level: events.Warn, Budget: s.ID(),
 				Reason: fmt.Sprintf("%s of %s of $%.2f spent", pct(s.spent/s.Limit), s.describe(), s.Limit)})
 		}
 	}
