@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -128,5 +129,41 @@ func TestNotificationSwitchesFromConfig(t *testing.T) {
 	}
 	if got := e.g.Notifications().Switches(); got != sw {
 		t.Errorf("in force %+v, configured %+v", got, sw)
+	}
+}
+
+// TestLocalServerGoneAndBackNotifications stops and restarts a fake
+// Ollama that discovery found: the scans tell it gone, then back, and the
+// server found at start is no notification.
+func TestLocalServerGoneAndBackNotifications(t *testing.T) {
+	e, srv, name := localEnv(t)
+	sub := e.g.Notifications().Subscribe(8)
+	defer sub.Close()
+	next := func(what string) notify.Notification {
+		t.Helper()
+		select {
+		case n := <-sub.C():
+			return n
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification: %s", what)
+		}
+		return notify.Notification{}
+	}
+	srv.Stop()
+	e.g.ScanLocal(context.Background())
+	n := next("the server stopped")
+	if n.Kind != notify.Local || n.Subject != name || !strings.Contains(n.Body, "stopped answering on port") || !strings.Contains(n.Body, "sets its models aside") {
+		t.Fatalf("gone: %+v", n)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.g.ScanLocal(context.Background())
+	n = next("the server answers again")
+	if n.Kind != notify.Local || n.Subject != name || !strings.Contains(n.Title, "back") {
+		t.Fatalf("back: %+v", n)
+	}
+	if got := e.g.Notifications().Recent(); len(got) != 2 {
+		t.Errorf("recent = %+v, want gone and back only", got)
 	}
 }
