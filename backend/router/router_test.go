@@ -1464,8 +1464,8 @@ func TestLongStreamsKeepOnlyTheirFirstEvents(t *testing.T) {
 	if c.ContentEvents != 100 || c.ContentBytes != 100*len(ev) {
 		t.Fatalf("settled with %d content events of %d bytes, want 100 of %d", c.ContentEvents, c.ContentBytes, 100*len(ev))
 	}
-	if c.KeptBytes == 0 || c.KeptBytes > 8<<10 || len(c.Output) > 9<<10 || c.KeptBytes%len(ev) != 0 {
-		t.Fatalf("kept %d bytes of events in %d bytes, want whole events up to 8 KiB", c.KeptBytes, len(c.Output))
+	if c.KeptBytes == 0 || c.KeptBytes > 4<<10 || len(c.Output) > 4<<10 || c.KeptBytes%len(ev) != 0 {
+		t.Fatalf("kept %d bytes of events in %d bytes, want whole events up to 4 KiB", c.KeptBytes, len(c.Output))
 	}
 }
 

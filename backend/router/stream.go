@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 
 	"freelane/backend/llm"
@@ -112,7 +113,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 // not what an answer may grow to. The first event is kept whatever its
 // size, up to maxKeepFirst, so that there is always a sample.
 const (
-	maxKeep      = 8 << 10
+	maxKeep      = 4 << 10
 	maxKeepFirst = 1 << 20
 )
 
@@ -124,7 +125,9 @@ const (
 func (a *attempt) keep(data []byte) {
 	a.contentEvents++
 	a.contentBytes += len(data)
-	if !a.keepOutput || (a.keptBytes > 0 && len(a.output)+len(data) > maxKeep) || len(data) > maxKeepFirst {
+	// binary.MaxVarintLen64 covers the length AppendEvent writes first, so
+	// that a record within the bound fits the pooled buffer.
+	if !a.keepOutput || (a.keptBytes > 0 && len(a.output)+binary.MaxVarintLen64+len(data) > maxKeep) || len(data) > maxKeepFirst {
 		return
 	}
 	a.keptBytes += len(data)
