@@ -18,6 +18,7 @@ import (
 	"freelane/backend/connect"
 	"freelane/backend/control"
 	"freelane/backend/llm"
+	"freelane/backend/notify"
 	"freelane/backend/quota"
 	"freelane/backend/store"
 )
@@ -91,6 +92,8 @@ type Admin interface {
 	Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
 	EachLedgerRow(ctx context.Context, from, to time.Time, fn func(store.LedgerRow) error) error
 	Budgets() []quota.BudgetView
+	// Notifications are the recent notifications, newest first.
+	Notifications() []notify.Notification
 	Now() time.Time
 	// TokenRequired reports whether /v1 requires the inbound token, so the
 	// Connect settings name it.
@@ -177,6 +180,11 @@ func (s *Server) MountAdmin(a Admin) {
 		writeJSON(w, http.StatusOK, a.Control().Settings())
 	})
 	route("PUT /api/settings", h.setSettings)
+	route("GET /api/notifications", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Notifications()) })
+	route("GET /api/notifications/settings", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Control().Notifications())
+	})
+	route("PUT /api/notifications/settings", h.setNotifications)
 	route("GET /api/requests", h.requests)
 	h.mountRouting(route)
 	h.mountCaching(route)
@@ -447,6 +455,20 @@ func (h *adminHandlers) setSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, h.a.Control().Settings())
+}
+
+// setNotifications switches kinds of notification on or off; the kinds
+// the body leaves out keep their setting.
+func (h *adminHandlers) setNotifications(w http.ResponseWriter, r *http.Request) {
+	in := h.a.Control().Notifications()
+	if !h.decode(w, r, &in) {
+		return
+	}
+	if err := h.a.Control().SetNotifications(r.Context(), in); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.a.Control().Notifications())
 }
 
 // connect answers every tool's settings for this FreeLane, as the page

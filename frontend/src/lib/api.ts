@@ -286,6 +286,11 @@ export const api = {
   setRouting: (paused: boolean) =>
     request<Answer<"PUT /api/routing">>("PUT", "/api/routing", { paused } satisfies Body<"PUT /api/routing">),
 
+  notifications: () => request<Answer<"GET /api/notifications">>("GET", "/api/notifications"),
+  notificationSettings: () => request<Answer<"GET /api/notifications/settings">>("GET", "/api/notifications/settings"),
+  /** Switches kinds of notification on or off; kinds left out keep their setting. */
+  setNotificationSettings: (s: Partial<Body<"PUT /api/notifications/settings">>) =>
+    request<Answer<"PUT /api/notifications/settings">>("PUT", "/api/notifications/settings", s),
   budgets: () => request<Answer<"GET /api/budgets">>("GET", "/api/budgets"),
   /** Replaces every budget with this list. */
   setBudgets: (list: BudgetInput[]) =>

@@ -843,6 +843,21 @@ export interface Endpoints {
     request: AliasesInput;
     response: AliasView[];
   };
+  /** The recent notifications (the last 50 at most), newest first. */
+  "GET /api/notifications": {
+    request: void;
+    response: Notification[];
+  };
+  /** Which kinds of notification are raised. */
+  "GET /api/notifications/settings": {
+    request: void;
+    response: Switches;
+  };
+  /** Switches kinds of notification on or off, stored like any edit; kinds left out keep their setting. */
+  "PUT /api/notifications/settings": {
+    request: Switches;
+    response: Switches;
+  };
   "GET /api/settings": {
     request: void;
     response: Settings;
@@ -1016,6 +1031,8 @@ export interface Event {
   level: EventLevel;
   backend?: string;
   provider?: string;
+  /** Budget is the id ("scope|period") of the budget a budget event is about. */
+  budget?: string;
   from?: string;
   to?: string;
   reason?: string;
@@ -1376,6 +1393,30 @@ export interface ModelSpec {
    */
   unpriced?: boolean;
 }
+
+/**
+ * Notification is one thing the user is told.
+ *
+ * Go: notify.Notification.
+ */
+export interface Notification {
+  /** ID grows by one with every notification raised since start. */
+  id: number;
+  time: string;
+  kind: NotificationKind;
+  /** Level is warn or alert for trouble, info for a recovery. */
+  level: EventLevel;
+  title: string;
+  body: string;
+  /**
+   * Subject names what it is about: a backend ("groq/llama"), a
+   * provider ("groq") or a budget ("global|day").
+   */
+  subject: string;
+}
+
+/** NotificationKind is the switchable group a notification belongs to. */
+export type NotificationKind = "breaker" | "key" | "quota" | "budget" | "local";
 
 /**
  * Offer is how the catalog offers a provider. The words it shares with
@@ -1910,6 +1951,8 @@ export interface Snapshot {
   quotas: QuotaView[];
   budgets: BudgetView[];
   spend: Spend;
+  /** Notifications are the recent notifications, newest first. */
+  notifications: Notification[];
 }
 
 /**
@@ -1929,6 +1972,19 @@ export interface SnapshotMessage {
 export interface Spend {
   today: number;
   month: number;
+}
+
+/**
+ * Switches say which kinds are raised.
+ *
+ * Go: notify.Switches.
+ */
+export interface Switches {
+  breaker: boolean;
+  key: boolean;
+  quota: boolean;
+  budget: boolean;
+  local: boolean;
 }
 
 /**
@@ -2090,6 +2146,12 @@ export interface Update {
   quotas: QuotaView[];
   budgets: BudgetView[];
   spend: Spend;
+  /**
+   * Notifications are those raised since the last update, oldest
+   * first; a client may have them from its snapshot already (they
+   * carry ids).
+   */
+  notifications: Notification[];
 }
 
 /**

@@ -43,7 +43,7 @@ describe("Setup", () => {
     setupFetch();
     render(Setup);
     expect((await screen.findByTestId("setup-needed")).textContent).toContain("Nothing can serve yet");
-    expect(screen.getByRole("heading", { level: 2 }).textContent).toBe("Setup");
+    expect(screen.getByRole("heading", { level: 1 }).textContent).toBe("Setup");
     const localBox = screen.getByTestId("setup-local");
     expect(within(localBox).getByTestId("local-none").textContent).toContain("on ports 11434, 1234, 8080");
     expect(within(localBox).getByTestId("local-none").textContent).toContain("Ollama");
