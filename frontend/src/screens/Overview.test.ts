@@ -50,7 +50,7 @@ describe("Overview", () => {
     expect(screen.getByTestId("serving-count").textContent).toBe("1 of 3");
     // Alerts list warn and alert events, not info.
     const alerts = screen.getByTestId("alerts");
-    expect(alerts.textContent).toContain("groq/llama — rate limited (HTTP 429)");
+    expect(alerts.textContent).toContain("groq/llama — rate limited: HTTP 429.");
     expect(alerts.textContent).not.toContain("back in service");
 
     // Quotas and spend sit below the table.
