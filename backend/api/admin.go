@@ -18,6 +18,7 @@ import (
 	"freelane/backend/connect"
 	"freelane/backend/control"
 	"freelane/backend/llm"
+	"freelane/backend/notify"
 	"freelane/backend/quota"
 	"freelane/backend/store"
 )
@@ -76,6 +77,8 @@ type Admin interface {
 	State() any
 	Chains() []ChainView
 	Control() *control.Control
+	// Providers are the providers as the dashboard lists them.
+	Providers() []control.ProviderView
 	TestProvider(ctx context.Context, provider, model string) TestResult
 	RecentRequests(ctx context.Context, q store.RequestQuery) ([]llm.Trace, error)
 	// WebSocket serves /api/ws.
@@ -89,6 +92,8 @@ type Admin interface {
 	Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
 	EachLedgerRow(ctx context.Context, from, to time.Time, fn func(store.LedgerRow) error) error
 	Budgets() []quota.BudgetView
+	// Notifications are the recent notifications, newest first.
+	Notifications() []notify.Notification
 	Now() time.Time
 	// TokenRequired reports whether /v1 requires the inbound token, so the
 	// Connect settings name it.
@@ -119,7 +124,7 @@ func (s *Server) MountAdmin(a Admin) {
 	route("GET /api/session", s.sessionInfo)
 	route("GET /api/state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.State()) })
 	route("GET /api/providers", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, a.Control().Providers())
+		writeJSON(w, http.StatusOK, a.Providers())
 	})
 	route("POST /api/providers", h.addProvider)
 	route("POST /api/providers/models", h.providerModels)
@@ -177,6 +182,11 @@ func (s *Server) MountAdmin(a Admin) {
 		writeJSON(w, http.StatusOK, a.Control().Settings())
 	})
 	route("PUT /api/settings", h.setSettings)
+	route("GET /api/notifications", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Notifications()) })
+	route("GET /api/notifications/settings", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Control().Notifications())
+	})
+	route("PUT /api/notifications/settings", h.setNotifications)
 	route("GET /api/requests", h.requests)
 	h.mountRouting(route)
 	h.mountCaching(route)
@@ -448,6 +458,20 @@ func (h *adminHandlers) setSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, h.a.Control().Settings())
+}
+
+// setNotifications switches kinds of notification on or off; the kinds
+// the body leaves out keep their setting.
+func (h *adminHandlers) setNotifications(w http.ResponseWriter, r *http.Request) {
+	in := h.a.Control().Notifications()
+	if !h.decode(w, r, &in) {
+		return
+	}
+	if err := h.a.Control().SetNotifications(r.Context(), in); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.a.Control().Notifications())
 }
 
 // connect answers every tool's settings for this FreeLane, as the page
