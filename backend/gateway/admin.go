@@ -429,3 +429,17 @@ drain:
 	return Update{Type: "update", Time: now, Backends: backends, Requests: reqs, Events: evs, Totals: g.totals(), RoutingPaused: g.api.Paused(),
 		Quotas: g.quotaViews(backends), Budgets: g.quota.Budgets(), Spend: g.quota.Spend(), Notifications: notes}
 }
+
+// backendStatus is the breakers' view of a backend that the admin views
+// show.
+type backendStatus interface {
+	Status(id llm.BackendID) breaker.Status
+}
+
+// quotaReport is what the admin views show of the quotas and budgets.
+type quotaReport interface {
+	Exhausted(id llm.BackendID) (reason string, until time.Time, ok bool)
+	Budgets() []quota.BudgetView
+	Spend() quota.Spend
+	Quotas(order []llm.BackendID) []quota.QuotaView
+}

@@ -361,7 +361,7 @@ func TestLocalServerAppearsGoesAndComesBack(t *testing.T) {
 	}
 	srv.Stop()
 	e.g.ScanLocal(context.Background())
-	if st := e.g.Breakers().Status(llm.BackendID{Provider: fmt.Sprintf("ollama-%d", srv.Port()), Model: "qwen2.5-coder:7b"}); !st.Retired {
+	if st := e.g.BreakerStatus(llm.BackendID{Provider: fmt.Sprintf("ollama-%d", srv.Port()), Model: "qwen2.5-coder:7b"}); !st.Retired {
 		t.Fatalf("after the server stopped: %+v", st)
 	}
 	if s := e.setup(); !s.Needed || s.Local[0].Up {

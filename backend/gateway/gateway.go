@@ -91,6 +91,40 @@ type Options struct {
 	Dialects *protocol.Registry
 }
 
+// breakerSet is what the gateway needs of the backends' breakers, beyond
+// the router's Gate: what it hands the prober and the pool, and what its
+// own admin views, key checks, configuration and saved state use. On one
+// machine it is a *breaker.Set.
+type breakerSet interface {
+	router.Gate
+	// Health is the score the router's auto strategy weighs.
+	Health(id llm.BackendID) float64
+	probe.Keys
+	pool.Breakers
+	probeResults
+	breakerSnapshots
+	keyOutcomes
+	backendStatus
+	Configure(s breaker.Settings)
+}
+
+// quotaManager is what the gateway needs of the quotas and budgets: the
+// router's admission, the admin views, the rebuild from the ledger at
+// start and the settings of each configuration. On one machine it is a
+// *quota.Manager.
+type quotaManager interface {
+	admitter
+	quotaReport
+	Restore(rows []quota.Usage)
+	Configure(s quota.Settings)
+	ReadAnswersWith(a quota.Answers)
+}
+
+var (
+	_ breakerSet   = (*breaker.Set)(nil)
+	_ quotaManager = (*quota.Manager)(nil)
+)
+
 // Gateway is a running FreeLane.
 type Gateway struct {
 	o      Options
@@ -102,7 +136,7 @@ type Gateway struct {
 	// rcache is the exact response cache.
 	rcache  *respcache.Cache
 	router  *router.Router
-	gate    *breaker.Set
+	gate    breakerSet
 	bus     *events.Bus
 	api     *api.Server
 	control *control.Control
@@ -114,7 +148,7 @@ type Gateway struct {
 	series  *metrics.Series
 	feed    *feed
 	hub     *hub.Hub
-	quota   *quota.Manager
+	quota   quotaManager
 	shape   *shape.Shaper
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
@@ -578,8 +612,8 @@ func (g *Gateway) Clock() clock.Clock { return g.clock }
 // Prober returns the prober.
 func (g *Gateway) Prober() *probe.Prober { return g.prober }
 
-// Breakers returns the backends' breaker state.
-func (g *Gateway) Breakers() *breaker.Set { return g.gate }
+// BreakerStatus returns a backend's breaker state.
+func (g *Gateway) BreakerStatus(id llm.BackendID) breaker.Status { return g.gate.Status(id) }
 
 // ResponseCache returns the exact response cache, whose Stats the
 // dashboard shows.

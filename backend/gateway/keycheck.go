@@ -164,3 +164,10 @@ func sentence(s string) string {
 	}
 	return s
 }
+
+// keyOutcomes is how the gateway tells the breakers about a provider's key
+// outside a routed call: a test request that passed, or a key replaced.
+type keyOutcomes interface {
+	KeyPassed(k llm.KeyID, why string)
+	KeyReplaced(k llm.KeyID, why string)
+}

@@ -27,8 +27,16 @@ const (
 // each call it tells the shaper what the provider's rate-limit headers
 // said about its requests per minute.
 type admission struct {
-	m     *quota.Manager
+	m     admitter
 	shape *shape.Shaper
+}
+
+// admitter is what the router's admission needs of the quota manager.
+type admitter interface {
+	Available(chain string, b quota.Target) *llm.Skip
+	Admit(req *llm.Request, chain string, b quota.Target) (*quota.Hold, *llm.Skip)
+	Headroom(id llm.BackendID) (left float64, reset time.Time)
+	LearnedRPM(id llm.BackendID) int64
 }
 
 func target(b *router.Backend) quota.Target { return quota.Target{ID: b.ID} }

@@ -33,7 +33,7 @@ func TestOutageOfSixtySeconds(t *testing.T) {
 			recoveredAt = elapsed
 		}
 		r := e.post("/v1/chat/completions", chat("main", elapsed%8 == 0))
-		st := e.g.Breakers().Status(llm.BackendID{Provider: "a", Model: "ma"})
+		st := e.g.BreakerStatus(llm.BackendID{Provider: "a", Model: "ma"})
 		t.Logf("t=%3.0fs status=%d served_by=%-5s attempts=%-40q breaker=%s", elapsed.Seconds(), r.status, r.header.Get("X-FreeLane-Backend"), r.attempts(), st.State)
 		if r.status != 200 {
 			t.Fatalf("t=%v: the client saw %d %s", elapsed, r.status, r.body)
@@ -64,7 +64,7 @@ func TestRateLimitCoolsDownWithoutTripping(t *testing.T) {
 	if r.status != 200 || r.header.Get("X-FreeLane-Backend") != "b/mb" {
 		t.Fatalf("got %d %q", r.status, r.attempts())
 	}
-	st := e.g.Breakers().Status(llm.BackendID{Provider: "a", Model: "ma"})
+	st := e.g.BreakerStatus(llm.BackendID{Provider: "a", Model: "ma"})
 	if st.State != breaker.Closed || st.Failures != 0 {
 		t.Errorf("a 429 counted as a breaker failure: %+v", st)
 	}
@@ -146,7 +146,7 @@ func TestHalfOpenAdmitsExactlyOneRequest(t *testing.T) {
 	if served["a/ma"] != 1 || served["b/mb"] != 1 {
 		t.Errorf("served %v", served)
 	}
-	if st := e.g.Breakers().Status(llm.BackendID{Provider: "a", Model: "ma"}); st.State != breaker.Closed || st.Health != 0.7 {
+	if st := e.g.BreakerStatus(llm.BackendID{Provider: "a", Model: "ma"}); st.State != breaker.Closed || st.Health != 0.7 {
 		t.Errorf("after a successful trial: %+v", st)
 	}
 }
@@ -156,14 +156,14 @@ func TestOpenBreakerSurvivesRestart(t *testing.T) {
 	e.up.Set("ma", fakeupstream.Behavior{Status: 503})
 	e.post("/v1/chat/completions", chat("main", false))
 	e.post("/v1/chat/completions", chat("main", false))
-	openUntil := e.g.Breakers().Status(llm.BackendID{Provider: "a", Model: "ma"}).OpenUntil
+	openUntil := e.g.BreakerStatus(llm.BackendID{Provider: "a", Model: "ma"}).OpenUntil
 	if err := e.g.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e.up.Set("ma", fakeupstream.Behavior{})
 	e.clock.Advance(10 * time.Second)
 	e.start(testConfig(e.up.URL)) // same data dir, same clock
-	if st := e.g.Breakers().Status(llm.BackendID{Provider: "a", Model: "ma"}); st.State != breaker.Open || !st.OpenUntil.Equal(openUntil) {
+	if st := e.g.BreakerStatus(llm.BackendID{Provider: "a", Model: "ma"}); st.State != breaker.Open || !st.OpenUntil.Equal(openUntil) {
 		t.Fatalf("after restart: %+v", st)
 	}
 	r := e.post("/v1/chat/completions", chat("main", false))
@@ -185,7 +185,7 @@ func TestStallsAfterCommitCountAgainstTheBackend(t *testing.T) {
 			t.Fatalf("stall %d: %+v", i, s)
 		}
 	}
-	st := e.g.Breakers().Status(llm.BackendID{Provider: "a", Model: "ma"})
+	st := e.g.BreakerStatus(llm.BackendID{Provider: "a", Model: "ma"})
 	if st.State != breaker.Open || !strings.Contains(st.OpenWhy, "idle") {
 		t.Fatalf("two stalls did not open the breaker: %+v", st)
 	}
@@ -209,7 +209,7 @@ func TestProbesMarkDownAndRestore(t *testing.T) {
 	var st breaker.Status
 	for i := 0; i < 600; i++ {
 		tick(time.Second)
-		if st = e.g.Breakers().Status(llm.BackendID{Provider: "b", Model: "mb"}); st.State == breaker.Open {
+		if st = e.g.BreakerStatus(llm.BackendID{Provider: "b", Model: "mb"}); st.State == breaker.Open {
 			break
 		}
 	}
@@ -236,7 +236,7 @@ func TestProbesMarkDownAndRestore(t *testing.T) {
 	}
 	e.up.Set("mb", fakeupstream.Behavior{})
 	tick(time.Minute) // two 30 s probes
-	if st := e.g.Breakers().Status(llm.BackendID{Provider: "b", Model: "mb"}); st.State != breaker.Closed {
+	if st := e.g.BreakerStatus(llm.BackendID{Provider: "b", Model: "mb"}); st.State != breaker.Closed {
 		t.Fatalf("two passing probes did not restore b: %+v", st)
 	}
 }

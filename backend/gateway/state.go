@@ -103,8 +103,23 @@ func (g *Gateway) saveLoop(ctx context.Context) {
 	}
 }
 
+// breakerSnapshots is the breakers' state that the gateway saves at stop and
+// restores at start.
+type breakerSnapshots interface {
+	Snapshot() []breaker.Status
+	Restore(saved []breaker.Status) error
+}
+
+// probeResults is what the prober needs of the breakers, through
+// standings.
+type probeResults interface {
+	Status(id llm.BackendID) breaker.Status
+	ProbeResult(id llm.BackendID, e *llm.Error)
+	RetireByProbe(id llm.BackendID, e *llm.Error)
+}
+
 // standings adapts the breakers to what the prober asks.
-type standings struct{ set *breaker.Set }
+type standings struct{ set probeResults }
 
 func (s standings) Standing(id llm.BackendID) probe.Standing {
 	st := s.set.Status(id)
