@@ -129,7 +129,9 @@ func (c *Control) adoptEnvKeys(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("control: encoding the adopted providers: %w", err)
 	}
-	return c.db.PutState(ctx, docAdopted, raw)
+	return c.db.UpdateState(ctx, func(put func(name string, value []byte) error) error {
+		return put(docAdopted, raw)
+	})
 }
 
 // referenced reports whether a chain or budget names the provider.

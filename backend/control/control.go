@@ -106,9 +106,23 @@ func (c *Control) bindKeys(doc *config.Config) {
 	}
 }
 
+// Store keeps control's documents: the configuration, the sealed keys and
+// header values, and the providers picked up from the environment.
+// *store.DB keeps them in SQLite.
+type Store interface {
+	// GetState returns the document stored under name; ok is false when
+	// there is none.
+	GetState(ctx context.Context, name string) (value []byte, ok bool, err error)
+	// UpdateState stores the documents fn puts all together, or none of
+	// them when fn or the store fails.
+	UpdateState(ctx context.Context, fn func(put func(name string, value []byte) error) error) error
+}
+
+var _ Store = (*store.DB)(nil)
+
 // Control owns the editable configuration. It is safe for concurrent use.
 type Control struct {
-	db     *store.DB
+	db     Store
 	vault  *vault.Vault
 	apply  Applier
 	log    *slog.Logger
@@ -146,7 +160,7 @@ type Control struct {
 
 // Options for Open.
 type Options struct {
-	DB    *store.DB
+	DB    Store
 	Vault *vault.Vault
 	// Seed, when set, is the --config file's content: it replaces the
 	// stored configuration at start. SeedPath names it for the dashboard.
@@ -517,22 +531,23 @@ func (c *Control) persist(ctx context.Context, doc *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("control: encoding pool keys: %w", err)
 	}
-	// The sealed values go first, so that a stored document never names
-	// header values or keys that were not stored.
-	if err := c.db.PutState(ctx, docHeaders, hb); err != nil {
-		return err
-	}
-	if err := c.db.PutState(ctx, docPools, pb); err != nil {
-		return err
-	}
-	if err := c.db.PutState(ctx, docConfig, b); err != nil {
-		return err
-	}
 	kb, err := json.Marshal(c.keys)
 	if err != nil {
 		return fmt.Errorf("control: encoding keys: %w", err)
 	}
-	return c.db.PutState(ctx, docKeys, kb)
+	// One change is stored whole or not at all: a document must never
+	// name header values or keys that were not stored with it.
+	return c.db.UpdateState(ctx, func(put func(name string, value []byte) error) error {
+		for _, d := range []struct {
+			name  string
+			value []byte
+		}{{docHeaders, hb}, {docPools, pb}, {docConfig, b}, {docKeys, kb}} {
+			if err := put(d.name, d.value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Error is a change the user must correct; Param names the field.

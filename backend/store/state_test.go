@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 )
@@ -31,5 +32,45 @@ func TestStateSurvivesReopen(t *testing.T) {
 	v, ok, err := db.GetState(ctx, "breakers")
 	if !ok || err != nil || string(v) != `[1,2]` {
 		t.Fatalf("got %q %v %v", v, ok, err)
+	}
+}
+
+func TestUpdateStateStoresAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	if err := db.PutState(ctx, "a", []byte("a0")); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := db.UpdateState(ctx, func(put func(string, []byte) error) error {
+		if err := put("a", []byte("a1")); err != nil {
+			return err
+		}
+		if err := put("b", []byte("b1")); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want fn's error", err)
+	}
+	if v, _, _ := db.GetState(ctx, "a"); string(v) != "a0" {
+		t.Errorf("a = %q after a failed update, want a0", v)
+	}
+	if _, ok, _ := db.GetState(ctx, "b"); ok {
+		t.Error("b is stored after a failed update")
+	}
+	if err := db.UpdateState(ctx, func(put func(string, []byte) error) error {
+		if err := put("a", []byte("a2")); err != nil {
+			return err
+		}
+		return put("b", []byte("b2"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "a2", "b": "b2"} {
+		if v, _, _ := db.GetState(ctx, name); string(v) != want {
+			t.Errorf("%s = %q, want %q", name, v, want)
+		}
 	}
 }
