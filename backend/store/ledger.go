@@ -1,9 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -37,9 +41,36 @@ type UsageRow struct {
 	EstimatedTokens  int64   `json:"estimated_tokens"`
 }
 
-// localDay is SQLite's expression for the local calendar day of a ledger
-// time. SQLite and Go both take the local zone from the process's TZ.
-const localDay = `strftime('%Y-%m-%d', time / 1000, 'unixepoch', 'localtime')`
+// quarterHour is the width, in milliseconds, of the buckets the ledger's
+// rows are added up in before Go gives each bucket its local calendar day
+// (in the process's zone, from TZ). Every zone's offset from UTC is a
+// whole number of quarter hours, so no bucket holds two local days, and
+// the SQL stays plain integer arithmetic that any database runs.
+const quarterHour = 15 * 60 * 1000
+
+// bucketDay is the local calendar day of a quarter-hour bucket.
+func bucketDay(bucket int64) string {
+	return time.UnixMilli(bucket * quarterHour).Local().Format(time.DateOnly)
+}
+
+// ledgerSums are the SQL totals of a group of ledger rows, in the order
+// usageTotals scans them.
+const ledgerSums = `COUNT(*), SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END), SUM(prompt_tokens), SUM(completion_tokens),
+	SUM(cost), SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END)`
+
+// usageTotals scans totals in the order of ledgerSums after dest.
+func usageTotals(rows *sql.Rows, r *UsageRow, dest ...any) error {
+	return rows.Scan(append(dest, &r.Requests, &r.Failures, &r.PromptTokens, &r.CompletionTokens, &r.Cost, &r.EstimatedTokens)...)
+}
+
+func (r *UsageRow) add(o UsageRow) {
+	r.Requests += o.Requests
+	r.Failures += o.Failures
+	r.PromptTokens += o.PromptTokens
+	r.CompletionTokens += o.CompletionTokens
+	r.Cost += o.Cost
+	r.EstimatedTokens += o.EstimatedTokens
+}
 
 // Usage returns ledger totals, raw rows and rolled-up days together. Days
 // are local calendar days; rolled-up days count when they fall in the range.
@@ -47,7 +78,7 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	var rawKey, dailyKey, extra, dailyExtra string
 	switch q.GroupBy {
 	case ByDay:
-		rawKey, dailyKey = localDay, "day"
+		return d.usageByDay(ctx, q, false)
 	case ByBackend:
 		rawKey, dailyKey = "backend", "backend"
 	case ByChain:
@@ -55,7 +86,7 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	case ByPath:
 		rawKey, dailyKey = "path", "path"
 	case ByDayBackend:
-		rawKey, dailyKey, extra, dailyExtra = localDay, "day", "backend", "backend"
+		return d.usageByDay(ctx, q, true)
 	default:
 		return nil, fmt.Errorf("store: unknown usage grouping %q", q.GroupBy)
 	}
@@ -66,7 +97,7 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	fromDay, toDay := q.From.Local().Format(time.DateOnly), q.To.Local().Format(time.DateOnly)
 	query := `SELECT k, b, SUM(requests), SUM(failures), SUM(pt), SUM(ct), SUM(cost), SUM(est) FROM (
 	SELECT ` + rawKey + ` AS k, ` + extra + ` AS b, COUNT(*) AS requests,
-		SUM(outcome <> 'ok') AS failures, SUM(prompt_tokens) AS pt, SUM(completion_tokens) AS ct,
+		SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END) AS failures, SUM(prompt_tokens) AS pt, SUM(completion_tokens) AS ct,
 		SUM(cost) AS cost, SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END) AS est
 	FROM ledger WHERE time >= ? AND time < ? GROUP BY 1, 2
 	UNION ALL
@@ -89,6 +120,66 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: usage: %w", err)
 	}
+	return out, nil
+}
+
+// usageByDay is Usage by local day, and by backend too when byBackend:
+// the raw rows are added up by quarter hour in SQL and by day here.
+func (d *DB) usageByDay(ctx context.Context, q UsageQuery, byBackend bool) ([]UsageRow, error) {
+	extra, dailyExtra := "''", "''"
+	if byBackend {
+		extra, dailyExtra = "backend", "backend"
+	}
+	type key struct{ day, backend string }
+	sums := map[key]*UsageRow{}
+	add := func(k key, r UsageRow) {
+		if s, ok := sums[k]; ok {
+			s.add(r)
+			return
+		}
+		r.Key, r.Backend = k.day, k.backend
+		sums[k] = &r
+	}
+	rows, err := d.sql.QueryContext(ctx, `SELECT time / `+strconv.Itoa(quarterHour)+`, `+extra+`, `+ledgerSums+`
+	FROM ledger WHERE time >= ? AND time < ? GROUP BY 1, 2`, q.From.UnixMilli(), q.To.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("store: usage: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r UsageRow
+		var bucket int64
+		var backend string
+		if err := usageTotals(rows, &r, &bucket, &backend); err != nil {
+			return nil, fmt.Errorf("store: usage: %w", err)
+		}
+		add(key{bucketDay(bucket), backend}, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: usage: %w", err)
+	}
+	daily, err := d.sql.QueryContext(ctx, `SELECT day, `+dailyExtra+`, requests, failures, prompt_tokens, completion_tokens, cost, estimated_tokens
+	FROM ledger_daily WHERE day >= ? AND day < ?`, q.From.Local().Format(time.DateOnly), q.To.Local().Format(time.DateOnly))
+	if err != nil {
+		return nil, fmt.Errorf("store: usage: %w", err)
+	}
+	defer daily.Close()
+	for daily.Next() {
+		var r UsageRow
+		var k key
+		if err := daily.Scan(&k.day, &k.backend, &r.Requests, &r.Failures, &r.PromptTokens, &r.CompletionTokens, &r.Cost, &r.EstimatedTokens); err != nil {
+			return nil, fmt.Errorf("store: usage: %w", err)
+		}
+		add(k, r)
+	}
+	if err := daily.Err(); err != nil {
+		return nil, fmt.Errorf("store: usage: %w", err)
+	}
+	out := make([]UsageRow, 0, len(sums))
+	for _, r := range sums {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Backend, b.Backend)) })
 	return out, nil
 }
 
@@ -185,20 +276,35 @@ type SpendRow struct {
 // and each rolled-up day on or after since's day as one row at the day's
 // start, oldest first.
 func (d *DB) LedgerSince(ctx context.Context, since time.Time) ([]SpendRow, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT m, backend, chain, n, tok, cost FROM (
-	SELECT (time / 60000) * 60000 AS m, backend, chain, COUNT(*) AS n,
-		SUM(prompt_tokens + completion_tokens) AS tok, SUM(cost) AS cost
-	FROM ledger WHERE time >= ? GROUP BY 1, 2, 3
-	UNION ALL
-	SELECT CAST(strftime('%s', day, 'utc') AS INTEGER) * 1000, backend, chain, requests,
-		prompt_tokens + completion_tokens, cost
-	FROM ledger_daily WHERE day >= ?
-) ORDER BY m`, since.UnixMilli(), since.Local().Format(time.DateOnly))
+	var out []SpendRow
+	daily, err := d.sql.QueryContext(ctx, `SELECT day, backend, chain, requests, prompt_tokens + completion_tokens, cost
+	FROM ledger_daily WHERE day >= ?`, since.Local().Format(time.DateOnly))
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the ledger: %w", err)
+	}
+	defer daily.Close()
+	for daily.Next() {
+		var r SpendRow
+		var day string
+		if err := daily.Scan(&day, &r.Backend, &r.Chain, &r.Requests, &r.Tokens, &r.Cost); err != nil {
+			return nil, fmt.Errorf("store: reading the ledger: %w", err)
+		}
+		// The day's start in the local zone, where the roll-up drew it.
+		if r.Minute, err = time.ParseInLocation(time.DateOnly, day, time.Local); err != nil {
+			return nil, fmt.Errorf("store: reading the ledger: a rolled-up day %q: %w", day, err)
+		}
+		out = append(out, r)
+	}
+	if err := daily.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading the ledger: %w", err)
+	}
+	rows, err := d.sql.QueryContext(ctx, `SELECT (time / 60000) * 60000, backend, chain, COUNT(*),
+		SUM(prompt_tokens + completion_tokens), SUM(cost)
+	FROM ledger WHERE time >= ? GROUP BY 1, 2, 3`, since.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the ledger: %w", err)
 	}
 	defer rows.Close()
-	var out []SpendRow
 	for rows.Next() {
 		var r SpendRow
 		var ms int64
@@ -211,6 +317,7 @@ func (d *DB) LedgerSince(ctx context.Context, since time.Time) ([]SpendRow, erro
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: reading the ledger: %w", err)
 	}
+	slices.SortStableFunc(out, func(a, b SpendRow) int { return a.Minute.Compare(b.Minute) })
 	return out, nil
 }
 
@@ -226,17 +333,50 @@ func (d *DB) RollUpLedger(ctx context.Context, before time.Time) (int64, error) 
 		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_daily AS t
+	// The rows are added up by quarter hour in SQL and by local day here
+	// (see quarterHour), then each day's totals are added to what the
+	// daily table already holds.
+	type key struct{ day, backend, chain, path string }
+	sums := map[key]*UsageRow{}
+	rows, err := tx.QueryContext(ctx, `SELECT time / `+strconv.Itoa(quarterHour)+`, backend, chain, path, `+ledgerSums+`
+	FROM ledger WHERE time < ? GROUP BY 1, 2, 3, 4`, cut)
+	if err != nil {
+		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+	}
+	for rows.Next() {
+		var r UsageRow
+		var bucket int64
+		var k key
+		if err := usageTotals(rows, &r, &bucket, &k.backend, &k.chain, &k.path); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+		}
+		k.day = bucketDay(bucket)
+		if s, ok := sums[k]; ok {
+			s.add(r)
+		} else {
+			sums[k] = &r
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+	}
+	keys := slices.SortedFunc(maps.Keys(sums), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.backend, b.backend), cmp.Compare(a.chain, b.chain), cmp.Compare(a.path, b.path))
+	})
+	for _, k := range keys {
+		s := sums[k]
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_daily AS t
 	(day, backend, chain, path, requests, failures, prompt_tokens, completion_tokens, estimated_tokens, cost)
-SELECT `+localDay+`, backend, chain, path, COUNT(*), SUM(outcome <> 'ok'), SUM(prompt_tokens), SUM(completion_tokens),
-	SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END), SUM(cost)
-FROM ledger WHERE time < ? GROUP BY 1, 2, 3, 4
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (day, backend, chain, path) DO UPDATE SET
 	requests = t.requests + excluded.requests, failures = t.failures + excluded.failures,
 	prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
 	completion_tokens = t.completion_tokens + excluded.completion_tokens,
-	estimated_tokens = t.estimated_tokens + excluded.estimated_tokens, cost = t.cost + excluded.cost`, cut); err != nil {
-		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+	estimated_tokens = t.estimated_tokens + excluded.estimated_tokens, cost = t.cost + excluded.cost`,
+			k.day, k.backend, k.chain, k.path, s.Requests, s.Failures, s.PromptTokens, s.CompletionTokens, s.EstimatedTokens, s.Cost); err != nil {
+			return 0, fmt.Errorf("store: ledger roll-up: %w", err)
+		}
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM ledger WHERE time < ?`, cut)
 	if err != nil {
