@@ -124,6 +124,9 @@ const (
 	// ResponseCacheMB bounds, in MiB, the response cache's answers; past
 	// it the least recently used go first.
 	ResponseCacheMB = 256
+	// RequestLogBodyKB bounds, in KiB, each request and answer body the
+	// request log keeps when body logging is on.
+	RequestLogBodyKB = 32
 )
 
 // MiB is the bytes of one of the table's MiB figures.

@@ -39,6 +39,7 @@ var documented = map[string][]any{
 	"cache_ttl":                        {router.DefaultCacheTTL},
 	"cache.ttl":                        {defaults.ResponseCacheTTL},
 	"cache.max_mb":                     {defaults.ResponseCacheMB},
+	"request_log.max_body_kb":          {defaults.RequestLogBodyKB},
 }
 
 func durations(ds []time.Duration) []any {
