@@ -285,6 +285,10 @@ func (s *Server) unknownEndpoint(w http.ResponseWriter, r *http.Request) {
 // carry the upstream's own body, which is passed on unchanged when the
 // upstream spoke the client's dialect and the body is an error of it.
 func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Failure) {
+	if f.ID != "" {
+		// The id finds the failure in the request log, as it finds an answer.
+		w.Header()[headerRequestID] = []string{f.ID}
+	}
 	if f.Class == llm.Cancelled {
 		// Nobody is listening; the status only matters for logs.
 		w.WriteHeader(f.Status)

@@ -92,6 +92,18 @@ func TestBodyLoggingKeepsRedactedBodies(t *testing.T) {
 			}
 		}
 	}
+	// A failed request names its id too, and its bodies are kept: the
+	// error the client got is its answer.
+	e.up.Set("m400", fakeupstream.Behavior{Status: 400, Code: "invalid_request"})
+	failed := e.do("POST", "/v1/chat/completions", prompt("m400", false), nil)
+	fid := failed.header.Get("X-FreeLane-Request-Id")
+	if failed.status != http.StatusBadRequest || fid == "" {
+		t.Fatalf("failed chat: %d, id %q: %s", failed.status, fid, failed.body)
+	}
+	fd := detailOf(t, e, fid, func(d api.RequestDetail) bool { return d.Bodies != nil })
+	if fd.Status != http.StatusBadRequest || !strings.Contains(fd.Bodies.Answer, "error") || !strings.Contains(fd.Bodies.Request, "okapi") {
+		t.Errorf("failed request: status %d, kept %.200q / %.200q", fd.Status, fd.Bodies.Request, fd.Bodies.Answer)
+	}
 	if err := e.g.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
