@@ -9,19 +9,21 @@ UPDATE requests SET cost = (SELECT COALESCE(SUM(json_extract(value, '$.cost')), 
     WHERE attempts <> '[]';
 
 -- The listing index. Every page of the log walks the requests by time
--- (newest first by default), and every filter and name or text search
--- reads only narrow columns: this index leads with the time and the
+-- (newest first by default), and every filter, name or text search and
+-- sort reads only narrow columns: this index leads with the time and the
 -- sequence number (the tiebreak of equal times), so a page is read in
 -- order and resumed from its cursor without sorting, and holds every
--- column a filter, search or sort reads, so a filter that matches few rows
--- scans index entries (tens of bytes each) instead of the wide rows
--- (attempts, decision). Rows are written in time order, so each insert
--- appends to the end of the index. It replaces requests_started_at,
--- whose every use it serves, so the writer maintains one time index
--- as before, only a wider one.
-CREATE INDEX requests_listing ON requests (started_at, seq, status, class, dialect, stream, cache, session,
-    chain, backend, model, alias, latency_ms, ttft_ms, total_tokens, cost, error, notes);
+-- column a filter, search or sort reads, so a filter that matches few
+-- rows scans index entries (tens of bytes each) instead of the wide rows
+-- (attempts, decision). It holds the columns of the caching view too and
+-- replaces both requests_started_at and requests_caching, whose every use
+-- it serves: the writer keeps one time-led index instead of two. Rows are
+-- written in time order, so each insert appends to its end.
+CREATE INDEX requests_listing ON requests (started_at, seq, session, backend, cache, chain, dialect,
+    prompt_tokens, cache_read_tokens, cache_write_tokens, saved,
+    status, class, stream, model, alias, latency_ms, ttft_ms, total_tokens, cost, error, notes);
 DROP INDEX requests_started_at;
+DROP INDEX requests_caching;
 
 -- No index per sortable column: each would cost the writer an insert at a
 -- random place in another B-tree on every request. A sort by latency,
