@@ -2,14 +2,17 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"freelane/backend/clock"
 	"freelane/backend/llm"
 )
 
@@ -338,5 +341,64 @@ func TestRecordBodiesIsBounded(t *testing.T) {
 	}
 	if l.bodyBytes.Load() != 0 {
 		t.Errorf("%d bytes still counted after the drain", l.bodyBytes.Load())
+	}
+}
+
+// TestMigrateSchema12SortsOldRowsByCost stores requests at the schema
+// before the request log's own cost column: migrating gives them the cost
+// of their attempts, so a sort by cost places them among the new ones.
+func TestMigrateSchema12SortsOldRowsByCost(t *testing.T) {
+	ctx := context.Background()
+	const previous = 12
+	path := filepath.Join(t.TempDir(), "freelane.db")
+	migs, err := loadMigrations(migrationFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &DB{sql: raw, path: path, clock: clock.Real{}}
+	for _, m := range migs {
+		if m.Version > previous {
+			break
+		}
+		if err := old.apply(ctx, m, previous); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, attempts := range map[string]string{
+		"dear":  `[{"backend":"a/m","class":"rate_limited","cost":0.25},{"backend":"b/m","class":"ok","cost":0.5}]`,
+		"free":  `[{"backend":"a/m","class":"ok"}]`,
+		"never": `[]`,
+	} {
+		if _, err := raw.Exec(`INSERT INTO requests (id, started_at, attempts) VALUES (?, ?, ?)`, id, baseTime.UnixMilli(), attempts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a schema %d database: %v", previous, err)
+	}
+	defer db.Close()
+	mid := queryTrace(1)
+	mid.ID, mid.Attempts = "mid", []llm.Attempt{{Backend: "c/m", Class: llm.OK, Cost: 0.5}}
+	if _, err := db.writeRequests(ctx, []llm.Trace{mid}, false); err != nil {
+		t.Fatal(err)
+	}
+	page, err := db.QueryRequests(ctx, RequestQuery{Sort: SortCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range page.Traces {
+		got = append(got, fmt.Sprintf("%s=%g", tr.ID, tr.Cost))
+	}
+	if want := []string{"dear=0.75", "mid=0.5", "free=0", "never=0"}; !slices.Equal(got[:2], want[:2]) || len(got) != 4 {
+		t.Fatalf("by cost after migrating: %v, want %v (the last two in either order of their seq)", got, want)
 	}
 }
