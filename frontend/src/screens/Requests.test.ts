@@ -129,6 +129,18 @@ describe("Requests", () => {
     expect((screen.getByTestId("filter-status") as HTMLSelectElement).value).toBe("5xx");
   });
 
+  it("opens the details of a request a link names, even one not on the page", async () => {
+    location.hash = "#/requests?open=far";
+    const far = trace("far", { start: "2025-02-01T08:00:00Z", model: "old-model", error: "it failed long ago", class: "transient", status: 502 });
+    const f = fakeFetch((_m, url) => ({ body: url.startsWith("/api/requests/far") ? { ...far, body_logging: true } : [] }));
+    vi.stubGlobal("fetch", f.fn);
+    render(Requests);
+    const drawer = await screen.findByTestId("request-detail-far");
+    await waitFor(() => expect(drawer.textContent).toContain("it failed long ago"));
+    expect(screen.getByTestId("request-bodies-none-far").textContent).toContain("Body logging is on");
+    expect(drawer.textContent).not.toContain("Invalid");
+  });
+
   it("reads and writes views without keeping values it does not know", () => {
     const v = viewFromHash("#/requests?sort=speed&status=9xx&cache=hit&session=ZZ&q=a%26b&open=r1");
     expect(v.sort).toBe("time");
