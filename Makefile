@@ -124,7 +124,7 @@ test-agents: deps-test
 	  if [ "$$(id -u)" -eq 0 ]; then ns="unshare --net"; else ns="unshare --user --map-root-user --net"; fi; \
 	  $$ns sh -c 'ip link set lo up && exec ../../build/agents.test -test.run "$$1" -test.v -test.count=1 -test.timeout 20m' sh '$(AGENTS_RUN)'
 
-# test-fuzz runs each fuzz target for FUZZTIME (10 s each, 100 s in all)
+# test-fuzz runs each fuzz target for FUZZTIME (10 s each)
 # on one worker: the admin API's inputs, the config file, and every
 # dialect's request parser and stream decoder, which read what clients and
 # upstreams send. The targets' corpora are committed under testdata/fuzz
@@ -133,7 +133,7 @@ FUZZ     := backend/control:FuzzProviderInput backend/control:FuzzBudgets backen
 	backend/protocol/openai:FuzzConversation backend/protocol/openai:FuzzStreamDecode \
 	backend/protocol/anthropic:FuzzParseRequest backend/protocol/anthropic:FuzzStreamDecoder \
 	backend/protocol/gemini:FuzzParseRequest backend/protocol/gemini:FuzzStreamDecoder backend/protocol/responses:FuzzParseRequest backend/protocol/responses:FuzzStreamEncoder \
-	backend/redact:FuzzRedact backend/jsonscan:FuzzValid backend/protocol/openai:FuzzScanChunkAgrees backend/protocol/anthropic:FuzzClassifyDeltaAgrees backend/protocol/anthropic:FuzzTextDeltaAgrees
+	backend/redact:FuzzRedact backend/jsonscan:FuzzValid backend/jsonscan:FuzzPickValid backend/protocol/openai:FuzzScanChunkAgrees backend/protocol/openai:FuzzScanAnswerAgrees backend/protocol/anthropic:FuzzClassifyDeltaAgrees backend/protocol/anthropic:FuzzTextDeltaAgrees backend/protocol/responses:FuzzScanDeltaAgrees backend/protocol/gemini:FuzzScanChunkAgrees
 #
 # Go before 1.27 can fail a target with a bare "context deadline exceeded"
 # when -fuzztime runs out while a worker is mid-input, a race in its fuzzing

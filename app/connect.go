@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -27,7 +28,8 @@ func connectCmd(args []string, stdout, stderr io.Writer, clk clock.Clock) int {
 	fs := flag.NewFlagSet("connect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	write := fs.Bool("write", false, "merge the settings into the tool's config file (with a backup)")
-	rawURL := fs.String("url", "", "FreeLane's address as tools reach it (default: the listen address, http://127.0.0.1:7788)")
+	rawURL := fs.String("url", "", "FreeLane's address as tools reach it (default: the running FreeLane's, else the config's listen address, else http://127.0.0.1:7788)")
+	dataDir := fs.String("data-dir", defaultDataDir(), "the data directory of the FreeLane to ask for its address")
 	model := fs.String("model", connect.DefaultModel, "the model tools ask for: a chain name or provider/model")
 	cfgPath := fs.String("config", "", "FreeLane's YAML config, for its listen address and server.token")
 	if err := fs.Parse(args); err != nil {
@@ -44,7 +46,7 @@ func connectCmd(args []string, stdout, stderr io.Writer, clk clock.Clock) int {
 		return 2
 	}
 
-	o, err := connectOptions(*cfgPath, *rawURL, *model)
+	o, err := connectOptions(*cfgPath, *rawURL, *model, *dataDir)
 	if err != nil {
 		fmt.Fprintln(stderr, "freelane connect:", err)
 		return 2
@@ -102,11 +104,12 @@ func connectCmd(args []string, stdout, stderr io.Writer, clk clock.Clock) int {
 	return 0
 }
 
-// connectOptions finds the FreeLane the settings point at: --url, or the
-// listen address of the config (the default one without); a token is
-// required when FREELANE_TOKEN or server.token is set, as the server
-// decides.
-func connectOptions(cfgPath, rawURL, model string) (connect.Options, error) {
+// connectOptions finds the FreeLane the settings point at: --url; else
+// the FreeLane running with the data directory, which says where it
+// listens; else the listen address of --config; else the default one. A
+// token is required when FREELANE_TOKEN or server.token is set, as the
+// server decides.
+func connectOptions(cfgPath, rawURL, model, dataDir string) (connect.Options, error) {
 	listen := defaults.Listen
 	token := os.Getenv("FREELANE_TOKEN") != ""
 	if cfgPath != "" {
@@ -118,6 +121,9 @@ func connectOptions(cfgPath, rawURL, model string) (connect.Options, error) {
 		token = token || cfg.Server.Token != ""
 	}
 	base := rawURL
+	if base == "" && dataDir != "" {
+		base = runningBase(dataDir)
+	}
 	if base == "" {
 		var err error
 		if base, err = connect.BaseFromListen(listen); err != nil {
@@ -134,6 +140,26 @@ func connectOptions(cfgPath, rawURL, model string) (connect.Options, error) {
 		return connect.Options{}, err
 	}
 	return o, nil
+}
+
+// runningBase is the address of the FreeLane running with dataDir, as
+// tools reach it, or "" when none runs there (or it is not serving yet).
+func runningBase(dataDir string) string {
+	endpoint, err := askAddress(dataDir)
+	if err != nil {
+		return ""
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	// It answers with the address it listens on: 0.0.0.0 is reached as
+	// 127.0.0.1 from this machine.
+	base, err := connect.BaseFromListen(u.Host)
+	if err != nil {
+		return ""
+	}
+	return base
 }
 
 func listTools(o connect.Options, stdout, stderr io.Writer) int {

@@ -149,11 +149,17 @@ func (d *desktop) startup(ctx context.Context) {
 	loopCtx, stop := context.WithCancel(context.Background())
 	d.stop = stop
 	sub := d.g.Events().Subscribe(256)
-	d.loops.Add(2)
+	notes := d.g.Notifications().Subscribe(64)
+	d.loops.Add(3)
 	go func() {
 		defer d.loops.Done()
 		defer sub.Close()
 		d.watch(loopCtx, sub)
+	}()
+	go func() {
+		defer d.loops.Done()
+		defer notes.Close()
+		showNotices(loopCtx, notes, d.notify)
 	}()
 	go func() {
 		defer d.loops.Done()

@@ -42,6 +42,7 @@ const handshakeTimeout = 3 * time.Second
 const (
 	reqShow       = "show"
 	reqLoginURL   = "dashboard-url" // a fresh one-time dashboard login link
+	reqAddress    = "address"       // the /v1 URL the running instance serves
 	replyShown    = "shown"         // the window was brought forward
 	replyHeadless = "headless"      // the running instance has no window
 )
@@ -205,12 +206,26 @@ func (in *instance) setLoginURL(mint func() string) {
 // codes live in its memory; the socket is the user's own (0600), so
 // whoever can ask could read the data directory anyway.
 func askLoginURL(dataDir string) (string, error) {
+	return askRunning(dataDir, reqLoginURL)
+}
+
+// askAddress asks the data directory's running FreeLane for the /v1 URL it
+// serves, for freelane connect to point tools at the FreeLane that runs
+// rather than at the configured or default port.
+func askAddress(dataDir string) (string, error) {
+	return askRunning(dataDir, reqAddress)
+}
+
+// askRunning sends one request to the data directory's running FreeLane
+// and returns its answer, an http URL.
+func askRunning(dataDir, req string) (string, error) {
 	path, err := socketPath(dataDir)
 	if err != nil {
 		return "", err
 	}
-	// A link from someone else's process would sign the user in to that
-	// process, so the socket and the peer must be the user's own.
+	// An answer from someone else's process would send the user (or the
+	// user's tools) to that process, so the socket and the peer must be
+	// the user's own.
 	if err := checkOwner(path); err != nil {
 		return "", err
 	}
@@ -224,7 +239,7 @@ func askLoginURL(dataDir string) (string, error) {
 			errForeignPeer, uid, os.Getuid(), path)
 	}
 	_ = c.SetDeadline(clock.Deadline(handshakeTimeout))
-	if _, err := io.WriteString(c, reqLoginURL+"\n"); err != nil {
+	if _, err := io.WriteString(c, req+"\n"); err != nil {
 		return "", fmt.Errorf("asking the running FreeLane: %w", err)
 	}
 	line, err := bufio.NewReader(io.LimitReader(c, 4096)).ReadString('\n')
@@ -233,10 +248,13 @@ func askLoginURL(dataDir string) (string, error) {
 	}
 	u := strings.TrimSpace(line)
 	if !strings.HasPrefix(u, "http") {
-		return "", fmt.Errorf("the running FreeLane is not serving yet; try again in a moment")
+		return "", errNotServing
 	}
 	return u, nil
 }
+
+// errNotServing is a running FreeLane's answer before it listens.
+var errNotServing = errors.New("the running FreeLane is not serving yet; try again in a moment")
 
 func (in *instance) serve() {
 	defer close(in.done)
@@ -267,6 +285,13 @@ func (in *instance) handle(c net.Conn) {
 		answer := "not-serving"
 		if mint != nil {
 			answer = mint()
+		}
+		fmt.Fprintf(c, "%s\n", answer)
+		return
+	case reqAddress:
+		answer := "not-serving"
+		if endpoint != "" {
+			answer = endpoint
 		}
 		fmt.Fprintf(c, "%s\n", answer)
 		return

@@ -5,7 +5,7 @@
 //	freelane serve   [--config FILE] [--data-dir DIR] [--listen ADDR]   headless server
 //	freelane check   --config FILE
 //	freelane dashboard-url [--data-dir DIR]
-//	freelane connect [TOOL [--write]] [--url URL] [--model M] [--config FILE]
+//	freelane connect [TOOL [--write]] [--url URL] [--model M] [--config FILE] [--data-dir DIR]
 //	freelane version
 package main
 
@@ -97,7 +97,7 @@ Usage:
   freelane check   --config FILE                                       validate a config file
   freelane dashboard-url [--data-dir DIR]                              print a fresh one-time link that signs a
                                                                        browser in to the running FreeLane's dashboard
-  freelane connect [TOOL] [--write] [--url URL] [--model M] [--config FILE]
+  freelane connect [TOOL] [--write] [--url URL] [--model M] [--config FILE] [--data-dir DIR]
                                                                        print the settings that point a tool at FreeLane
                                                                        (claude-code, codex, gemini-cli, opencode, continue,
                                                                        cline, cursor); --write merges them into the tool's

@@ -16,6 +16,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/connect"
 	"freelane/backend/control"
+	"freelane/backend/notify"
 	"freelane/backend/quota"
 	"freelane/backend/store"
 )
@@ -74,6 +75,8 @@ type Admin interface {
 	State() any
 	Chains() []ChainView
 	Control() *control.Control
+	// Providers are the providers as the dashboard lists them.
+	Providers() []control.ProviderView
 	TestProvider(ctx context.Context, provider, model string) TestResult
 	// QueryRequests reads one page of the request log.
 	QueryRequests(ctx context.Context, q store.RequestQuery) (store.RequestPage, error)
@@ -88,6 +91,8 @@ type Admin interface {
 	Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
 	EachLedgerRow(ctx context.Context, from, to time.Time, fn func(store.LedgerRow) error) error
 	Budgets() []quota.BudgetView
+	// Notifications are the recent notifications, newest first.
+	Notifications() []notify.Notification
 	Now() time.Time
 	// TokenRequired reports whether /v1 requires the inbound token, so the
 	// Connect settings name it.
@@ -116,7 +121,7 @@ func (s *Server) MountAdmin(a Admin) {
 	route("GET /api/session", s.sessionInfo)
 	route("GET /api/state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.State()) })
 	route("GET /api/providers", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, a.Control().Providers())
+		writeJSON(w, http.StatusOK, a.Providers())
 	})
 	route("POST /api/providers", h.addProvider)
 	route("POST /api/providers/models", h.providerModels)
@@ -174,6 +179,11 @@ func (s *Server) MountAdmin(a Admin) {
 		writeJSON(w, http.StatusOK, a.Control().Settings())
 	})
 	route("PUT /api/settings", h.setSettings)
+	route("GET /api/notifications", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Notifications()) })
+	route("GET /api/notifications/settings", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Control().Notifications())
+	})
+	route("PUT /api/notifications/settings", h.setNotifications)
 	route("GET /api/requests", h.requests)
 	h.mountRouting(route)
 	h.mountCaching(route)
@@ -444,6 +454,20 @@ func (h *adminHandlers) setSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, h.a.Control().Settings())
+}
+
+// setNotifications switches kinds of notification on or off; the kinds
+// the body leaves out keep their setting.
+func (h *adminHandlers) setNotifications(w http.ResponseWriter, r *http.Request) {
+	in := h.a.Control().Notifications()
+	if !h.decode(w, r, &in) {
+		return
+	}
+	if err := h.a.Control().SetNotifications(r.Context(), in); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.a.Control().Notifications())
 }
 
 // connect answers every tool's settings for this FreeLane, as the page

@@ -25,9 +25,12 @@ var (
 // and the backend that served it with the attempts made, when one did (an
 // answer from the response cache called none).
 func setRouted(h http.Header, id, backend, attempts string) {
-	h[headerRequestID] = []string{id}
-	if backend != "" {
-		h[headerBackend] = []string{backend}
-		h[headerAttempts] = []string{attempts}
+	if backend == "" {
+		h[headerRequestID] = []string{id}
+		return
 	}
+	// One array holds the three values; each header's slice is capped so
+	// that an Add to one of them copies instead of overwriting the next.
+	v := []string{id, backend, attempts}
+	h[headerRequestID], h[headerBackend], h[headerAttempts] = v[0:1:1], v[1:2:2], v[2:3:3]
 }

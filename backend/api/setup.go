@@ -87,6 +87,9 @@ type CatalogAdded struct {
 	Models int `json:"models"`
 	// Message says how the key was checked.
 	Message string `json:"message"`
+	// Checked is false when the provider was added without its key being
+	// checked (unreachable_ok, with the vendor out of reach).
+	Checked bool `json:"checked"`
 }
 
 // CatalogLoad asks for a newer catalog file from a URL.

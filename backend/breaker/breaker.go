@@ -185,6 +185,10 @@ type backend struct {
 
 	lats []time.Duration // ring of recent first-byte latencies of successes
 	latN int
+	// median is the median of lats as it was when latN was medianN; see
+	// slow for when it is worked out again.
+	median  time.Duration
+	medianN int
 }
 
 // keyState is a key the provider refused. It stays off until a check
@@ -682,11 +686,27 @@ func (b *Set) slow(st *backend, d time.Duration) bool {
 	if d <= 0 || st.latN < b.s.SlowSamples {
 		return false
 	}
-	n := min(st.latN, latencyWindow)
-	sorted := slices.Clone(st.lats[:n])
-	slices.Sort(sorted)
-	median := sorted[n/2]
-	return float64(d) > b.s.SlowFactor*float64(median)
+	return float64(d) > b.s.SlowFactor*float64(st.medianLatency())
+}
+
+// medianRefresh is how many successes a full latency window takes before
+// its median is worked out again. Every success asks for the median, under
+// the set's lock; sorting the window each time cost more than the rest of
+// reporting a result, and a median a few samples old judges "well above
+// usual" just as well.
+const medianRefresh = 8
+
+// medianLatency returns the median of the recent first-byte latencies:
+// exact while the window fills, then at most medianRefresh samples old.
+func (st *backend) medianLatency() time.Duration {
+	if st.medianN == st.latN || (st.latN >= latencyWindow && st.latN-st.medianN < medianRefresh) {
+		return st.median
+	}
+	var sorted [latencyWindow]time.Duration
+	n := copy(sorted[:], st.lats[:min(st.latN, latencyWindow)])
+	slices.Sort(sorted[:n])
+	st.median, st.medianN = sorted[n/2], st.latN
+	return st.median
 }
 
 func (b *Set) remember(st *backend, d time.Duration) {

@@ -796,6 +796,24 @@ func TestTooSlow(t *testing.T) {
 	}
 	e.call(prov, be, nil, 250*time.Millisecond)
 	e.wantHealth(be, 0.9)
+
+	// Once the window is full the median follows the backend's new usual
+	// latency within a few samples: 64 successes at 100 ms, then 40 at 1 s,
+	// and 1.5 s is no longer slow, while 4 s is.
+	e = newEnv(t, breaker.Settings{})
+	for range 64 {
+		e.call(prov, be, nil, 100*time.Millisecond)
+	}
+	for range 40 {
+		e.call(prov, be, nil, time.Second)
+	}
+	// Health moves a quarter of the way to each call's score: 1, or 0.6
+	// for a slow success.
+	h := e.status(be).Health
+	e.call(prov, be, nil, 1500*time.Millisecond)
+	e.wantHealth(be, 0.75*h+0.25)
+	e.call(prov, be, nil, 4*time.Second)
+	e.wantHealth(be, 0.75*(0.75*h+0.25)+0.25*0.6)
 }
 
 func TestCredentialDisablesTheProvidersKey(t *testing.T) {

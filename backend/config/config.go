@@ -118,6 +118,25 @@ type Config struct {
 	// RequestLog says what the request log keeps besides each request's
 	// route and figures.
 	RequestLog RequestLog `yaml:"request_log,omitempty"`
+	// Notifications say which kinds of notification the dashboard and
+	// the desktop app get; each kind is on unless set to false.
+	Notifications Notifications `yaml:"notifications,omitempty"`
+}
+
+// Notifications switch each kind of notification on or off; nil means on.
+type Notifications struct {
+	// Breaker: a backend's breaker opened (it keeps failing) or closed.
+	Breaker *bool `yaml:"breaker,omitempty"`
+	// Key: a provider refused its API key, or accepts it again.
+	Key *bool `yaml:"key,omitempty"`
+	// Quota: a backend's quota is used up until a reset more than a few
+	// minutes away.
+	Quota *bool `yaml:"quota,omitempty"`
+	// Budget: a budget is 80 % spent, or all of it.
+	Budget *bool `yaml:"budget,omitempty"`
+	// Local: a model server on this machine stopped answering, or answers
+	// again.
+	Local *bool `yaml:"local,omitempty"`
 }
 
 // RequestLog configures what the request log keeps.

@@ -17,12 +17,17 @@ import (
 	"net/url"
 	"strings"
 
+	"freelane/backend/defaults"
 	"freelane/backend/llm"
 )
 
 // DefaultModel is the model the settings use unless told otherwise: the
 // default chain.
 const DefaultModel = "auto"
+
+// DefaultBase is FreeLane's address when nothing says otherwise, the
+// default listen address; a command for another address names it.
+const DefaultBase = "http://" + defaults.Listen
 
 // PlaceholderKey is the API key tools are given when FreeLane requires no
 // token: every tool insists on one, and FreeLane ignores it.
@@ -246,6 +251,11 @@ func build(id string, o Options) ToolSetup {
 		}
 		t.File.Content = string(content)
 		t.Write = "freelane connect " + id + " --write"
+		if o.Base != DefaultBase {
+			// The command finds a running FreeLane by itself, but the
+			// settings shown are for this address, wherever it is run.
+			t.Write += " --url " + o.Base
+		}
 		if o.Model != DefaultModel {
 			t.Write += " --model " + o.Model
 		}

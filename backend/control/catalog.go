@@ -169,6 +169,11 @@ type CatalogInput struct {
 	// Values fill the entry's base URL placeholders, such as
 	// CLOUDFLARE_ACCOUNT_ID.
 	Values map[string]string `json:"values,omitempty"`
+	// UnreachableOK is not stored: it answers the question an add asks
+	// when the key cannot be checked because the provider cannot be
+	// reached. True adds the provider all the same, its key not yet
+	// checked; a key the provider refuses is refused whatever it says.
+	UnreachableOK bool `json:"unreachable_ok,omitempty"`
 }
 
 // maxPlaceholderValue bounds a placeholder value: account ids are short.

@@ -53,6 +53,10 @@ type KeyInfo struct {
 	// file wins at every start, so the dashboard cannot set, replace or
 	// delete such a key; "" when it can.
 	File string `json:"file"`
+	// Unchecked is set while the key was stored without being tried: the
+	// provider's server could not be reached when it was added and the
+	// user added it anyway. The first call its server answers checks it.
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 // PoolKeyView is one key of a provider's pool. It names the key by its

@@ -40,6 +40,8 @@ var documented = map[string][]any{
 	"cache.ttl":                        {defaults.ResponseCacheTTL},
 	"cache.max_mb":                     {defaults.ResponseCacheMB},
 	"request_log.max_body_kb":          {defaults.RequestLogBodyKB},
+	// Every kind of notification is on unless switched off.
+	"notifications.breaker": {true},
 }
 
 func durations(ds []time.Duration) []any {
@@ -117,6 +119,9 @@ func same(s string, v any) error {
 		ok = err == nil && f == v
 	case string:
 		ok = s == v
+	case bool:
+		b, err := strconv.ParseBool(s)
+		ok = err == nil && b == v
 	default:
 		return fmt.Errorf("cannot compare with a %T", v)
 	}

@@ -63,10 +63,12 @@ type Event struct {
 	Level    Level     `json:"level"`
 	Backend  string    `json:"backend,omitempty"`
 	Provider string    `json:"provider,omitempty"`
-	From     string    `json:"from,omitempty"`
-	To       string    `json:"to,omitempty"`
-	Reason   string    `json:"reason,omitempty"`
-	Until    time.Time `json:"until,omitzero"`
+	// Budget is the id ("scope|period") of the budget a budget event is about.
+	Budget string    `json:"budget,omitempty"`
+	From   string    `json:"from,omitempty"`
+	To     string    `json:"to,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Until  time.Time `json:"until,omitzero"`
 }
 
 // Bus fans events out to subscribers and keeps the most recent ones.

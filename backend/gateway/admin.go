@@ -19,6 +19,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/llm"
 	"freelane/backend/metrics"
+	"freelane/backend/notify"
 	"freelane/backend/protocol"
 	"freelane/backend/quota"
 	"freelane/backend/router"
@@ -88,6 +89,8 @@ type Snapshot struct {
 	Quotas  []quota.QuotaView  `json:"quotas"`
 	Budgets []quota.BudgetView `json:"budgets"`
 	Spend   quota.Spend        `json:"spend"`
+	// Notifications are the recent notifications, newest first.
+	Notifications []notify.Notification `json:"notifications"`
 }
 
 // Update is what changed since the last message to the dashboard.
@@ -105,12 +108,20 @@ type Update struct {
 	Quotas  []quota.QuotaView  `json:"quotas"`
 	Budgets []quota.BudgetView `json:"budgets"`
 	Spend   quota.Spend        `json:"spend"`
+	// Notifications are those raised since the last update, oldest
+	// first; a client may have them from its snapshot already (they
+	// carry ids).
+	Notifications []notify.Notification `json:"notifications"`
 }
 
 // adminView implements api.Admin over the gateway.
 type adminView struct{ g *Gateway }
 
 func (a adminView) Control() *control.Control { return a.g.control }
+
+// Providers are the control plane's providers, each key marked when it
+// was stored without being tried.
+func (a adminView) Providers() []control.ProviderView { return a.g.providerViews() }
 
 func (a adminView) WebSocket() http.Handler { return a.g.hub }
 
@@ -136,6 +147,8 @@ func (a adminView) State() any {
 }
 
 func (a adminView) Chains() []api.ChainView { return a.g.chains() }
+
+func (a adminView) Notifications() []notify.Notification { return a.g.notes.Recent() }
 
 func (a adminView) SetRoutingPaused(paused bool) { a.g.SetRoutingPaused(paused) }
 
@@ -323,6 +336,7 @@ func (g *Gateway) backendViews() []BackendView {
 				v.Status = "serving"
 			}
 		}
+		v.Reason = sentence(v.Reason)
 		out = append(out, v)
 	}
 	byName := map[string]config.Provider{}
@@ -365,12 +379,13 @@ func (g *Gateway) snapshot() Snapshot {
 		Paused:        g.prober.Offline(),
 		RoutingPaused: g.api.Paused(),
 		Backends:      backends,
-		Providers:     g.control.Providers(),
+		Providers:     g.providerViews(),
 		Chains:        g.chains(),
 		MissingKeys:   g.router.Table().MissingKeys(),
 		Requests:      g.feed.Recent(),
 		Events:        g.bus.Recent(),
 		Totals:        g.totals(),
+		Notifications: g.notes.Recent(),
 	}
 }
 
@@ -392,9 +407,16 @@ drain:
 			break drain
 		}
 	}
+	notes := g.notes.Since(g.lastNote)
+	if len(notes) > 0 {
+		g.lastNote = notes[len(notes)-1].ID
+	}
 	now := g.clock.Now()
-	if len(reqs) == 0 && len(evs) == 0 && now.Sub(g.lastUpdate) < 2*time.Second {
+	if len(reqs) == 0 && len(evs) == 0 && len(notes) == 0 && now.Sub(g.lastUpdate) < 2*time.Second {
 		return nil
+	}
+	if notes == nil {
+		notes = []notify.Notification{}
 	}
 	g.lastUpdate = now
 	if reqs == nil {
@@ -405,5 +427,5 @@ drain:
 	}
 	backends := g.backendViews()
 	return Update{Type: "update", Time: now, Backends: backends, Requests: reqs, Events: evs, Totals: g.totals(), RoutingPaused: g.api.Paused(),
-		Quotas: g.quotaViews(backends), Budgets: g.quota.Budgets(), Spend: g.quota.Spend()}
+		Quotas: g.quotaViews(backends), Budgets: g.quota.Budgets(), Spend: g.quota.Spend(), Notifications: notes}
 }

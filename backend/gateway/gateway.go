@@ -32,6 +32,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/loops"
 	"freelane/backend/metrics"
+	"freelane/backend/notify"
 	"freelane/backend/pool"
 	"freelane/backend/probe"
 	"freelane/backend/protocol"
@@ -124,6 +125,12 @@ type Gateway struct {
 	// only touched by the hub's update callback.
 	dashEvents *events.Subscription
 	lastUpdate time.Time
+	// notes raises the notifications, reading noteEvents on its own
+	// loop; lastNote is the newest one an update carried, only touched by
+	// the hub's update callback.
+	notes      *notify.Notifier
+	noteEvents *events.Subscription
+	lastNote   uint64
 
 	// catalog is the catalog in use, as the control plane holds it; it is
 	// kept here too because apply runs while the control plane is locked.
@@ -190,6 +197,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.responses = store.NewResponseStore(db, store.ResponseOptions{Logger: o.Logger, Clock: o.Clock})
 	g.bus = events.NewBus(o.Logger)
 	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)
+	g.notes = notify.New(notify.Options{Clock: o.Clock, Redact: red.String, Logger: o.Logger})
+	g.noteEvents = g.bus.Subscribe(1024)
 	g.metrics = metrics.New(o.Clock)
 	g.metrics.RedactLabels(red)
 	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
@@ -319,6 +328,7 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	g.quota.Configure(qs)
 	// Pacing too; requests waiting in a backend's queue keep their place.
 	g.shape.Configure(shapeSettings(cfg))
+	g.notes.Configure(control.NotifySwitches(cfg.Notifications))
 	// The secrets first too: answers to requests still in flight are
 	// redacted with the new set, which holds the keys they were sent with
 	// unless those were removed.
@@ -589,6 +599,10 @@ func cacheSettings(cfg *config.Config) respcache.Settings {
 // Events returns the event bus.
 func (g *Gateway) Events() *events.Bus { return g.bus }
 
+// Notifications raises the notifications the dashboard and the desktop
+// app show.
+func (g *Gateway) Notifications() *notify.Notifier { return g.notes }
+
 // Start listens on the configured address and serves in the background.
 func (g *Gateway) Start() error {
 	g.mu.Lock()
@@ -637,6 +651,7 @@ func (g *Gateway) Start() error {
 	g.rebuild()
 	g.loops.Go("housekeeping", g.housekeep)
 	g.loops.Go("dashboard hub", g.hub.Run)
+	g.loops.Go("notifications", func(ctx context.Context) { g.notes.Run(ctx, g.noteEvents.C()) })
 	g.loops.Go("state saver", g.saveLoop)
 	if !g.o.ManualProbes {
 		g.loops.Go("probes", g.prober.Run)

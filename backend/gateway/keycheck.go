@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"freelane/backend/breaker"
 	"freelane/backend/config"
@@ -39,9 +45,14 @@ func (g *Gateway) checkKey(ctx context.Context, k llm.KeyID) *llm.Error {
 	case err == nil:
 		return nil
 	case errors.Is(err, modellist.ErrKeyRejected):
-		return &llm.Error{Class: llm.Credential, Message: fmt.Sprintf("the model list refused the key: %v", err)}
+		return &llm.Error{Class: llm.Credential, Message: statusWords(err)}
 	case !errors.Is(err, modellist.ErrNoList) || len(p.Models) == 0:
-		return &llm.Error{Class: llm.Transient, Message: fmt.Sprintf("the model list could not be read: %v", err)}
+		f := g.judge(*p, err)
+		why := "its model list could not be read"
+		if f != nil {
+			why += ": " + f.why
+		}
+		return &llm.Error{Class: llm.Transient, Message: why}
 	}
 	_, err = c.Complete(ctx, testRequest, p.Models[0].ID)
 	var le *llm.Error
@@ -54,7 +65,7 @@ func (g *Gateway) checkKey(ctx context.Context, k llm.KeyID) *llm.Error {
 	case errors.As(err, &le):
 		return le
 	}
-	return &llm.Error{Class: llm.Transient, Message: err.Error()}
+	return &llm.Error{Class: llm.Transient, Message: unreachableWords(err)}
 }
 
 // rearmReplacedKeys forgets what the breakers learned under a key the
@@ -64,6 +75,12 @@ func (g *Gateway) rearmReplacedKeys(old, next *config.Config) {
 	if old == nil {
 		return
 	}
+	for _, p := range old.Providers {
+		// A key added without being tried is forgotten with its provider.
+		if _, ok := next.Provider(p.Name); !ok {
+			g.feed.unchecked.forget(p.Name)
+		}
+	}
 	for _, p := range next.Providers {
 		was, ok := old.Provider(p.Name)
 		if !ok || was.Pooled() || p.Pooled() || was.APIKey == p.APIKey || p.APIKey == "" {
@@ -72,17 +89,22 @@ func (g *Gateway) rearmReplacedKeys(old, next *config.Config) {
 			continue
 		}
 		g.gate.KeyReplaced(llm.KeyID{Provider: p.Name}, "the key was replaced")
+		g.feed.unchecked.forget(p.Name)
 	}
 }
 
 // keyOffWords says, for the dashboard, why a key is off and what brings
-// it back.
+// it back, in sentences; the dashboard adds when the next check is.
 func keyOffWords(st breaker.Status) string {
-	why := "the provider refused the key (" + st.KeyOffWhy + ")"
-	if st.KeyChecks > 0 {
-		why += fmt.Sprintf("; %d later %s found it still refused", st.KeyChecks, plural(st.KeyChecks, "check", "checks"))
+	why := "The provider refused the key"
+	if w := answerWords(st.KeyOffWhy); w != "" {
+		why += ": " + w
 	}
-	return why + "; it is checked again with the provider's model list and used as soon as a check passes, or at once when you replace the key"
+	why += "."
+	if st.KeyChecks > 0 {
+		why += fmt.Sprintf(" %d later %s found it still refused.", st.KeyChecks, plural(st.KeyChecks, "check", "checks"))
+	}
+	return why + " Replace the key under Providers & keys, or wait: FreeLane checks it again and uses it as soon as a check passes."
 }
 
 func plural(n int, one, many string) string {
@@ -90,4 +112,55 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// httpAnswer matches an upstream's answer as llm.ClassifyResponse words
+// it: "HTTP 401: Incorrect API key provided".
+var httpAnswer = regexp.MustCompile(`HTTP (\d{3}):\s*`)
+
+// answerWords rewrites what the router and the breaker record of an
+// answer ("HTTP 503: overloaded", "credential: HTTP 401:") for a
+// sentence: "HTTP 503 (overloaded)", "HTTP 401 (Unauthorized)". Text
+// without such an answer is only trimmed.
+func answerWords(s string) string {
+	s = strings.TrimSpace(s)
+	for _, c := range []string{"credential", "transient", "rate_limited", "gone", "caller", "too_long", "soft"} {
+		// An llm.Error printed whole carries its class first.
+		s = strings.TrimPrefix(s, c+": ")
+	}
+	loc := httpAnswer.FindStringSubmatchIndex(s)
+	if loc == nil {
+		return strings.TrimRight(s, " :;,.")
+	}
+	code, _ := strconv.Atoi(s[loc[2]:loc[3]])
+	head, rest := s[:loc[0]], strings.TrimRight(strings.TrimSpace(s[loc[1]:]), " :;,.")
+	if rest == "" {
+		rest = http.StatusText(code)
+	}
+	if rest == "" {
+		return head + fmt.Sprintf("HTTP %d", code)
+	}
+	return head + fmt.Sprintf("HTTP %d (%s)", code, rest)
+}
+
+// plainWord matches a reason that starts with a word of prose rather than
+// a name: lower-case letters followed by a space.
+var plainWord = regexp.MustCompile(`^[a-z]+ `)
+
+// sentence makes a status reason a sentence for the dashboard: its answers
+// worded as answerWords does, a capital first letter and a full stop.
+func sentence(s string) string {
+	s = answerWords(s)
+	if s == "" {
+		return ""
+	}
+	if m := plainWord.FindStringSubmatch(s); m != nil {
+		// A name (a backend "b/mb", a provider "b: ...") keeps its case.
+		r, n := utf8.DecodeRuneInString(s)
+		s = string(unicode.ToUpper(r)) + s[n:]
+	}
+	if last := s[len(s)-1]; last != '.' && last != '!' && last != '?' {
+		s += "."
+	}
+	return s
 }

@@ -73,7 +73,7 @@ func TestRefusedKeyIsRearmedByAPassingCheck(t *testing.T) {
 	e, vendor := keyedEnv(t, "sk-right-key-0123456789", "sk-wrong-key-0123456789")
 	e.post("/v1/chat/completions", chat("main", false))
 	st, reason, until := e.backendStatus("a/ma")
-	if st != "key_disabled" || !strings.Contains(reason, "checked again") || until.Sub(e.clock.Now()) > time.Minute {
+	if st != "key_disabled" || !strings.Contains(reason, "checks it again") || until.Sub(e.clock.Now()) > time.Minute {
 		t.Fatalf("after the refusal: %q %q, until %v from now", st, reason, until.Sub(e.clock.Now()))
 	}
 	// The first check finds the key still refused and spaces the next.

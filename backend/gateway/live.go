@@ -28,6 +28,9 @@ type feed struct {
 	today   *metrics.Today
 	clock   interface{ Now() time.Time }
 	red     *redact.Redactor
+	// unchecked are the providers added without their key being tried;
+	// a call their server answers checks it.
+	unchecked uncheckedKeys
 
 	mu      sync.Mutex
 	recent  []llm.Trace // ring, newest at (next-1)
@@ -52,6 +55,7 @@ func (f *feed) Record(t llm.Trace) {
 		start = f.clock.Now()
 	}
 	f.today.Request(start)
+	f.unchecked.answered(t.Attempts)
 	// A failed call failed over when the request went on to call another
 	// backend; skipped backends after it were not called. The ledger, which
 	// holds only calls, tells a failover the same way after a restart.

@@ -35,7 +35,7 @@ func TestShutdownStopsEveryLoop(t *testing.T) {
 	if err := g.Start(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"dashboard hub", "discovery", "housekeeping", "http server", "model lists", "probes",
+	want := []string{"dashboard hub", "discovery", "housekeeping", "http server", "model lists", "notifications", "probes",
 		"request log writer", "response cache writer", "response store writer", "state saver"}
 	started, running := g.Loops()
 	slices.Sort(started)

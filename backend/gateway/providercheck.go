@@ -43,10 +43,28 @@ func (a adminView) AddProvider(ctx context.Context, in control.ProviderInput) (c
 	if err != nil {
 		return control.ProviderView{}, err
 	}
-	if err := g.tryProvider(ctx, plan.After, in.UnreachableOK, "add it anyway"); err != nil {
+	checked, err := g.tryProvider(ctx, plan.After, in.UnreachableOK, "add it anyway")
+	if err != nil {
 		return control.ProviderView{}, err
 	}
-	return g.control.AddProvider(ctx, in)
+	view, err := g.control.AddProvider(ctx, in)
+	if err != nil {
+		return view, err
+	}
+	g.markChecked(&view, checked)
+	return view, nil
+}
+
+// markChecked records whether the key of a provider just stored was
+// tried, for the dashboard to say "not checked yet" until its server
+// answers.
+func (g *Gateway) markChecked(view *control.ProviderView, checked bool) {
+	if checked {
+		g.feed.unchecked.forget(view.Name)
+		return
+	}
+	g.feed.unchecked.add(view.Name)
+	view.Key.Unchecked = view.Key.Set
 }
 
 // UpdateProvider edits a provider. An edit that changes where or how its
@@ -58,12 +76,19 @@ func (a adminView) UpdateProvider(ctx context.Context, name string, in control.P
 	if err != nil {
 		return control.ProviderView{}, err
 	}
-	if plan.Reaches() {
-		if err := g.tryProvider(ctx, plan.After, in.UnreachableOK, "save it anyway"); err != nil {
-			return control.ProviderView{}, err
-		}
+	if !plan.Reaches() {
+		return g.control.UpdateProvider(ctx, name, in)
 	}
-	return g.control.UpdateProvider(ctx, name, in)
+	checked, err := g.tryProvider(ctx, plan.After, in.UnreachableOK, "save it anyway")
+	if err != nil {
+		return control.ProviderView{}, err
+	}
+	view, err := g.control.UpdateProvider(ctx, name, in)
+	if err != nil {
+		return view, err
+	}
+	g.markChecked(&view, checked)
+	return view, nil
 }
 
 // ProviderModels reads the model list of a provider's server, for the
@@ -134,31 +159,32 @@ func (a adminView) ProviderModels(ctx context.Context, in api.ModelListInput) (a
 
 // tryProvider tries the key of p, a provider about to be stored: against
 // its model list, or with one tiny request to its first model where the
-// server has no list. It returns nil when the key was taken, or when there
-// is nothing to try (no key yet, and a key is needed). A server that
-// cannot be reached is an error unless unreachableOK; anyway is what the
-// error offers to do instead.
-func (g *Gateway) tryProvider(ctx context.Context, p config.Provider, unreachableOK bool, anyway string) error {
+// server has no list. It returns false with no error only when the server
+// cannot be reached and unreachableOK says to go on: the key is stored
+// untried. A provider with no key yet has nothing to try. A server
+// that cannot be reached is an error unless unreachableOK; anyway is what
+// the error offers to do instead.
+func (g *Gateway) tryProvider(ctx context.Context, p config.Provider, unreachableOK bool, anyway string) (bool, error) {
 	if p.APIKey == "" && !p.Keyless {
-		return nil
+		return true, nil
 	}
 	_, err := g.readList(ctx, p)
 	if errors.Is(err, modellist.ErrNoList) && len(p.Models) > 0 {
 		err = g.tryRequest(ctx, p)
 	}
 	if err == nil || errors.Is(err, modellist.ErrNoList) {
-		return nil
+		return true, nil
 	}
 	f := g.judge(p, err)
 	switch {
 	case f == nil:
-		return nil
+		return true, nil
 	case f.refused || !unreachableOK:
-		return f.asError(anyway)
+		return false, f.asError(anyway)
 	}
 	g.log.Info("a provider is stored without its key being tried: its server could not be reached, and the user chose to go on",
 		"provider", p.Name, "reason", f.why)
-	return nil
+	return false, nil
 }
 
 // readList reads the model list of p, bounded by listWait.
@@ -248,18 +274,19 @@ func (f *checkFailure) asError(anyway string) *control.Error {
 	switch {
 	case f.refused && f.keyless:
 		return &control.Error{Status: http.StatusBadRequest, Param: "api_key", Code: api.CodeKeyRefused,
-			Message: fmt.Sprintf("%s wants a key (%s); paste its key, or check the base URL", f.name, f.why)}
+			Message: fmt.Sprintf("%s wants a key (%s); paste its key, or check the base URL.", f.name, f.why)}
 	case f.refused:
 		return &control.Error{Status: http.StatusBadRequest, Param: "api_key", Code: api.CodeKeyRefused,
-			Message: fmt.Sprintf("%s refused the key (%s); check that the whole key was pasted and that it is a key of this provider", f.name, f.why)}
+			Message: fmt.Sprintf("%s refused the key (%s); check that the whole key was pasted and that it is a key of this provider.", f.name, f.why)}
 	}
-	msg := fmt.Sprintf("could not reach %s: %s. The key was not tried", f.host, f.why)
+	msg := fmt.Sprintf("FreeLane could not reach %s: %s. The key was not tried", f.host, f.why)
 	if f.answered {
 		msg = fmt.Sprintf("%s gave no usable answer: %s. The key was not tried", f.host, f.why)
 	}
 	if anyway != "" {
 		msg += fmt.Sprintf("; correct the base URL, or %s: it serves once the server answers", anyway)
 	}
+	msg += "."
 	return &control.Error{Status: http.StatusBadGateway, Param: "base_url", Code: api.CodeProviderUnreachable, Message: msg}
 }
 
@@ -303,16 +330,20 @@ func unreachableWords(err error) string {
 	return strings.TrimPrefix(err.Error(), "modellist: ")
 }
 
-// statusWords is an HTTP answer of a model list, as "HTTP 401: message".
+// statusWords is an HTTP answer of a model list, as "HTTP 401 (message)".
 func statusWords(err error) string {
 	var me *modellist.Error
 	if !errors.As(err, &me) {
 		return "with an error"
 	}
-	if me.Message == "" {
+	msg := strings.TrimRight(strings.TrimSpace(me.Message), " :;,.")
+	if msg == "" {
+		msg = http.StatusText(me.Status)
+	}
+	if msg == "" {
 		return fmt.Sprintf("HTTP %d", me.Status)
 	}
-	return fmt.Sprintf("HTTP %d: %s", me.Status, me.Message)
+	return fmt.Sprintf("HTTP %d (%s)", me.Status, msg)
 }
 
 // oneOf lists choices as a sentence does: "a", "a or b", "a, b or c".

@@ -99,13 +99,14 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 	if err != nil {
 		return api.CatalogAdded{}, err
 	}
-	listed, lerr := g.pool.ReadList(ctx, config.Provider{Kind: e.Dialect, BaseURL: baseURL, APIKey: in.Key})
-	added := api.CatalogAdded{}
+	probe := config.Provider{Name: e.Name, Kind: e.Dialect, BaseURL: baseURL, APIKey: in.Key}
+	listed, lerr := g.readList(ctx, probe)
+	added := api.CatalogAdded{Checked: true}
 	var extra []config.Model
 	switch {
 	case lerr == nil:
 		added.Models = len(listed)
-		added.Message = fmt.Sprintf("%s accepted the key; its model list names %d models", e.Name, len(listed))
+		added.Message = fmt.Sprintf("%s accepted the key; its model list names %d models.", e.Name, len(listed))
 		if !e.ListModels && len(e.Models) > 0 {
 			// The list only checked the key: the catalog marks it as not
 			// naming what the key may use.
@@ -116,20 +117,37 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 		// them only.
 		extra = extra[:min(len(extra), pool.MaxJoin)]
 	case errors.Is(lerr, modellist.ErrKeyRejected):
-		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("%s refused the key: %v", e.Name, lerr)}
+		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadRequest, Param: "key", Code: api.CodeKeyRefused,
+			Message: fmt.Sprintf("%s refused the key (%s). Check that the whole key was pasted and that it is a %s key, then add it again.", e.Name, g.judge(probe, lerr).why, e.Name)}
 	case errors.Is(lerr, modellist.ErrNoList) && len(e.Models) > 0:
-		if err := g.tryKey(ctx, e, baseURL, in.Key); err != nil {
+		checked, err := g.tryKey(ctx, e, probe, in.UnreachableOK)
+		if err != nil {
 			return api.CatalogAdded{}, err
 		}
-		added.Message = fmt.Sprintf("%s answered a test request with the key", e.Name)
+		added.Checked = checked
+		added.Message = fmt.Sprintf("%s answered a test request with the key.", e.Name)
 	default:
-		return api.CatalogAdded{}, &control.Error{Status: http.StatusBadGateway, Param: "key",
-			Message: fmt.Sprintf("the key could not be checked, so it was not added: %s did not answer its model list (%v); try again", e.Name, lerr)}
+		f := g.judge(probe, lerr)
+		if f == nil {
+			// A busy list read the key.
+			added.Message = fmt.Sprintf("%s is busy, but it read the key.", e.Name)
+			break
+		}
+		if !in.UnreachableOK {
+			return api.CatalogAdded{}, catalogUnreachable(e.Name, f)
+		}
+		added.Checked = false
+	}
+	if !added.Checked {
+		added.Message = fmt.Sprintf("The key is not checked yet: FreeLane could not check it with %s. The first request %s answers checks it.", e.Name, e.Name)
+		g.log.Info("a provider from the catalog is stored without its key being checked: it could not be reached, and the user chose to go on",
+			"provider", e.ID)
 	}
 	view, err := g.control.AddFromCatalog(ctx, id, in, extra)
 	if err != nil {
 		return api.CatalogAdded{}, err
 	}
+	g.markChecked(&view, added.Checked)
 	added.Provider = view
 	if lerr == nil && (e.ListModels || len(e.Models) == 0) {
 		var ids []string
@@ -142,30 +160,48 @@ func (a adminView) AddFromCatalog(ctx context.Context, id string, in control.Cat
 }
 
 // tryKey sends one tiny request with a key to a provider that has no model
-// list, and says whether the key was taken.
-func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, baseURL, key string) error {
+// list. It says whether the key was checked: false when the provider could
+// not be reached and unreachableOK lets it be added unchecked.
+func (g *Gateway) tryKey(ctx context.Context, e *catalog.Provider, p config.Provider, unreachableOK bool) (bool, error) {
 	d, ok := g.dialectOf(e.Dialect)
 	if !ok {
-		return &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("%s speaks the provider kind %q, which FreeLane does not know", e.Name, e.Dialect)}
+		return false, &control.Error{Status: http.StatusBadRequest, Param: "key",
+			Message: fmt.Sprintf("%s speaks the provider kind %q, which this FreeLane does not know; load a newer catalog or update FreeLane.", e.Name, e.Dialect)}
 	}
 	// Zero timeouts are the defaults a provider added from the catalog
 	// gets.
-	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: baseURL, APIKey: key, Dialect: d, Codecs: g.dialects,
+	c := upstream.New(upstream.Options{Name: e.ID, BaseURL: p.BaseURL, APIKey: p.APIKey, Dialect: d, Codecs: g.dialects,
 		Logger: g.log, Clock: g.clock, Redactor: g.redact})
 	defer c.CloseIdle()
+	ctx, cancel := context.WithTimeout(ctx, listWait)
+	defer cancel()
 	_, err := c.Complete(ctx, testRequest, e.Models[0].ID)
 	if err == nil {
-		return nil
+		return true, nil
 	}
-	var le *llm.Error
-	if errors.As(err, &le) && le.Class == llm.Credential {
-		return &control.Error{Status: http.StatusBadRequest, Param: "key", Message: fmt.Sprintf("%s refused the key: %s", e.Name, le.Message)}
+	f := g.judge(p, err)
+	switch {
+	case f == nil:
+		// Busy, or refused for something else than the key: the key was read.
+		return true, nil
+	case f.refused:
+		return false, &control.Error{Status: http.StatusBadRequest, Param: "key", Code: api.CodeKeyRefused,
+			Message: fmt.Sprintf("%s refused the key (%s). Check that the whole key was pasted and that it is a %s key, then add it again.", e.Name, f.why, e.Name)}
+	case unreachableOK:
+		return false, nil
 	}
-	if errors.As(err, &le) && le.Class == llm.RateLimited {
-		// Busy is an answer: the key was read.
-		return nil
+	return false, catalogUnreachable(e.Name, f)
+}
+
+// catalogUnreachable is the answer to a catalog add whose key could not
+// be checked because the vendor could not be reached or gave no usable
+// answer; unreachable_ok adds it all the same.
+func catalogUnreachable(name string, f *checkFailure) *control.Error {
+	msg := fmt.Sprintf("FreeLane could not reach %s to check the key: add it anyway, or try again. %s", name, sentence(f.why))
+	if f.answered {
+		msg = fmt.Sprintf("%s gave no usable answer when FreeLane checked the key: add it anyway, or try again. %s", name, sentence(f.why))
 	}
-	return &control.Error{Status: http.StatusBadGateway, Param: "key", Message: fmt.Sprintf("the key could not be checked, so it was not added: %s did not answer (%v); try again", e.Name, err)}
+	return &control.Error{Status: http.StatusBadGateway, Param: "key", Code: api.CodeProviderUnreachable, Message: msg}
 }
 
 // Setup is what the first-run setup shows.
@@ -250,12 +286,22 @@ func (a adminView) TestRoute(ctx context.Context, model string) api.RouteTest {
 	out, f := g.router.Complete(ctx, req)
 	res.LatencyMS = float64(g.clock.Since(t0).Microseconds()) / 1000
 	if f != nil {
-		res.Error, res.Attempts = f.Message, append(res.Attempts, f.Attempts...)
+		res.Error, res.Attempts = answerWords(f.Message)+".", append(res.Attempts, f.Attempts...)
+		wordAttempts(res.Attempts)
 		return res
 	}
 	res.OK, res.Backend, res.Answer = true, out.Backend.Name(), g.answerText(out.Response.Body)
 	res.Attempts = append(res.Attempts, out.Attempts...)
+	wordAttempts(res.Attempts)
 	return res
+}
+
+// wordAttempts words the reasons of a route test's attempts for the
+// setup screen, as answerWords does.
+func wordAttempts(as []llm.Attempt) {
+	for i := range as {
+		as[i].Reason = answerWords(as[i].Reason)
+	}
 }
 
 // LoadCatalog reads a newer catalog from a URL, checks it, puts it in use
@@ -272,8 +318,12 @@ func (a adminView) LoadCatalog(ctx context.Context, raw string) (api.CatalogView
 	if ue, ok := errors.AsType[*catalog.URLError](err); ok {
 		return api.CatalogView{}, &control.Error{Status: http.StatusBadRequest, Param: "url", Message: ue.Error()}
 	}
+	if fe, ok := errors.AsType[*catalog.FetchError](err); ok {
+		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: fe.Error()}
+	}
 	if err != nil {
-		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url", Message: err.Error()}
+		return api.CatalogView{}, &control.Error{Status: http.StatusBadGateway, Param: "url",
+			Message: "FreeLane could not read the catalog from that address: " + unreachableWords(err) + ". Check the address and try again."}
 	}
 	cat, err := catalog.Parse(u.String(), data)
 	if err != nil {

@@ -112,10 +112,11 @@ func EachElement(b []byte, fn func(vs, ve int) bool) {
 	}
 }
 
-// Unquote returns the string value of a valid JSON string literal.
+// Unquote returns the string value of a valid JSON string literal, as
+// encoding/json reads it: invalid UTF-8 becomes U+FFFD.
 func Unquote(lit []byte) string {
 	inner := lit[1 : len(lit)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner)
 	}
 	var s string

@@ -63,3 +63,68 @@ func TestValidDeep(t *testing.T) {
 		}
 	}
 }
+
+func TestPickValidMatchesValidAndPick(t *testing.T) {
+	for _, c := range append(validCases, `{"choices":[],"usage":{"a":1}}`, `{"usage":1,"usage":2}`, `{"Usage":1}`,
+		`{"u\u0073age":[1]}`, `{"choices":{}} `, ` {} `, `{} x`) {
+		checkPickValid(t, []byte(c))
+	}
+}
+
+func FuzzPickValid(f *testing.F) {
+	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	f.Add([]byte(`{"choices":[{"delta":{}}],"usage":null,"error":{"message":"x"}}`))
+	f.Fuzz(checkPickValid)
+}
+
+// checkPickValid fails t unless PickValid agrees with json.Valid, and
+// with Pick wherever Pick may be used (a valid object).
+func checkPickValid(t *testing.T, b []byte) {
+	keys := []string{"choices", "usage", "error"}
+	got := make([][]byte, len(keys))
+	valid, picked := PickValid(b, keys, got)
+	if want := json.Valid(b); valid != want {
+		t.Fatalf("PickValid(%q) valid = %v, json.Valid says %v", b, valid, want)
+	}
+	i := SkipSpace(b, 0)
+	if !valid || b[i] != '{' {
+		if picked {
+			t.Fatalf("PickValid(%q) picked from what is not a valid object", b)
+		}
+		return
+	}
+	want := make([][]byte, len(keys))
+	if wp := Pick(b[i:], keys, want); wp != picked {
+		t.Fatalf("PickValid(%q) picked = %v, Pick says %v", b, picked, wp)
+	}
+	if !picked {
+		return
+	}
+	for k := range keys {
+		if string(got[k]) != string(want[k]) || (got[k] == nil) != (want[k] == nil) {
+			t.Fatalf("PickValid(%q)[%s] = %q, Pick says %q", b, keys[k], got[k], want[k])
+		}
+	}
+}
+
+func BenchmarkPickValid(b *testing.B) {
+	keys := []string{"choices", "usage", "error"}
+	vals := make([][]byte, len(keys))
+	b.SetBytes(int64(len(chunkEvent)))
+	b.Run("one_pass", func(b *testing.B) {
+		for b.Loop() {
+			if v, p := PickValid(chunkEvent, keys, vals); !v || !p {
+				b.Fatal("not picked")
+			}
+		}
+	})
+	b.Run("valid_then_pick", func(b *testing.B) {
+		for b.Loop() {
+			if !Valid(chunkEvent) || !Pick(chunkEvent, keys, vals) {
+				b.Fatal("not picked")
+			}
+		}
+	})
+}

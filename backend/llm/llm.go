@@ -132,6 +132,14 @@ type CallUsage struct {
 	// stream, the data of its content events recorded by AppendEvent. It
 	// is only valid while being accounted.
 	Output []byte
+	// ContentEvents and ContentBytes are how many content events a
+	// stream relayed and the bytes of their data, and KeptBytes how many
+	// of those bytes Output holds: a stream keeps only its first events,
+	// and the estimate from them is scaled by ContentBytes/KeptBytes.
+	// When Output is empty because the stream kept nothing (its backend
+	// has been reporting usage), an unreported completion is estimated at
+	// a token per event, about what streams send.
+	ContentEvents, ContentBytes, KeptBytes int
 	// Header is the upstream's response header (of an error answer too),
 	// nil if none arrived.
 	Header http.Header

@@ -8,6 +8,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -326,8 +327,10 @@ func (p *Prober) one(ctx context.Context, t Target, timeout time.Duration) *llm.
 	if err == nil {
 		return nil
 	}
-	le, ok := err.(*llm.Error)
-	if !ok {
+	// An error wrapped on its way keeps its class; printed whole it would
+	// read "credential: HTTP 401: ..." where the dashboard shows it.
+	var le *llm.Error
+	if !errors.As(err, &le) {
 		return &llm.Error{Class: llm.Transient, Message: err.Error()}
 	}
 	if le.Class == llm.Soft && le.Sub == llm.SubEmpty {

@@ -42,7 +42,8 @@ type Codec interface {
 	EventName(data []byte) string
 	// StreamEnd is what ends a complete stream of this dialect on the
 	// wire, written after the last event (OpenAI's "data: [DONE]"); nil
-	// when the dialect has no end marker.
+	// when the dialect has no end marker. Every stream gets the same bytes:
+	// callers must not modify them.
 	StreamEnd() []byte
 
 	// DecodeError reads an error body of this dialect; ok is false when

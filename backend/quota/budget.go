@@ -163,7 +163,7 @@ func (s *budgetState) exceededEvent(now time.Time) []events.Event {
 		return nil
 	}
 	s.noted["exceeded"] = s.start
-	return []events.Event{{Time: now, Kind: events.BudgetExceeded, Level: events.Alert, Reason: s.message(), Until: s.end}}
+	return []events.Event{{Time: now, Kind: events.BudgetExceeded, Level: events.Alert, Budget: s.ID(), Reason: s.message(), Until: s.end}}
 }
 
 // spendTotals is all spend today and this month (local), and per budget
@@ -172,20 +172,36 @@ func (s *budgetState) exceededEvent(now time.Time) []events.Event {
 type spendTotals struct {
 	dayStart, monthStart time.Time
 	day, month           float64
-	// byScope maps "scope|period" to the spend in that period.
-	byScope map[string]float64
+	// byScope holds the spend in each scope and period.
+	byScope map[spendKey]float64
+}
+
+// spendKey is a scope and a period of spendTotals. The scope's kind and
+// name are kept apart so that recording a spend, once per request, builds
+// no string.
+type spendKey struct {
+	kind   string // "global", "chain" or "provider"
+	name   string // the chain's or provider's name; "" for global
+	period string
+}
+
+// keyOf is the spendKey of a budget's scope ("global", "chain:NAME" or
+// "provider:NAME") and period.
+func keyOf(b Budget) spendKey {
+	kind, name, _ := strings.Cut(b.Scope, ":")
+	return spendKey{kind: kind, name: name, period: b.Period}
 }
 
 func (t *spendTotals) roll(now time.Time, loc *time.Location) {
 	ds, _ := periodBounds(PeriodDay, now, loc)
 	ms, _ := periodBounds(PeriodMonth, now, loc)
 	if t.byScope == nil {
-		t.byScope = map[string]float64{}
+		t.byScope = map[spendKey]float64{}
 	}
 	if !ds.Equal(t.dayStart) {
 		t.dayStart, t.day = ds, 0
 		for k := range t.byScope {
-			if strings.HasSuffix(k, "|"+PeriodDay) {
+			if k.period == PeriodDay {
 				delete(t.byScope, k)
 			}
 		}
@@ -193,7 +209,7 @@ func (t *spendTotals) roll(now time.Time, loc *time.Location) {
 	if !ms.Equal(t.monthStart) {
 		t.monthStart, t.month = ms, 0
 		for k := range t.byScope {
-			if strings.HasSuffix(k, "|"+PeriodMonth) {
+			if k.period == PeriodMonth {
 				delete(t.byScope, k)
 			}
 		}
@@ -204,7 +220,7 @@ func (t *spendTotals) of(b Budget, start time.Time) float64 {
 	if (b.Period == PeriodDay && !start.Equal(t.dayStart)) || (b.Period == PeriodMonth && !start.Equal(t.monthStart)) {
 		return 0
 	}
-	return t.byScope[b.ID()]
+	return t.byScope[keyOf(b)]
 }
 
 // spendLocked adds an amount spent at t through chain on provider to the
@@ -217,13 +233,15 @@ func (m *Manager) spendLocked(t time.Time, chain, provider string, amount float6
 	m.spend.roll(now, m.loc)
 	if !t.Before(m.spend.monthStart) {
 		m.spend.month += amount
-		for _, scope := range []string{"global", "chain:" + chain, "provider:" + provider} {
-			if scope == "chain:" {
+		for _, k := range [...]spendKey{{kind: "global"}, {kind: "chain", name: chain}, {kind: "provider", name: provider}} {
+			if k.kind == "chain" && chain == "" {
 				continue
 			}
-			m.spend.byScope[scope+"|"+PeriodMonth] += amount
+			k.period = PeriodMonth
+			m.spend.byScope[k] += amount
 			if !t.Before(m.spend.dayStart) {
-				m.spend.byScope[scope+"|"+PeriodDay] += amount
+				k.period = PeriodDay
+				m.spend.byScope[k] += amount
 			}
 		}
 		if !t.Before(m.spend.dayStart) {
@@ -244,7 +262,7 @@ func (m *Manager) spendLocked(t time.Time, chain, provider string, amount float6
 			evs = append(evs, s.exceededEvent(now)...)
 		case s.spent >= warnAt*s.Limit && !s.noted["warning"].Equal(s.start):
 			s.noted["warning"] = s.start
-			evs = append(evs, events.Event{Time: now, Kind: events.BudgetWarning, Level: events.Warn,
+			evs = append(evs, events.Event{Time: now, Kind: events.BudgetWarning, Level: events.Warn, Budget: s.ID(),
 				Reason: fmt.Sprintf("%s of %s of $%.2f spent", pct(s.spent/s.Limit), s.describe(), s.Limit)})
 		}
 	}

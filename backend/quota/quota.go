@@ -384,6 +384,21 @@ func (h *Hold) Release() {
 	}
 }
 
+// completionEstimate is the completion tokens of a call that did not
+// report them: counted in what the client got when the call kept it
+// (scaled up to the whole stream when it kept only its first events), or
+// else a token per content event of its stream.
+func (h *Hold) completionEstimate(c llm.CallUsage) int {
+	if len(c.Output) == 0 {
+		return c.ContentEvents
+	}
+	n := h.m.completionEstimate(h.req, c.Output)
+	if c.KeptBytes > 0 && c.ContentBytes > c.KeptBytes {
+		n = int(float64(n) * float64(c.ContentBytes) / float64(c.KeptBytes))
+	}
+	return n
+}
+
 // Settle accounts for the call made under the hold: tokens from the
 // upstream's usage or, when it sent none, estimated from the request and
 // the output seen; the cost at the backend's price; and what the
@@ -405,17 +420,13 @@ func (h *Hold) Settle(c llm.CallUsage) {
 		// that says something has its completion estimated. Embeddings
 		// say nothing.
 		prompt = u.PromptTokens
-		if len(c.Output) > 0 {
-			completion = h.m.completionEstimate(h.req, c.Output)
-			estimated = completion > 0
-		}
-	case c.Err == nil || len(c.Output) > 0:
+		completion = h.completionEstimate(c)
+		estimated = completion > 0
+	case c.Err == nil || len(c.Output) > 0 || c.ContentEvents > 0:
 		// The call produced something but reported no usage.
 		estimated = true
 		prompt = h.promptEstimate()
-		if len(c.Output) > 0 {
-			completion = h.m.completionEstimate(h.req, c.Output)
-		}
+		completion = h.completionEstimate(c)
 	}
 	m := h.m
 	var evs []events.Event

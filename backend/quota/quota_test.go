@@ -105,6 +105,45 @@ func TestEstimatedTokensWhenNoUsage(t *testing.T) {
 	}
 }
 
+// A stream that kept only its first events is estimated from them, scaled
+// by its bytes to the whole answer.
+func TestEstimateScalesWhatWasKept(t *testing.T) {
+	m, _ := testManager(t)
+	m.ReadAnswersWith(dialects.Registry())
+	out := []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"func add(a, b int) int { return a + b }"},"finish_reason":"stop"}]}`)
+	settle := func(c llm.CallUsage) llm.Attempt {
+		t.Helper()
+		h, err := m.Admit(testRequest(t), "auto", Target{ID: llm.BackendID{Provider: "p", Model: "m"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a llm.Attempt
+		c.Attempt = &a
+		h.Settle(c)
+		return a
+	}
+	whole := settle(llm.CallUsage{Output: out, ContentBytes: 1000, KeptBytes: 1000})
+	part := settle(llm.CallUsage{Output: out, ContentBytes: 4000, KeptBytes: 1000})
+	if !part.Estimated || whole.CompletionTokens == 0 || part.CompletionTokens != 4*whole.CompletionTokens {
+		t.Fatalf("a quarter kept: %d completion tokens, all kept: %d; want four times", part.CompletionTokens, whole.CompletionTokens)
+	}
+}
+
+// A stream that kept no events (its backend had been reporting usage)
+// and then reported none is estimated at a token per content event.
+func TestEstimatedFromContentEventsWhenNothingWasKept(t *testing.T) {
+	m, _ := testManager(t)
+	h, err := m.Admit(testRequest(t), "auto", Target{ID: llm.BackendID{Provider: "p", Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a llm.Attempt
+	h.Settle(llm.CallUsage{ContentEvents: 42, Attempt: &a})
+	if !a.Estimated || a.CompletionTokens != 42 || a.PromptTokens == 0 {
+		t.Fatalf("estimate: %+v", a)
+	}
+}
+
 // TestEstimateReadsTheClientsDialect: a Responses stream names its text
 // "delta" and a tool call's name sits in its item, yet the estimate counts
 // the same text as for any other dialect: the text, the tool's name and its

@@ -289,12 +289,17 @@ type attempt struct {
 	// keepOutput asks streamOne to keep the stream's events; kept says
 	// output is a buffer from keptBuffers, given back after Settle.
 	keepOutput, kept bool
+	// contentEvents and contentBytes count the content events a stream
+	// relayed, kept or not, and their bytes; keptBytes is how many of
+	// those output holds.
+	contentEvents, contentBytes, keptBytes int
 	// committed is set by streamOne when the attempt starts reaching the
-	// client; from then on there is no failover. fail, set with it, ends
+	// client; from then on there is no failover. sink, set with it, ends
 	// the client's stream with an error event; a panic after the commit
-	// goes there.
+	// goes there. It is the Sink itself, not its bound Fail method, which
+	// would cost an allocation per stream.
 	committed bool
-	fail      func(*llm.Error)
+	sink      Sink
 }
 
 type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
@@ -600,7 +605,7 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 		if sk != nil {
 			return nil, nil, sk
 		}
-		a.keepOutput = true
+		a.keepOutput = b.stats.keepsOutput()
 		defer func() {
 			if !called {
 				settle(nil)
@@ -610,7 +615,11 @@ func (r *Router) attempt(ctx context.Context, req *llm.Request, chain string, b 
 			if h == nil && le != nil {
 				h = le.Header
 			}
-			settle(&llm.CallUsage{Usage: a.usage, Output: a.output, Header: h, Err: le, Attempt: &a.Attempt})
+			if req.Stream {
+				b.stats.streamEnded(a.usage.CountsCompletion())
+			}
+			settle(&llm.CallUsage{Usage: a.usage, Output: a.output,
+				ContentEvents: a.contentEvents, ContentBytes: a.contentBytes, KeptBytes: a.keptBytes, Header: h, Err: le, Attempt: &a.Attempt})
 			tr.Cost += a.Cost
 			tr.Saved += a.Saved
 			// Settle reads the events while it runs and keeps nothing.
@@ -685,8 +694,8 @@ func (r *Router) protect(ctx context.Context, b *Backend, a *attempt, try attemp
 		if a.committed {
 			if a.late == nil {
 				a.late = le
-				if a.fail != nil {
-					a.fail(le)
+				if a.sink != nil {
+					a.sink.Fail(le)
 				}
 			}
 			err = errCommitted

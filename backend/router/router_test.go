@@ -1,6 +1,7 @@
 package router_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -1422,4 +1423,82 @@ func ids(names ...string) []llm.BackendID {
 		out[i] = id
 	}
 	return out
+}
+
+// recAdmission admits every call and records what each settles with.
+type recAdmission struct {
+	mu      sync.Mutex
+	settled []llm.CallUsage
+}
+
+func (a *recAdmission) Available(string, *router.Backend) *llm.Skip { return nil }
+
+func (a *recAdmission) Admit(*llm.Request, string, *router.Backend) (func(*llm.CallUsage), *llm.Skip) {
+	return func(c *llm.CallUsage) {
+		if c == nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		// Output is only valid while the call is settled.
+		kept := *c
+		kept.Output = bytes.Clone(c.Output)
+		a.settled = append(a.settled, kept)
+	}, nil
+}
+
+func TestLongStreamsKeepOnlyTheirFirstEvents(t *testing.T) {
+	h := newHarness(t)
+	adm := &recAdmission{}
+	h.r.SetAdmission(adm)
+	ev := `{"choices":[{"delta":{"content":"` + strings.Repeat("w", 180) + `"}}]}`
+	script := []step{held(`role`)}
+	for range 100 {
+		script = append(script, content(ev))
+	}
+	h.ups["a"].script = append(script, done())
+	if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+		t.Fatal(f)
+	}
+	c := adm.settled[0]
+	if c.ContentEvents != 100 || c.ContentBytes != 100*len(ev) {
+		t.Fatalf("settled with %d content events of %d bytes, want 100 of %d", c.ContentEvents, c.ContentBytes, 100*len(ev))
+	}
+	if c.KeptBytes == 0 || c.KeptBytes > 4<<10 || len(c.Output) > 4<<10 || c.KeptBytes%len(ev) != 0 {
+		t.Fatalf("kept %d bytes of events in %d bytes, want whole events up to 4 KiB", c.KeptBytes, len(c.Output))
+	}
+}
+
+func TestStreamsStopKeepingEventsOnceUsageIsReported(t *testing.T) {
+	h := newHarness(t)
+	adm := &recAdmission{}
+	h.r.SetAdmission(adm)
+	reporting := []step{held(`role`), content(`c1`), content(`c2`), usage(`u`, 5), done()}
+	silent := []step{held(`role`), content(`c1`), content(`c2`), content(`c3`), done()}
+	stream := func(script []step) llm.CallUsage {
+		t.Helper()
+		h.ups["a"].script = script
+		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+			t.Fatal(f)
+		}
+		return adm.settled[len(adm.settled)-1]
+	}
+	// Until the backend has reported usage three times in a row, every
+	// stream keeps its content events for an estimate.
+	for i := range 3 {
+		if c := stream(reporting); len(c.Output) == 0 || c.ContentEvents != 2 {
+			t.Fatalf("stream %d settled with %d bytes kept and %d content events, want the events kept", i+1, len(c.Output), c.ContentEvents)
+		}
+	}
+	if c := stream(reporting); len(c.Output) != 0 || c.ContentEvents != 2 {
+		t.Fatalf("fourth stream kept %d bytes (%d content events), want nothing kept", len(c.Output), c.ContentEvents)
+	}
+	// A stream that reports nothing has only its count of events to be
+	// estimated from, and the next stream keeps its events again.
+	if c := stream(silent); len(c.Output) != 0 || c.ContentEvents != 3 {
+		t.Fatalf("unreported stream settled with %d bytes and %d content events, want 0 and 3", len(c.Output), c.ContentEvents)
+	}
+	if c := stream(silent); len(c.Output) == 0 || c.ContentEvents != 3 {
+		t.Fatalf("the stream after an unreported one kept %d bytes, want its events", len(c.Output))
+	}
 }

@@ -32,6 +32,32 @@ type stats struct {
 	ttftN, totalN atomic.Int64
 	last          atomic.Int64
 	inflight      atomic.Int32
+	// reported counts the backend's latest streams in a row that reported
+	// their completion tokens (capped at trustUsageAfter); see keepsOutput.
+	reported atomic.Int32
+}
+
+// trustUsageAfter is how many streams in a row must report their
+// completion tokens before a backend's streams stop keeping their events
+// for an estimate. Keeping them costs a copy of every event and, over a
+// long answer, more memory than the rest of the stream's state; a
+// backend that reports usage never needs them.
+const trustUsageAfter = 3
+
+// keepsOutput reports whether a stream of the backend should keep its
+// content events for estimating tokens the upstream may not report.
+func (s *stats) keepsOutput() bool { return s.reported.Load() < trustUsageAfter }
+
+// streamEnded records whether a stream reported its completion tokens.
+// One that did not, for whatever reason, makes the next streams keep
+// their events again.
+func (s *stats) streamEnded(reported bool) {
+	switch {
+	case !reported:
+		s.reported.Store(0)
+	case s.reported.Load() < trustUsageAfter:
+		s.reported.Add(1)
+	}
 }
 
 // maxSamples caps the sample counts, which only need to tell "few" from

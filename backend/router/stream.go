@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 
 	"freelane/backend/llm"
@@ -50,7 +51,7 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 		a.keep(ev.Data)
 		a.TTFT = r.clock.Since(t0)
 		a.Class = llm.OK
-		a.committed, a.fail = true, sink.Fail
+		a.committed, a.sink = true, sink
 		if ev.Usage != nil {
 			a.usage = ev.Usage
 		}
@@ -106,9 +107,15 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 	}
 }
 
-// maxKeep bounds the stream events kept for token estimation; a longer
-// answer is estimated from its first part (see tokens.Count).
-const maxKeep = 1 << 20
+// maxKeep bounds the stream events kept for token estimation: a longer
+// answer is estimated from its first events, scaled by its bytes. Every
+// open stream holds what it keeps, so the bound is what a sample needs,
+// not what an answer may grow to. The first event is kept whatever its
+// size, up to maxKeepFirst, so that there is always a sample.
+const (
+	maxKeep      = 4 << 10
+	maxKeepFirst = 1 << 20
+)
 
 // keep saves a content event for estimating the answer's tokens in case the
 // upstream reports none; the quota manager decodes the events in the
@@ -116,9 +123,14 @@ const maxKeep = 1 << 20
 // text (and the end events of some dialects repeat all of it), so only
 // content events are kept.
 func (a *attempt) keep(data []byte) {
-	if !a.keepOutput || len(a.output)+len(data) > maxKeep {
+	a.contentEvents++
+	a.contentBytes += len(data)
+	// binary.MaxVarintLen64 covers the length AppendEvent writes first, so
+	// that a record within the bound fits the pooled buffer.
+	if !a.keepOutput || (a.keptBytes > 0 && len(a.output)+binary.MaxVarintLen64+len(data) > maxKeep) || len(data) > maxKeepFirst {
 		return
 	}
+	a.keptBytes += len(data)
 	if !a.kept {
 		a.kept = true
 		a.output = (*keptBuffers.Get().(*[]byte))[:0]

@@ -13,6 +13,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/gateway"
 	"freelane/backend/llm"
+	"freelane/backend/notify"
 	"freelane/backend/quota"
 	"freelane/backend/store"
 	"freelane/backend/tier"
@@ -129,6 +130,12 @@ var freelane = contract{
 		{Route: "PUT /api/aliases", Doc: "The list replaces the configured aliases; a built-in one stays unless its pattern is given another chain.",
 			Request: typeOf[aliasesInput](), Response: typeOf[[]control.AliasView](), NeverNull: true},
 
+		{Route: "GET /api/notifications", Doc: "The recent notifications (the last 50 at most), newest first.",
+			Response: typeOf[[]notify.Notification](), NeverNull: true},
+		{Route: "GET /api/notifications/settings", Doc: "Which kinds of notification are raised.", Response: typeOf[notify.Switches]()},
+		{Route: "PUT /api/notifications/settings", Doc: "Switches kinds of notification on or off, stored like any edit; kinds left out keep their setting.",
+			Request: typeOf[notify.Switches](), Response: typeOf[notify.Switches]()},
+
 		{Route: "GET /api/settings", Response: typeOf[control.Settings]()},
 		{Route: "PUT /api/settings", Request: typeOf[control.Settings](), Response: typeOf[control.Settings]()},
 
@@ -189,6 +196,8 @@ var freelane = contract{
 				events.Offline, events.Online, events.Paused, events.Resumed, events.GearSwitched,
 				events.QuotaWarning, events.QuotaExhausted, events.BudgetWarning, events.BudgetExceeded,
 				events.ModelsJoined, events.LocalFound, events.LocalGone, events.LocalForeign)},
+		{Name: "NotificationKind", Type: typeOf[notify.Kind](), Dir: "backend/notify",
+			Values: values(notify.Breaker, notify.Key, notify.Quota, notify.Budget, notify.Local)},
 		{Name: "EventLevel", Type: typeOf[events.Level](), Dir: "backend/events",
 			Values: values(events.Info, events.Warn, events.Alert)},
 		{Name: "RequestEndpoint", Doc: "RequestEndpoint is the OpenAI API a request came in on.",
@@ -244,11 +253,13 @@ var freelane = contract{
 		field[gateway.Snapshot]("Requests"),
 		field[gateway.Snapshot]("Quotas"),
 		field[gateway.Snapshot]("Budgets"),
+		field[gateway.Snapshot]("Notifications"),
 		// update replaces no requests and no events by empty lists.
 		field[gateway.Update]("Requests"),
 		field[gateway.Update]("Events"),
 		field[gateway.Update]("Quotas"),
 		field[gateway.Update]("Budgets"),
+		field[gateway.Update]("Notifications"),
 		// metrics.Windows makes the map of every window.
 		field[gateway.BackendView]("Windows"),
 		// The provider view fills in no headers as {}, copies the key's

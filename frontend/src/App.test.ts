@@ -70,8 +70,10 @@ describe("App", () => {
     render(App);
     nav.go("connect");
     await Promise.resolve();
-    expect(screen.getByTestId("endpoint").textContent).toBe("http://127.0.0.1:7788/v1");
-    expect(screen.getByTestId("snippet-env").textContent).toContain("OPENAI_BASE_URL=http://127.0.0.1:7788/v1");
+    // Until the settings arrive, the address is the page's own: the
+    // dashboard and /v1 share FreeLane's origin, whatever its port.
+    expect(screen.getByTestId("endpoint").textContent).toBe(`${location.origin}/v1`);
+    expect(screen.getByTestId("snippet-env").textContent).toContain(`OPENAI_BASE_URL=${location.origin}/v1`);
     expect(screen.getByRole("link", { name: "Connect" }).getAttribute("aria-current")).toBe("page");
   });
 

@@ -48,7 +48,9 @@ func (codec) Header(h http.Header, key string) {
 var streamEnd = []byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 
 // StreamEnd is the message_stop event, which ends every complete stream.
-func (codec) StreamEnd() []byte { return bytes.Clone(streamEnd) }
+// StreamEnd's full slice expression makes an append copy instead of
+// writing into the shared array.
+func (codec) StreamEnd() []byte { return streamEnd[:len(streamEnd):len(streamEnd)] }
 
 // EventName is an event's type, which Anthropic also sends as its SSE
 // event name ("event: content_block_delta"). Its events put the type

@@ -525,11 +525,11 @@ func classifyDelta(data []byte) (kind llm.EventKind, ok bool) {
 // or would refuse.
 func blockDelta(data []byte) (delta []byte, ok bool) {
 	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data, contentBlockDelta) || !jsonscan.Valid(data) {
+	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data, contentBlockDelta) {
 		return nil, false
 	}
 	var v [3][]byte
-	if !jsonscan.Pick(data, eventKeys, v[:]) {
+	if valid, picked := jsonscan.PickValid(data, eventKeys, v[:]); !valid || !picked {
 		return nil, false
 	}
 	typ, index, delta := v[0], v[1], v[2]

@@ -95,6 +95,19 @@ func (d *decoder) part(dst []llm.Delta, p part) []llm.Delta {
 // something, Held otherwise. A stream never reports Done, since its end is
 // the end of the connection.
 func (d *decoder) Classify(_, data []byte) (llm.EventKind, *llm.Usage, error) {
+	if kind, u, ok := scanChunk(data); ok {
+		// As checkBlocked records: a filter that stops the answer later
+		// keeps what was said.
+		if kind == llm.Content {
+			d.content = true
+		}
+		return kind, u, nil
+	}
+	return d.classifyDecoded(data)
+}
+
+// classifyDecoded is Classify by decoding the chunk.
+func (d *decoder) classifyDecoded(data []byte) (llm.EventKind, *llm.Usage, error) {
 	r, err := parseResponse(data)
 	if err != nil {
 		return llm.Held, nil, protocol.ErrMalformed

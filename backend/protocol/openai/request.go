@@ -361,6 +361,13 @@ func jsonErr(err error) string {
 // Raw returns the client's body as sent.
 func (r *source) Raw() []byte { return r.body }
 
+// The stream_options member Rewrite adds so that a stream reports its
+// usage, whole or as the value of a null one; splices only read them.
+var (
+	usageField = []byte(`"stream_options":{"include_usage":true},`)
+	usageValue = []byte(`{"include_usage":true}`)
+)
+
 // Rewrite returns the request body to send upstream for one backend: the
 // client's bytes with the model value replaced, and the end user's
 // identifiers (user, safety_identifier) replaced with e.User, or removed
@@ -374,24 +381,21 @@ func (r *source) Raw() []byte { return r.body }
 // max_tokens; then the top level is joined again from the client's own
 // member bytes.
 func (r *source) Rewrite(model string, e llm.Edits) []byte {
-	// json.Marshal of a string cannot fail; it escapes exactly as JSON needs.
-	quoted, _ := json.Marshal(model)
+	quoted := jsonscan.AppendString(make([]byte, 0, len(model)+2), model)
 	if (len(e.Drop) > 0 || e.MaxOutput > 0) && r.touched(e) {
 		return r.edited(quoted, e)
 	}
 	inject := e.AddUsage && r.stream && !r.hasStreamOptions && !slices.Contains(e.Drop, "stream_options")
-	const usageField = `"stream_options":{"include_usage":true},`
-	const usageValue = `{"include_usage":true}`
 	splices := make([]jsonscan.Splice, 1, 4)
 	splices[0] = jsonscan.Splice{Start: r.modelStart, End: r.modelEnd, With: quoted}
 	switch {
 	case inject && r.nullOptEnd > 0:
-		splices = append(splices, jsonscan.Splice{Start: r.nullOptStart, End: r.nullOptEnd, With: []byte(usageValue)})
+		splices = append(splices, jsonscan.Splice{Start: r.nullOptStart, End: r.nullOptEnd, With: usageValue})
 	case inject:
 		// The new field goes right after the opening brace and always has a
 		// field after it (model), so the comma is right.
 		brace := bytes.IndexByte(r.body, '{') + 1
-		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: []byte(usageField)})
+		splices = append(splices, jsonscan.Splice{Start: brace, End: brace, With: usageField})
 	}
 	if r.addsCacheKey(e) {
 		// Like the usage field, it goes right after the opening brace,

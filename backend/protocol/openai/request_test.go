@@ -135,9 +135,14 @@ func mustParse(t testing.TB, ep llm.Endpoint, body string) *llm.Request {
 	return r
 }
 
+// quote is s as encoding/json writes it without HTML escaping, as the
+// model's value in a body is written.
 func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // TestBodyReplacesOnlyTheModel checks Body byte for byte: every body is a

@@ -538,7 +538,11 @@ func (e *streamEncoder) usage(dst []llm.Event, u *llm.Usage) []llm.Event {
 }
 
 // StreamEnd is the [DONE] event that ends every complete stream.
-func (codec) StreamEnd() []byte { return []byte("data: [DONE]\n\n") }
+// streamEnd is the same for every stream; StreamEnd's full slice
+// expression makes an append copy instead of writing into it.
+var streamEnd = []byte("data: [DONE]\n\n")
+
+func (codec) StreamEnd() []byte { return streamEnd[:len(streamEnd):len(streamEnd)] }
 
 // EventName is "": chat completion chunks have no names.
 func (codec) EventName([]byte) string { return "" }

@@ -601,3 +601,27 @@ func BenchmarkClassifyChunk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadUsage compares reading a stream's usage by scanning it
+// with decoding it, which a stream of every request once did.
+func BenchmarkReadUsage(b *testing.B) {
+	use := []byte(`{"prompt_tokens":812,"completion_tokens":164,"total_tokens":976,"prompt_tokens_details":{"cached_tokens":512,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}`)
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var u usage
+			if !scanUsage(use, &u) || u.PromptTokensDetails.CachedTokens != 512 {
+				b.Fatal("not read")
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var u usage
+			if json.Unmarshal(use, &u) != nil || u.PromptTokensDetails.CachedTokens != 512 {
+				b.Fatal("not read")
+			}
+		}
+	})
+}

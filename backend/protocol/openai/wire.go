@@ -95,20 +95,26 @@ func (c *content) UnmarshalJSON(b []byte) error {
 // answer is the part of a non-streaming answer needed to tell a usable
 // answer from an empty or broken one.
 type answer struct {
-	Choices []struct {
-		Message *struct {
-			Content          content `json:"content"`
-			ToolCalls        seen    `json:"tool_calls"`
-			FunctionCall     seen    `json:"function_call"`
-			ReasoningContent seen    `json:"reasoning_content"`
-			Reasoning        seen    `json:"reasoning"`
-			Refusal          seen    `json:"refusal"`
-		} `json:"message"`
-		Text seen `json:"text"`
-	} `json:"choices"`
-	Data  seen   `json:"data"`
-	Usage *usage `json:"usage"`
-	Error seen   `json:"error"`
+	Choices []checkedChoice `json:"choices"`
+	Data    seen            `json:"data"`
+	Usage   *usage          `json:"usage"`
+	Error   seen            `json:"error"`
+}
+
+// checkedChoice is a choice of an answer as CheckAnswer reads it.
+type checkedChoice struct {
+	Message *checkedMessage `json:"message"`
+	Text    seen            `json:"text"`
+}
+
+// checkedMessage is a choice's message as CheckAnswer reads it.
+type checkedMessage struct {
+	Content          content `json:"content"`
+	ToolCalls        seen    `json:"tool_calls"`
+	FunctionCall     seen    `json:"function_call"`
+	ReasoningContent seen    `json:"reasoning_content"`
+	Reasoning        seen    `json:"reasoning"`
+	Refusal          seen    `json:"refusal"`
 }
 
 // CheckAnswer decides whether a 200 body is a real answer (an empty or
@@ -117,8 +123,11 @@ type answer struct {
 // the errors, which quote the upstream.
 func (codec) CheckAnswer(ep llm.Endpoint, body []byte) (llm.Usage, error) {
 	var a answer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
+	if !scanAnswer(body, &a) {
+		a = answer{}
+		if err := json.Unmarshal(body, &a); err != nil {
+			return llm.Usage{}, llm.SoftError(llm.SubMalformed, "unparseable answer: %s", llm.Truncate(err.Error(), 80))
+		}
 	}
 	var usage llm.Usage
 	if u := a.Usage.neutral(); u != nil {
@@ -196,11 +205,16 @@ func (r *relay) classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 	if string(data) == "[DONE]" {
 		return llm.Done, nil, nil
 	}
-	if !jsonscan.Valid(data) {
+	// One pass checks the chunk and finds the members classify reads.
+	var v [3][]byte
+	valid, picked := jsonscan.PickValid(data, chunkKeys, v[:])
+	if !valid {
 		return 0, nil, protocol.ErrMalformed
 	}
-	if kind, u, err, ok := scanChunk(name, data); ok {
-		return kind, u, err
+	if picked {
+		if kind, u, err, ok := scanPicked(name, data, &v); ok {
+			return kind, u, err
+		}
 	}
 	return classifyDecoded(name, data)
 }
@@ -256,6 +270,12 @@ func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, 
 	if data[0] != '{' || !jsonscan.Pick(data, chunkKeys, v[:]) {
 		return 0, nil, nil, false
 	}
+	return scanPicked(name, data, &v)
+}
+
+// scanPicked is scanChunk once the chunk's members named by chunkKeys
+// have been picked into v.
+func scanPicked(name, data []byte, v *[3][]byte) (kind llm.EventKind, u *llm.Usage, err error, ok bool) {
 	choices, use, errv := v[0], v[1], v[2]
 	if present(errv) || string(name) == "error" {
 		return 0, nil, streamError(data), true
@@ -266,8 +286,11 @@ func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, 
 			return 0, nil, nil, false
 		}
 		uw = new(usage)
-		if json.Unmarshal(use, uw) != nil {
-			return 0, nil, nil, false
+		if !scanUsage(use, uw) {
+			*uw = usage{}
+			if json.Unmarshal(use, uw) != nil {
+				return 0, nil, nil, false
+			}
 		}
 	}
 	none := !present(choices)
@@ -294,6 +317,60 @@ func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, 
 		return llm.Content, uw.neutral(), nil, true
 	}
 	return llm.Held, uw.neutral(), nil, true
+}
+
+// scanUsage reads a chunk's usage object into u by scanning it. It
+// reports false, having read nothing that matters, where encoding/json
+// could read it otherwise or would refuse it (see jsonscan.Pick): then the
+// caller decodes it.
+func scanUsage(use []byte, u *usage) bool {
+	var v [5][]byte
+	if !jsonscan.Pick(use, usageKeys, v[:]) {
+		return false
+	}
+	var ok bool
+	if u.PromptTokens, ok = tokenCount(v[0]); !ok {
+		return false
+	}
+	if u.CompletionTokens, ok = tokenCount(v[1]); !ok {
+		return false
+	}
+	if u.TotalTokens, ok = tokenCount(v[2]); !ok {
+		return false
+	}
+	if u.CacheHitTokens, ok = tokenCount(v[4]); !ok {
+		return false
+	}
+	switch d := v[3]; {
+	case d == nil || string(d) == "null":
+	case d[0] == '{':
+		var dv [1][]byte
+		if !jsonscan.Pick(d, promptDetailKeys, dv[:]) {
+			return false
+		}
+		u.PromptTokensDetails = new(promptDetails)
+		if u.PromptTokensDetails.CachedTokens, ok = tokenCount(dv[0]); !ok {
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// tokenCount is a count as encoding/json reads it into an int, for the
+// plain non-negative integers vendors send; ok is false for anything else.
+func tokenCount(v []byte) (n int, ok bool) {
+	switch {
+	case v == nil || string(v) == "null":
+		return 0, true
+	case string(v) == "0":
+		return 0, true
+	}
+	if n = jsonscan.SmallInt(v); n == 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 // choiceHasContent reports whether one of a chunk's choices carries
@@ -351,6 +428,9 @@ var (
 	chunkKeys  = []string{"choices", "usage", "error"}
 	choiceKeys = []string{"text", "delta"}
 	deltaKeys  = []string{"content", "reasoning_content", "reasoning", "refusal", "tool_calls", "function_call"}
+	// usageKeys are the members of usage, in scanUsage's order.
+	usageKeys        = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "prompt_cache_hit_tokens"}
+	promptDetailKeys = []string{"cached_tokens"}
 )
 
 // stringMember reads a member that must be a string or null (or absent,

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"freelane/backend/jsonscan"
 	"freelane/backend/llm"
 	"freelane/backend/protocol"
 )
@@ -451,6 +453,14 @@ func (d *decoder) streamError(ev streamEvent, data []byte) *llm.Error {
 }
 
 func (d *decoder) Classify(name, data []byte) (llm.EventKind, *llm.Usage, error) {
+	if kind, ok := scanDelta(data); ok {
+		return kind, nil, nil
+	}
+	return d.classifyDecoded(name, data)
+}
+
+// classifyDecoded is Classify by decoding the event.
+func (d *decoder) classifyDecoded(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 	out, end, err := d.Decode(nil, name, data)
 	if err != nil {
 		return llm.Held, nil, err
@@ -469,4 +479,68 @@ func (d *decoder) Classify(name, data []byte) (llm.EventKind, *llm.Usage, error)
 		kind = llm.Done
 	}
 	return kind, u, nil
+}
+
+// The text deltas that make up most of a stream, as their type members'
+// bytes, and the members of streamEvent that scanDelta checks.
+var (
+	deltaTypes = [][]byte{[]byte(`"` + evTextDelta + `"`), []byte(`"` + evSummaryDelta + `"`), []byte(`"response.reasoning_text.delta"`)}
+	eventKeys  = []string{"type", "delta", "output_index", "item_id", "code", "message", "item", "response", "error"}
+)
+
+// scanDelta classifies a text or reasoning delta, what a same-dialect
+// stream is mostly made of, by scanning its bytes: decoding each one would
+// cost more than relaying it. ok is false for any other event and for one
+// that encoding/json could read otherwise (see jsonscan.Pick) or would
+// refuse into streamEvent; Decode then judges it. Such deltas change no
+// decoder state, so skipping Decode for them loses nothing.
+func scanDelta(data []byte) (kind llm.EventKind, ok bool) {
+	var v [9][]byte
+	if valid, picked := jsonscan.PickValid(data, eventKeys, v[:]); !valid || !picked {
+		return 0, false
+	}
+	typ, delta := v[0], v[1]
+	if typ == nil || !slices.ContainsFunc(deltaTypes, func(t []byte) bool { return bytes.Equal(typ, t) }) {
+		return 0, false
+	}
+	if !intOrNull(v[2]) {
+		return 0, false
+	}
+	for _, m := range v[3:6] {
+		if m != nil && m[0] != '"' && string(m) != "null" {
+			return 0, false
+		}
+	}
+	for _, m := range v[6:] {
+		if m != nil && string(m) != "null" {
+			return 0, false
+		}
+	}
+	switch {
+	case delta == nil || string(delta) == "null":
+		return llm.Held, true
+	case delta[0] != '"':
+		return 0, false
+	case len(delta) > 2:
+		return llm.Content, true
+	}
+	return llm.Held, true
+}
+
+// intOrNull reports whether a member's value is absent, null or an
+// integer that encoding/json reads into an int.
+func intOrNull(v []byte) bool {
+	if v == nil || string(v) == "null" {
+		return true
+	}
+	digits := bytes.TrimPrefix(v, []byte("-"))
+	if len(digits) == 0 || len(digits) > 18 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -19,7 +19,7 @@ describe("CatalogPicker", () => {
     render(CatalogPicker);
     const picker = screen.getByTestId("catalog-picker");
     await screen.findByTestId("catalog-group-free");
-    const headings = [...picker.querySelectorAll("[data-testid^='catalog-group-'] > h4")].map((h) => h.textContent!.replace(/\s*\(\d+\)$/, ""));
+    const headings = [...picker.querySelectorAll("[data-testid^='catalog-group-'] > h3")].map((h) => h.textContent!.replace(/\s*\(\d+\)$/, ""));
     expect(headings).toEqual(["Free", "Trial credit", "Paid (your key)", "Local"]);
     expect(ids(screen.getByTestId("catalog-group-free"))).toEqual(["groq", "cloudflare"]);
     expect(ids(screen.getByTestId("catalog-group-trial"))).toEqual(["nebius"]);

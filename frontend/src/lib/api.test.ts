@@ -51,7 +51,7 @@ describe("api", () => {
     vi.stubGlobal("fetch", async () => {
       throw new TypeError("Failed to fetch");
     });
-    await expect(api.state()).rejects.toThrow(/Cannot reach FreeLane/);
+    await expect(api.state()).rejects.toThrow(/cannot reach FreeLane/);
   });
 
   it("builds request-log queries from the filters that are set", async () => {

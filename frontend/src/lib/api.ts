@@ -64,6 +64,21 @@ export function messageOf(e: unknown): string {
   return String(e);
 }
 
+/**
+ * A message as a sentence: the server words many errors so that they can
+ * follow a lead-in ("the key is longer than 4096 characters"); on their
+ * own they get a capital where they open with a word of prose (a field
+ * or provider name keeps its case) and a full stop.
+ */
+export function sentence(msg: string): string {
+  let s = msg.trim().replace(/[\s:;,]+$/, "");
+  if (!s) return s;
+  if (/^(the|a|an|no|it|there|this|nothing|could|cannot|paste|fill|add|set|give|check|try)\b/.test(s)) {
+    s = s[0].toUpperCase() + s.slice(1);
+  }
+  return /[.!?…)"”]$/.test(s) ? s : `${s}.`;
+}
+
 type SignedOutListener = (message: string) => void;
 const signedOutListeners = new Set<SignedOutListener>();
 
@@ -101,8 +116,10 @@ export async function request<T>(method: string, path: string, body?: unknown, o
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  } catch (e) {
-    throw new ApiError(`Cannot reach FreeLane (${messageOf(e)}). Is it still running?`, 0);
+  } catch {
+    // The browser's own words ("Failed to fetch", "NetworkError ...")
+    // say no more than this, and differ between browsers.
+    throw new ApiError("The dashboard cannot reach FreeLane: it may have stopped. Start it again, then reload this page.", 0);
   }
   const text = await res.text();
   if (!res.ok) {
@@ -134,8 +151,10 @@ export async function download(path: string, fallbackName: string): Promise<void
   let res: Response;
   try {
     res = await fetch(path, { headers: token ? { [SESSION_HEADER]: token } : {} });
-  } catch (e) {
-    throw new ApiError(`Cannot reach FreeLane (${messageOf(e)}). Is it still running?`, 0);
+  } catch {
+    // The browser's own words ("Failed to fetch", "NetworkError ...")
+    // say no more than this, and differ between browsers.
+    throw new ApiError("The dashboard cannot reach FreeLane: it may have stopped. Start it again, then reload this page.", 0);
   }
   if (!res.ok) {
     const err = errorFromBody(res.status, await res.text());
@@ -283,6 +302,11 @@ export const api = {
   setRouting: (paused: boolean) =>
     request<Answer<"PUT /api/routing">>("PUT", "/api/routing", { paused } satisfies Body<"PUT /api/routing">),
 
+  notifications: () => request<Answer<"GET /api/notifications">>("GET", "/api/notifications"),
+  notificationSettings: () => request<Answer<"GET /api/notifications/settings">>("GET", "/api/notifications/settings"),
+  /** Switches kinds of notification on or off; kinds left out keep their setting. */
+  setNotificationSettings: (s: Partial<Body<"PUT /api/notifications/settings">>) =>
+    request<Answer<"PUT /api/notifications/settings">>("PUT", "/api/notifications/settings", s),
   budgets: () => request<Answer<"GET /api/budgets">>("GET", "/api/budgets"),
   /** Replaces every budget with this list. */
   setBudgets: (list: BudgetInput[]) =>
@@ -306,10 +330,17 @@ export const api = {
    * Adds a catalog entry as a provider. The server checks the key with the
    * provider first, so a refused key comes back as a 400 naming "key".
    */
-  addFromCatalog: (id: string, key: string, values?: Record<string, string>) =>
+  /**
+   * Adds a provider from the catalog once its key is checked. A vendor out
+   * of reach is refused with the code "provider_unreachable", which
+   * unreachableOk answers: the provider is added with its key not yet
+   * checked.
+   */
+  addFromCatalog: (id: string, key: string, values?: Record<string, string>, unreachableOk = false) =>
     request<Answer<"POST /api/catalog/{id}">>("POST", `/api/catalog/${seg(id)}`, {
       key,
       ...(values && Object.keys(values).length ? { values } : {}),
+      ...(unreachableOk ? { unreachable_ok: true } : {}),
     } satisfies Body<"POST /api/catalog/{id}">),
   /** Loads a newer catalog file; a file that fails its checks is refused with its problems by line. */
   loadCatalog: (url: string) =>

@@ -25,13 +25,25 @@ const KIND_WORDS: Record<EventKind, string> = {
   local_foreign: "local server of another user",
 };
 
-/** One line describing an event: "groq/llama — breaker closed → open (2 failures in a row)". */
+/** What an event's end is, in words, before "in 30 s". */
+const UNTIL_WORDS: Partial<Record<EventKind, string>> = {
+  cooldown: "Back",
+  quota_exhausted: "Back",
+  key_disabled: "Next check",
+  state: "Tried again",
+};
+
+/**
+ * One line describing an event, in sentences: "groq/llama — breaker
+ * closed → open: 2 failures in a row. Tried again in 30 s."
+ */
 export function describeEvent(e: FreeLaneEvent, now: number): string {
   const subject = e.backend || e.provider || "FreeLane";
   let text = `${subject} — ${KIND_WORDS[e.kind] ?? e.kind.replace(/_/g, " ")}`;
   if (e.from && e.to) text += ` ${e.from.replace(/_/g, "-")} → ${e.to.replace(/_/g, "-")}`;
-  if (e.reason) text += ` (${e.reason})`;
+  const reason = (e.reason ?? "").trim().replace(/[\s:;,.]+$/, "");
+  text += reason ? `: ${reason}.` : ".";
   const until = fmtUntil(e.until, now);
-  if (until && until !== "now") text += `, ${until}`;
+  if (until && until !== "now") text += ` ${UNTIL_WORDS[e.kind] ?? "Ends"} ${until}.`;
   return text;
 }

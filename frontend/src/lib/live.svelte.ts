@@ -17,6 +17,8 @@ export const MAX_DELAY_MS = 10_000;
 export const MAX_REQUESTS = 500;
 /** Events kept, as many as the snapshot brings. */
 export const MAX_EVENTS = 200;
+/** Notifications kept, as many as the server keeps. */
+export const MAX_NOTIFICATIONS = 50;
 /** Chart samples kept: one a second, so half an hour. */
 export const MAX_SAMPLES = 1800;
 
@@ -195,6 +197,7 @@ export class LiveStore {
       chains: s.chains ?? [],
       missing_keys: s.missing_keys ?? [],
       events: s.events ?? [],
+      notifications: s.notifications ?? [],
     };
     this.snapshot = snap;
     this.#sample(Date.now() / 1000, snap.backends);
@@ -225,11 +228,20 @@ export class LiveStore {
       requests = added.concat(cur.requests).slice(0, MAX_REQUESTS);
     }
     const events = u.events?.length ? cur.events.concat(u.events).slice(-MAX_EVENTS) : cur.events;
+    let notifications = cur.notifications;
+    if (u.notifications?.length) {
+      // Updates list them oldest first and may repeat what the snapshot
+      // brought; the store keeps them newest first.
+      const seen = new Set(cur.notifications.map((n) => n.id));
+      const added = u.notifications.filter((n) => !seen.has(n.id)).reverse();
+      notifications = added.concat(cur.notifications).slice(0, MAX_NOTIFICATIONS);
+    }
     this.snapshot = {
       ...cur,
       backends,
       requests,
       events,
+      notifications,
       totals: u.totals,
       // Quotas, budgets and spend come as full lists in every update (they
       // are small), so they replace what was there.

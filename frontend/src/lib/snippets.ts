@@ -18,11 +18,37 @@ export interface Snippet {
   code: string;
 }
 
+/**
+ * FreeLane's /v1 URL as this page reaches it: the dashboard and /v1 share
+ * one origin, so the page's own is the address of the FreeLane that runs,
+ * whatever port it listens on.
+ */
+export function originEndpoint(origin: string): string {
+  return `${origin.replace(/\/+$/, "")}/v1`;
+}
+
+/** Quotes a value for a POSIX shell, in single quotes. */
+function shQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
 export function snippets(endpoint: string, model = "auto", tokenRequired = false): Snippet[] {
   const pyKey = tokenRequired ? `os.environ["${TOKEN_VAR}"]` : `"${CLIENT_KEY}"`;
   const jsKey = tokenRequired ? `process.env.${TOKEN_VAR}` : `"${CLIENT_KEY}"`;
   const shKey = tokenRequired ? `"$${TOKEN_VAR}"` : CLIENT_KEY;
+  const body = JSON.stringify({ model, messages: [{ role: "user", content: "Say hello" }] });
   return [
+    {
+      id: "curl",
+      title: "curl",
+      lang: "sh",
+      note: "One chat completion from a terminal, to see that FreeLane answers.",
+      code: `curl ${endpoint}/chat/completions \\
+  -H "Content-Type: application/json" \\
+  -H "Authorization: Bearer ${tokenRequired ? `$${TOKEN_VAR}` : CLIENT_KEY}" \\
+  -d ${shQuote(body)}
+`,
+    },
     {
       id: "python",
       title: "OpenAI Python SDK",

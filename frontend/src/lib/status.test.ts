@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isServing, statusInfo, statusWhen } from "./status";
+import { isServing, statusDetail, statusInfo, statusWhen } from "./status";
 import type { BackendStatus } from "./types";
 
 describe("statusInfo", () => {
@@ -25,11 +25,25 @@ describe("statusInfo", () => {
   it("says when a status ends in words fitting the status", () => {
     const now = Date.parse("2026-12-03T10:00:00Z");
     const in2 = "2026-12-03T10:02:00Z";
-    expect(statusWhen("key_disabled", in2, now)).toBe("checked again in 2 min");
-    expect(statusWhen("exhausted", in2, now)).toBe("back in 2 min");
-    expect(statusWhen("open", in2, now)).toBe("tried again in 2 min");
+    expect(statusWhen("key_disabled", in2, now)).toBe("Next check in 2 min.");
+    expect(statusWhen("exhausted", in2, now)).toBe("Back in 2 min.");
+    expect(statusWhen("open", in2, now)).toBe("Tried again in 2 min.");
+    expect(statusWhen("cooling", in2, now)).toBe("Rate limited; back in 2 min.");
     expect(statusWhen("key_disabled", "2026-12-03T09:59:00Z", now)).toBe("");
     expect(statusWhen("serving", null, now)).toBe("");
+  });
+
+  it("puts the reason and when it ends in two sentences, never a bare \", in 57 min\"", () => {
+    const now = Date.parse("2026-12-03T10:00:00Z");
+    const in57 = new Date(now + 57 * 60_000).toISOString();
+    expect(statusDetail("The provider refused the key: HTTP 401 (Unauthorized).", "key_disabled", in57, now)).toBe(
+      "The provider refused the key: HTTP 401 (Unauthorized). Next check in 57 min.",
+    );
+    expect(statusDetail("2 failures in a row, last: connection refused", "open", in57, now)).toBe(
+      "2 failures in a row, last: connection refused. Tried again in 57 min.",
+    );
+    expect(statusDetail("", "key_disabled", in57, now)).toBe("Next check in 57 min.");
+    expect(statusDetail("waiting:", "half_open", null, now)).toBe("waiting.");
   });
 
   it("shows an unknown status as words rather than failing", () => {

@@ -44,25 +44,37 @@ export function statusInfo(status: string): StatusInfo {
 }
 
 /**
- * When a status ends, in words: "checked again in 2 min" for a refused
- * key, "back in 5 h" for a used-up quota. "" when there is no time or it
- * has passed (the next update brings the new status).
+ * When a status ends, as a sentence that follows the status reason: "Next
+ * check in 2 min." for a refused key, "Back in 5 h." for a used-up quota.
+ * "" when there is no time or it has passed (the next update brings the
+ * new status).
  */
 export function statusWhen(status: string, until: string | null | undefined, now: number): string {
   const when = fmtUntil(until, now);
   if (!when || when === "now") return "";
   switch (status) {
     case "key_disabled":
-      return `checked again ${when}`;
+      return `Next check ${when}.`;
     case "exhausted":
-      return `back ${when}`;
+      return `Back ${when}.`;
     case "cooling":
-      return `rate limited, back ${when}`;
+      return `Rate limited; back ${when}.`;
     case "open":
-      return `tried again ${when}`;
+      return `Tried again ${when}.`;
     default:
-      return when;
+      return `Ends ${when}.`;
   }
+}
+
+/**
+ * A backend's status detail: the server's reason, a sentence, then when
+ * the status ends. A reason written before the server ended its reasons
+ * with a full stop gets one, so the two never run together as "…, in 57 min".
+ */
+export function statusDetail(reason: string, status: string, until: string | null | undefined, now: number): string {
+  let r = reason.trim().replace(/[\s:;,]+$/, "");
+  if (r && !/[.!?)]$/.test(r)) r += ".";
+  return [r, statusWhen(status, until, now)].filter(Boolean).join(" ");
 }
 
 /** Statuses in which a backend takes requests. */

@@ -93,6 +93,11 @@ export type MetricWindow = wire.Window;
 export type WindowName = "1m" | "5m" | "1h";
 
 export type FreeLaneEvent = wire.Event;
+/** One notification (breaker, key, quota, budget, local server). */
+export type Notice = wire.Notification;
+export type NoticeKind = wire.NotificationKind;
+/** Which kinds of notification are raised. */
+export type NoticeSwitches = wire.Switches;
 export type UpdateMessage = wire.Update;
 export type LiveMessage = wire.WebSocketMessage;
 /** The error body every /api endpoint answers with on 4xx/5xx. */
@@ -136,6 +141,6 @@ type Filled<T, K extends keyof T> = Omit<T, K> & { [P in K]-?: NonNullable<T[P]>
  * The state as the live store keeps it: a snapshot from the websocket or
  * GET /api/state with the lists the server may send as null made empty.
  */
-export type Snapshot = Filled<wire.Snapshot, "backends" | "chains" | "missing_keys" | "events">;
+export type Snapshot = Filled<wire.Snapshot, "backends" | "chains" | "missing_keys" | "events" | "notifications">;
 /** A snapshot as the server sends it. */
 export type SnapshotBody = wire.Snapshot;

@@ -292,6 +292,11 @@ export interface CatalogAdded {
   models: number;
   /** Message says how the key was checked. */
   message: string;
+  /**
+   * Checked is false when the provider was added without its key being
+   * checked (unreachable_ok, with the vendor out of reach).
+   */
+  checked: boolean;
 }
 
 /**
@@ -399,6 +404,13 @@ export interface CatalogInput {
    * CLOUDFLARE_ACCOUNT_ID.
    */
   values?: Record<string, string>;
+  /**
+   * UnreachableOK is not stored: it answers the question an add asks
+   * when the key cannot be checked because the provider cannot be
+   * reached. True adds the provider all the same, its key not yet
+   * checked; a key the provider refuses is refused whatever it says.
+   */
+  unreachable_ok?: boolean;
 }
 
 /**
@@ -831,6 +843,21 @@ export interface Endpoints {
     request: AliasesInput;
     response: AliasView[];
   };
+  /** The recent notifications (the last 50 at most), newest first. */
+  "GET /api/notifications": {
+    request: void;
+    response: Notification[];
+  };
+  /** Which kinds of notification are raised. */
+  "GET /api/notifications/settings": {
+    request: void;
+    response: Switches;
+  };
+  /** Switches kinds of notification on or off, stored like any edit; kinds left out keep their setting. */
+  "PUT /api/notifications/settings": {
+    request: Switches;
+    response: Switches;
+  };
   "GET /api/settings": {
     request: void;
     response: Settings;
@@ -1004,6 +1031,8 @@ export interface Event {
   level: EventLevel;
   backend?: string;
   provider?: string;
+  /** Budget is the id ("scope|period") of the budget a budget event is about. */
+  budget?: string;
   from?: string;
   to?: string;
   reason?: string;
@@ -1049,6 +1078,12 @@ export interface KeyInfo {
    * delete such a key; "" when it can.
    */
   file: string;
+  /**
+   * Unchecked is set while the key was stored without being tried: the
+   * provider's server could not be reached when it was added and the
+   * user added it anyway. The first call its server answers checks it.
+   */
+  unchecked?: boolean;
 }
 
 /** KeyInput is the body of PUT /api/providers/{name}/key. */
@@ -1358,6 +1393,30 @@ export interface ModelSpec {
    */
   unpriced?: boolean;
 }
+
+/**
+ * Notification is one thing the user is told.
+ *
+ * Go: notify.Notification.
+ */
+export interface Notification {
+  /** ID grows by one with every notification raised since start. */
+  id: number;
+  time: string;
+  kind: NotificationKind;
+  /** Level is warn or alert for trouble, info for a recovery. */
+  level: EventLevel;
+  title: string;
+  body: string;
+  /**
+   * Subject names what it is about: a backend ("groq/llama"), a
+   * provider ("groq") or a budget ("global|day").
+   */
+  subject: string;
+}
+
+/** NotificationKind is the switchable group a notification belongs to. */
+export type NotificationKind = "breaker" | "key" | "quota" | "budget" | "local";
 
 /**
  * Offer is how the catalog offers a provider. The words it shares with
@@ -1965,6 +2024,8 @@ export interface Snapshot {
   quotas: QuotaView[];
   budgets: BudgetView[];
   spend: Spend;
+  /** Notifications are the recent notifications, newest first. */
+  notifications: Notification[];
 }
 
 /**
@@ -1994,6 +2055,19 @@ export interface Spend {
 export interface StoredBodies {
   request: string;
   answer: string;
+}
+
+/**
+ * Switches say which kinds are raised.
+ *
+ * Go: notify.Switches.
+ */
+export interface Switches {
+  breaker: boolean;
+  key: boolean;
+  quota: boolean;
+  budget: boolean;
+  local: boolean;
 }
 
 /**
@@ -2155,6 +2229,12 @@ export interface Update {
   quotas: QuotaView[];
   budgets: BudgetView[];
   spend: Spend;
+  /**
+   * Notifications are those raised since the last update, oldest
+   * first; a client may have them from its snapshot already (they
+   * carry ids).
+   */
+  notifications: Notification[];
 }
 
 /**

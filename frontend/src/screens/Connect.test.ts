@@ -152,4 +152,25 @@ describe("Connect", () => {
     await screen.findByTestId("tool-claude-code");
     expect(screen.queryByTestId("connect-error")).toBeNull();
   });
+
+  it("has a jump link to each tool and to the SDKs, and a curl snippet at the settings' address", async () => {
+    vi.stubGlobal("fetch", connectFetch(() => ({ body: setup() })).fn);
+    render(Connect);
+    await screen.findByTestId("tool-claude-code");
+    const jumps = screen.getByTestId("connect-jumps");
+    const labels = within(jumps).getAllByRole("button").map((b) => b.textContent?.trim());
+    expect(labels).toEqual([...setup().tools.map((t) => t.name), "SDKs and curl"]);
+    const scrolled: string[] = [];
+    const was = Element.prototype.scrollIntoView;
+    Element.prototype.scrollIntoView = function (this: Element) {
+      scrolled.push(this.id);
+    };
+    try {
+      await fireEvent.click(within(jumps).getByRole("button", { name: "Codex CLI" }));
+    } finally {
+      Element.prototype.scrollIntoView = was;
+    }
+    expect(scrolled).toEqual(["connect-codex"]);
+    expect(screen.getByTestId("snippet-curl").textContent).toContain(`curl ${BASE}/v1/chat/completions`);
+  });
 });

@@ -1,7 +1,7 @@
 import { cleanup, fireEvent, render, screen, within } from "@testing-library/svelte";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { live } from "../lib/live.svelte";
-import { ui } from "../lib/nav.svelte";
+import { nav, ui } from "../lib/nav.svelte";
 import { backend, metricWindow, provider, snapshot, update } from "../test/fixtures";
 import Overview from "./Overview.svelte";
 
@@ -50,7 +50,7 @@ describe("Overview", () => {
     expect(screen.getByTestId("serving-count").textContent).toBe("1 of 3");
     // Alerts list warn and alert events, not info.
     const alerts = screen.getByTestId("alerts");
-    expect(alerts.textContent).toContain("groq/llama — rate limited (HTTP 429)");
+    expect(alerts.textContent).toContain("groq/llama — rate limited: HTTP 429.");
     expect(alerts.textContent).not.toContain("back in service");
 
     // Quotas and spend sit below the table.
@@ -76,7 +76,7 @@ describe("Overview", () => {
     expect(screen.getByTestId("requests-today").textContent).toBe("1,300");
   });
 
-  it("says what to do when no backend has a key", () => {
+  it("says what to do when no backend has a key, and leads to Setup", async () => {
     live.applySnapshot(
       snapshot({
         backends: [backend("groq/llama", { status: "no_key" })],
@@ -87,7 +87,8 @@ describe("Overview", () => {
     const empty = screen.getByTestId("empty-overview");
     expect(within(empty).getByRole("heading", { name: "Add your first key" })).toBeTruthy();
     expect(empty.textContent).toContain("set GROQ_API_KEY");
-    expect(within(empty).getByRole("button", { name: /Providers/ })).toBeTruthy();
+    await fireEvent.click(within(empty).getByRole("button", { name: "Go to Setup" }));
+    expect(nav.screen).toBe("setup");
   });
 
   it("says when paid models have no price, with a link to set them", () => {

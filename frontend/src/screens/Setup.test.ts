@@ -12,13 +12,15 @@ const trusted = { foreign: false, allowed: false, owner_uid: 1000, owner_name: "
 
 let setup: SetupView;
 let catalog: CatalogView;
+/** What GET /api/state answers; undefined for the fixture's snapshot. */
+let state: ReturnType<typeof snapshot> | undefined;
 
 /** Answers the screen's own loads from setup and catalog, and the rest from handler. */
 function setupFetch(handler: Handler = () => ({ status: 404, body: { error: { message: "not in this test" } } })) {
   const f = fakeFetch((method, url, body) => {
     if (method === "GET" && url === "/api/setup") return { body: setup };
     if (method === "GET" && url === "/api/catalog") return { body: catalog };
-    if (method === "GET" && url === "/api/state") return { body: snapshot() };
+    if (method === "GET" && url === "/api/state") return { body: state ?? snapshot() };
     return handler(method, url, body);
   });
   vi.stubGlobal("fetch", f.fn);
@@ -28,6 +30,7 @@ function setupFetch(handler: Handler = () => ({ status: 404, body: { error: { me
 beforeEach(() => {
   setup = setupView();
   catalog = catalogView();
+  state = undefined;
   live.applySnapshot(snapshot({ backends: [], providers: [] }));
 });
 afterEach(() => {
@@ -40,7 +43,7 @@ describe("Setup", () => {
     setupFetch();
     render(Setup);
     expect((await screen.findByTestId("setup-needed")).textContent).toContain("Nothing can serve yet");
-    expect(screen.getByRole("heading", { level: 2 }).textContent).toBe("Setup");
+    expect(screen.getByRole("heading", { level: 1 }).textContent).toBe("Setup");
     const localBox = screen.getByTestId("setup-local");
     expect(within(localBox).getByTestId("local-none").textContent).toContain("on ports 11434, 1234, 8080");
     expect(within(localBox).getByTestId("local-none").textContent).toContain("Ollama");
@@ -48,8 +51,16 @@ describe("Setup", () => {
 
     const free = await screen.findByTestId("setup-free");
     const cards = [...free.querySelectorAll("[data-testid^='catalog-card-']")].map((c) => c.getAttribute("data-testid"));
-    // Free first, then trial; paid and local entries are not setup's business.
+    // Free first, then trial; paid entries have their own section, and
+    // local servers are found rather than added from the catalog.
     expect(cards).toEqual(["catalog-card-groq", "catalog-card-cloudflare", "catalog-card-nebius"]);
+    const own = screen.getByTestId("setup-own");
+    expect(within(own).getByRole("heading", { name: "Your own keys" })).toBeTruthy();
+    expect([...own.querySelectorAll("[data-testid^='catalog-card-']")].map((c) => c.getAttribute("data-testid"))).toEqual(["catalog-card-openai"]);
+    expect(screen.queryByTestId("catalog-card-ollama")).toBeNull();
+    // The route test comes first, above the catalog.
+    const order = [...document.querySelectorAll("[data-testid='setup-tryit'], [data-testid='setup-free']")].map((e) => e.getAttribute("data-testid"));
+    expect(order).toEqual(["setup-tryit", "setup-free"]);
     const groq = screen.getByTestId("catalog-card-groq");
     expect(groq.textContent).toContain("30 requests a minute");
     expect(groq.textContent).toContain("groq answers fast.");
@@ -179,7 +190,8 @@ describe("Setup", () => {
 
     await fireEvent.input(screen.getByTestId("key-groq"), { target: { value: "gsk-wrong" } });
     await fireEvent.click(screen.getByTestId("add-groq"));
-    await waitFor(() => expect(screen.getByTestId("add-error-groq").textContent).toBe("Groq refused the key (HTTP 401): check it and paste it again"));
+    await waitFor(() => expect(screen.getByTestId("add-error-groq").textContent).toBe("Groq refused the key (HTTP 401): check it and paste it again."));
+    expect(screen.queryByTestId("add-anyway-groq")).toBeNull();
     expect(screen.getByTestId("key-groq").getAttribute("aria-invalid")).toBe("true");
     expect(screen.queryByTestId("add-error-cloudflare")).toBeNull();
     expect(screen.queryByTestId("add-result-groq")).toBeNull();
@@ -309,5 +321,57 @@ describe("Setup", () => {
     live.applySnapshot({ ...s, events: [...s.events, { time: "2025-03-01T12:00:09Z", kind: "local_found", level: "info", reason: "Ollama on port 11434" }] });
     expect((await screen.findByTestId("local-11434")).textContent).toContain("Ollama");
     expect(f.calls.filter((c) => c.url === "/api/setup").length).toBe(2);
+  });
+
+  it("filters the catalog by a search of names, ids and model ids, and says when nothing matches", async () => {
+    setupFetch();
+    render(Setup);
+    const search = await screen.findByTestId("setup-search");
+    expect(screen.getByTestId("setup-search-count").textContent).toBe("4 providers");
+    await fireEvent.input(search, { target: { value: "CLOUD" } });
+    expect([...document.querySelectorAll("[data-testid^='catalog-card-']")].map((c) => c.getAttribute("data-testid"))).toEqual(["catalog-card-cloudflare"]);
+    expect(screen.getByTestId("setup-search-count").textContent).toBe("1 of 4 providers match");
+    expect(screen.queryByTestId("setup-own")).toBeNull();
+    // A model id finds its provider.
+    await fireEvent.input(search, { target: { value: "gpt-4.1" } });
+    expect([...document.querySelectorAll("[data-testid^='catalog-card-']")].map((c) => c.getAttribute("data-testid"))).toEqual(["catalog-card-openai"]);
+    await fireEvent.input(search, { target: { value: "nothing-like-it" } });
+    expect(screen.getByTestId("setup-search-none").textContent).toContain("No provider of the catalog matches");
+    expect(document.querySelectorAll("[data-testid^='catalog-card-']").length).toBe(0);
+    await fireEvent.input(search, { target: { value: "" } });
+    expect(document.querySelectorAll("[data-testid^='catalog-card-']").length).toBe(4);
+  });
+
+  it("offers to add a key anyway when the vendor cannot be reached, and adds it on request", async () => {
+    const f = setupFetch((method, url, body) => {
+      if (method === "POST" && url === "/api/catalog/groq") {
+        if (!(body as { unreachable_ok?: boolean }).unreachable_ok) {
+          return {
+            status: 502,
+            body: { error: { message: "FreeLane could not reach Groq to check the key: add it anyway, or try again.", code: "provider_unreachable", param: "key" } },
+          };
+        }
+        catalog = catalogView({ providers: [catalogEntry("groq", { configured: ["groq"] })] });
+        state = snapshot({ backends: [], providers: [{ ...provider("groq"), key: { ...provider("groq").key, set: true, unchecked: true } }] });
+        return {
+          status: 201,
+          body: { provider: provider("groq"), models: 0, checked: false, message: "The key is not checked yet: FreeLane could not reach Groq." },
+        };
+      }
+      return { status: 404 };
+    });
+    render(Setup);
+    await screen.findByTestId("catalog-card-groq");
+    await fireEvent.input(screen.getByTestId("key-groq"), { target: { value: "gsk-offline" } });
+    await fireEvent.click(screen.getByTestId("add-groq"));
+    expect((await screen.findByTestId("add-error-groq")).textContent).toBe("FreeLane could not reach Groq to check the key: add it anyway, or try again.");
+    expect(screen.getByTestId("try-again-groq")).toBeTruthy();
+    await fireEvent.click(screen.getByTestId("add-anyway-groq"));
+    expect((await screen.findByTestId("add-result-groq")).textContent).toContain("The key is not checked yet");
+    const posts = f.calls.filter((c) => c.method === "POST" && c.url === "/api/catalog/groq").map((c) => c.body);
+    expect(posts).toEqual([{ key: "gsk-offline" }, { key: "gsk-offline", unreachable_ok: true }]);
+    await waitFor(() => expect(screen.getByTestId("added-groq").textContent).toBe("added as groq"));
+    expect(screen.getByTestId("unchecked-groq").textContent).toContain("The key is not checked yet");
+    expect(screen.queryByTestId("add-anyway-groq")).toBeNull();
   });
 });

@@ -162,6 +162,7 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     ],
     budgets: [budget("global", "day", { limit: 1, spent: 0.42, reserved: 0.01 }), budget("global", "month", { limit: 20, spent: 3.5 })],
     spend: { today: 0.42, month: 3.5 },
+    notifications: [],
     ...over,
   };
 }
@@ -180,6 +181,7 @@ export function update(over: Partial<UpdateMessage> = {}): UpdateMessage {
     quotas: s.quotas,
     budgets: s.budgets,
     spend: s.spend,
+    notifications: [],
     ...over,
   };
 }
