@@ -105,6 +105,8 @@ type Admin interface {
 	Routing
 	// Caching reports what caching did.
 	Caching
+	// Series serves the charts' history.
+	Series
 }
 
 // maxAdminBody bounds admin request bodies; they are small forms.
@@ -187,6 +189,7 @@ func (s *Server) MountAdmin(a Admin) {
 	route("GET /api/requests", h.requests)
 	h.mountRouting(route)
 	h.mountCaching(route)
+	route("GET /api/series", h.series)
 	route("GET /api/usage", h.usage)
 	route("GET /api/usage.csv", h.usageCSV)
 	route("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Budgets()) })

@@ -111,6 +111,7 @@ type Gateway struct {
 	prober  *probe.Prober
 	clock   clock.Clock
 	metrics *metrics.Registry
+	series  *metrics.Series
 	feed    *feed
 	hub     *hub.Hub
 	quota   *quota.Manager
@@ -201,7 +202,8 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.noteEvents = g.bus.Subscribe(1024)
 	g.metrics = metrics.New(o.Clock)
 	g.metrics.RedactLabels(red)
-	g.feed = newFeed(g.reqLog, g.metrics, o.Clock, red)
+	g.series = metrics.NewSeries(db, o.Clock, o.Logger)
+	g.feed = newFeed(recorders{g.reqLog, g.series}, g.metrics, o.Clock, red)
 	g.router = router.New(router.Build(router.Spec{}), g.gate, g.feed, o.Clock, o.Logger)
 	if g.rcache, err = respcache.Open(ctx, db, respcache.Options{Codecs: g.dialects, Clock: o.Clock, Logger: o.Logger}); err != nil {
 		return nil, fmt.Errorf("opening the response cache: %w", err)
@@ -263,6 +265,9 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.restoreState(ctx)
 	g.restoreQuotas(ctx)
 	g.restoreCounters(ctx)
+	if err := g.series.Load(ctx); err != nil {
+		g.log.Warn("the charts start without the minute and hour they were filling", "err", err)
+	}
 
 	g.dashEvents = g.bus.Subscribe(1024)
 	g.hub = hub.New(hub.Options{
@@ -643,6 +648,7 @@ func (g *Gateway) Start() error {
 			g.log.Error("response cache writer stopped", "err", err)
 		}
 	})
+	g.writers.Go("time series writer", g.series.Run)
 	if !cfg.Discovery.Disabled {
 		g.pool.Watch(pool.DiscoveryPorts(cfg, ln.Addr().String()))
 	}
@@ -758,6 +764,9 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 		if err := g.rcache.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		if err := g.series.Flush(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, c := range g.keyClients {
 		c.CloseIdle()
@@ -766,6 +775,20 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// recorders hands each finished request to every recorder in turn.
+type recorders []interface{ Record(llm.Trace) }
+
+func (rs recorders) Record(t llm.Trace) {
+	for _, r := range rs {
+		r.Record(t)
+	}
+}
+
+// Series implements api.Series.
+func (a adminView) Series(ctx context.Context, q metrics.SeriesQuery) (metrics.SeriesView, error) {
+	return a.g.series.Window(ctx, q)
 }
 
 // refMap reads a chain's per-backend numbers (weights, priorities).

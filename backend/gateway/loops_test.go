@@ -36,7 +36,7 @@ func TestShutdownStopsEveryLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"dashboard hub", "discovery", "housekeeping", "http server", "model lists", "notifications", "probes",
-		"request log writer", "response cache writer", "response store writer", "state saver"}
+		"request log writer", "response cache writer", "response store writer", "state saver", "time series writer"}
 	started, running := g.Loops()
 	slices.Sort(started)
 	slices.Sort(running)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/llm"
 	"freelane/backend/metrics"
 )
 
@@ -66,4 +67,36 @@ func BenchmarkWindows(b *testing.B) {
 	for b.Loop() {
 		_ = r.Windows("groq/llama")
 	}
+}
+
+// BenchmarkSeriesRecord is the request-path cost of the time series for a
+// request on a chain that failed over once: the total, the chain and two
+// backends, each into its 10 s, minute and hour buckets.
+func BenchmarkSeriesRecord(b *testing.B) {
+	s := metrics.NewSeries(nil, nil, nil)
+	tr := llm.Trace{Chain: "coding", Class: llm.OK, Latency: 420 * time.Millisecond, TTFT: 80 * time.Millisecond,
+		Attempts: []llm.Attempt{
+			{Backend: "groq/llama-3.3-70b-versatile", Class: llm.RateLimited, Latency: 30 * time.Millisecond},
+			{Backend: "openrouter/meta-llama/llama-3.3-70b-instruct:free", Class: llm.OK, Latency: 390 * time.Millisecond,
+				TTFT: 80 * time.Millisecond, PromptTokens: 1200, CompletionTokens: 300, Cost: 0.0004},
+		}}
+	s.Record(tr)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Record(tr)
+	}
+}
+
+// BenchmarkSeriesRecordParallel records from every P onto the same series.
+func BenchmarkSeriesRecordParallel(b *testing.B) {
+	s := metrics.NewSeries(nil, nil, nil)
+	tr := llm.Trace{Chain: "coding", Class: llm.OK, Latency: 420 * time.Millisecond,
+		Attempts: []llm.Attempt{{Backend: "groq/llama", Class: llm.OK, Latency: 420 * time.Millisecond, PromptTokens: 10}}}
+	s.Record(tr)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.Record(tr)
+		}
+	})
 }

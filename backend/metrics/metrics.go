@@ -40,6 +40,17 @@
 //
 // Memory is about 235 KB per backend that has ever been observed (153
 // slots of 1.5 KB); backends that never served a request cost nothing.
+//
+// # Time series
+//
+// Series (series.go) keeps the dashboard's charts: fixed buckets with
+// explicit start times, of every request, each chain and each backend. The
+// last hour is a ring of 10 s buckets in memory; the minute and hour
+// buckets being filled are in memory and written whole, every 10 s, to the
+// database's series table, which keeps 25 hours of minutes and 91 days of
+// hours. Its histograms join pairs of the bins above (about 19 % wide) to
+// keep a series' hour of buckets near 310 KB; each bucket's smallest and
+// largest sample still pin the extreme percentiles to real values.
 package metrics
 
 import (

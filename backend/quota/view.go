@@ -16,6 +16,10 @@ type LimitUse struct {
 	Fraction float64    `json:"fraction"`
 	ResetsAt *time.Time `json:"resets_at"`
 	Learned  bool       `json:"learned"`
+	// Shared names the provider (or the provider's key, "groq@work") when
+	// the limit is theirs and so shared by every model reached through
+	// them; empty for a limit of the model itself.
+	Shared string `json:"shared,omitempty"`
 }
 
 // QuotaView is a backend's limits and price.
@@ -67,10 +71,14 @@ func (m *Manager) Quotas(order []llm.BackendID) []QuotaView {
 		}
 		// Provider limits are shown on each of its backends: they are
 		// what stops it too.
-		for _, sc := range []*scope{m.scope(m.keyScope(id)), m.scope(m.backendScope(id))} {
+		for i, sc := range []*scope{m.scope(m.keyScope(id)), m.scope(m.backendScope(id))} {
+			shared := ""
+			if i == 0 {
+				shared = m.quotaKey(id).String()
+			}
 			l := sc.uses(now, true)
 			for _, u := range l.all() {
-				lu := LimitUse{Kind: u.kind.String(), Used: u.used, Limit: u.limit, Learned: u.learned}
+				lu := LimitUse{Kind: u.kind.String(), Used: u.used, Limit: u.limit, Learned: u.learned, Shared: shared}
 				if u.limit > 0 {
 					lu.Fraction = float64(u.used) / float64(u.limit)
 				}

@@ -13,6 +13,7 @@ import (
 	"freelane/backend/events"
 	"freelane/backend/gateway"
 	"freelane/backend/llm"
+	"freelane/backend/metrics"
 	"freelane/backend/notify"
 	"freelane/backend/quota"
 	"freelane/backend/store"
@@ -147,6 +148,8 @@ var freelane = contract{
 			Response: typeOf[usageReport]()},
 		{Route: "GET /api/caching", Doc: "What prompt caching and the response cache did over the window ending now (query: window, a duration from 1m to 30d such as 24h or 7d; default 24h), with a warning for each chain whose routing keeps breaking warm prompt caches.",
 			Response: typeOf[gateway.CachingView]()},
+		{Route: "GET /api/series", Doc: "One window of the charts' time series, every bucket from now less the window to now, empty ones included (query: window, one of 1m, 5m, 1h at 10 s buckets, 24h at 1 min, 7d at 1 h; default 1h; backend or chain, neither for every request).",
+			Response: typeOf[metrics.SeriesView]()},
 		{Route: "GET /api/usage.csv", Doc: "The ledger as CSV, for the same from and to as /api/usage.", Text: true},
 
 		{Route: "GET /api/budgets", Response: typeOf[[]quota.BudgetView](), NeverNull: true},
@@ -280,6 +283,8 @@ var freelane = contract{
 		field[store.CachingReport]("Chains"),
 		field[store.SessionCaching]("Backends"),
 		field[gateway.CachingView]("Warnings"),
+		// Series.Window makes a bucket for every slot of the window.
+		field[metrics.SeriesView]("Buckets"),
 		// connect.For lists every tool and gives each one its lists.
 		field[connect.Setup]("Tools"),
 		field[connect.ToolSetup]("Env"),

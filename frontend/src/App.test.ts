@@ -103,7 +103,7 @@ describe("App", () => {
     expect(screen.queryByTestId("paused-notice")).toBeNull();
     await fireEvent.click(within(notice).getByRole("button", { name: "Resume" }));
     await waitFor(() => expect(screen.queryByTestId("routing-paused-notice")).toBeNull());
-    expect(f.calls[0]).toEqual({ method: "PUT", url: "/api/routing", body: { paused: false } });
+    expect(f.calls.find((c) => c.method === "PUT")).toEqual({ method: "PUT", url: "/api/routing", body: { paused: false } });
   });
 
   it("shows why resuming failed", async () => {

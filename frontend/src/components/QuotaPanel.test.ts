@@ -110,4 +110,33 @@ describe("QuotaPanel", () => {
     expect(screen.getByTestId("quotas-empty").textContent).toContain("Budgets & limits");
     expect(screen.getByTestId("spend-today").textContent).toContain("no daily budget");
   });
+
+  it("draws a provider's limits once, not under each of its models", () => {
+    const shared = () => limitUse("rpd", 40, 40, { shared: "flaky", resets_at: at(4 * HOUR) });
+    live.applySnapshot(
+      snapshot({
+        quotas: [
+          quota("flaky/slow-a", { limits: [shared(), limitUse("rpm", 7, 10, { resets_at: at(46_000) })], exhausted: true, reason: "flaky: daily requests used, resets 00:00 UTC" }),
+          quota("flaky/fail-a", { limits: [shared()], exhausted: true, reason: "flaky: daily requests used, resets 00:00 UTC" }),
+          quota("groq/llama", { limits: [limitUse("tpd", 10, 100)] }),
+        ],
+      }),
+    );
+    render(QuotaPanel);
+    const flaky = screen.getByTestId("quota-provider-flaky");
+    expect(flaky.dataset.level).toBe("full");
+    expect(flaky.textContent).toContain("shared by its 2 models");
+    // One daily-requests bar for the provider, none under the models.
+    expect(within(flaky).getAllByText(/Daily requests/).filter((e) => e.classList.contains("label"))).toHaveLength(1);
+    expect(screen.getByTestId("quota-limit-flaky-rpd").textContent).toContain("40 / 40");
+    expect(screen.queryByTestId("quota-limit-flaky/slow-a-rpd")).toBeNull();
+    expect(screen.queryByTestId("quota-limit-flaky/fail-a-rpd")).toBeNull();
+    // The reason is said once too; each model keeps its own limits.
+    expect(flaky.textContent?.match(/daily requests used/g)).toHaveLength(1);
+    expect(screen.getByTestId("quota-limit-flaky/slow-a-rpm").textContent).toContain("7 / 10");
+    // A model stopped by its provider's limit is still marked full.
+    expect(screen.getByTestId("quota-bar-flaky/fail-a").dataset.level).toBe("full");
+    // A provider without shared limits lists its models as before.
+    expect(screen.getByTestId("quota-limit-groq/llama-tpd").textContent).toContain("10 / 100");
+  });
 });

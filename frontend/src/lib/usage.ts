@@ -109,3 +109,61 @@ export function usageColumns(rows: UsageRow[], days: string[], backends: string[
 function round(n: number): number {
   return Math.round(n * 1e6) / 1e6;
 }
+
+/** What the usage bars stack by: each model (backend) or each provider. */
+export type UsageStack = "model" | "provider";
+
+/** The provider of a backend name "groq/llama-3.1-8b" ("groq"); rows without a backend stay ALL. */
+export function providerOf(backend: string): string {
+  if (!backend) return ALL;
+  const i = backend.indexOf("/");
+  return i > 0 ? backend.slice(0, i) : backend;
+}
+
+/**
+ * The series of the stacked daily bars: one per model or provider, largest
+ * total first, each with one value per day in `days` (0 on days without
+ * rows). Rows outside `days` are left out.
+ */
+export function stackedDays(rows: UsageRow[], days: string[], by: UsageStack, m: UsageMetric): { label: string; values: number[] }[] {
+  const at = new Map(days.map((d, i) => [d, i]));
+  const series = new Map<string, number[]>();
+  for (const r of rows) {
+    const i = at.get(dayOf(r));
+    if (i === undefined) continue;
+    const key = by === "provider" ? providerOf(r.backend || "") : r.backend || ALL;
+    let vals = series.get(key);
+    if (!vals) {
+      vals = days.map(() => 0);
+      series.set(key, vals);
+    }
+    vals[i] = round(vals[i] + metricOf(r, m));
+  }
+  const sum = (v: number[]) => v.reduce((a, b) => a + b, 0);
+  return [...series.entries()]
+    .map(([label, values]) => ({ label, values }))
+    .sort((a, b) => sum(b.values) - sum(a.values) || (a.label < b.label ? -1 : 1));
+}
+
+/**
+ * Axis ticks from 0 to at least `max`, about five of them at 1, 2 or 5
+ * times a power of ten. With `integer` the step is a whole number, so a
+ * count axis never reads 0.5; an empty chart gets 0 and 1.
+ */
+export function niceTicks(max: number, integer: boolean): number[] {
+  if (!Number.isFinite(max) || max <= 0) return [0, 1];
+  const raw = max / 5;
+  const pow = Math.pow(10, Math.floor(Math.log10(raw)));
+  let step = pow * 10;
+  for (const m of [1, 2, 5, 10]) {
+    if (pow * m >= raw) {
+      step = pow * m;
+      break;
+    }
+  }
+  if (integer) step = Math.max(1, Math.round(step));
+  const out: number[] = [];
+  for (let v = 0; v < max + step * 1e-9; v = round(v + step)) out.push(v);
+  if (out[out.length - 1] < max) out.push(round(out[out.length - 1] + step));
+  return out;
+}

@@ -886,6 +886,11 @@ export interface Endpoints {
     request: void;
     response: CachingView;
   };
+  /** One window of the charts' time series, every bucket from now less the window to now, empty ones included (query: window, one of 1m, 5m, 1h at 10 s buckets, 24h at 1 min, 7d at 1 h; default 1h; backend or chain, neither for every request). */
+  "GET /api/series": {
+    request: void;
+    response: SeriesView;
+  };
   /** The ledger as CSV, for the same from and to as /api/usage. */
   "GET /api/usage.csv": {
     request: void;
@@ -1009,6 +1014,24 @@ export interface ErrorBody {
 }
 
 /**
+ * ErrorCounts are a bucket's failures by class.
+ *
+ * Go: metrics.ErrorCounts.
+ */
+export interface ErrorCounts {
+  rate_limited?: number;
+  transient?: number;
+  soft?: number;
+  credential?: number;
+  gone?: number;
+  too_long?: number;
+  caller?: number;
+  cancelled?: number;
+  quota?: number;
+  other?: number;
+}
+
+/**
  * ErrorDetail is an error's message, type, code and the request field it
  * blames.
  */
@@ -1112,6 +1135,12 @@ export interface LimitUse {
   fraction: number;
   resets_at: string | null;
   learned: boolean;
+  /**
+   * Shared names the provider (or the provider's key, "groq@work") when
+   * the limit is theirs and so shared by every model reached through
+   * them; empty for a limit of the model itself.
+   */
+  shared?: string;
 }
 
 /**
@@ -1874,6 +1903,69 @@ export interface Score {
    */
   expected_cost?: number;
   price_unknown?: boolean;
+}
+
+/**
+ * SeriesBucket is one bucket of a series as the admin API answers it.
+ * Every figure but the start and the requests is left out when it is
+ * zero: most buckets of a day are quiet, and a quiet bucket is then about
+ * 30 bytes of JSON instead of 350.
+ *
+ * Go: metrics.SeriesBucket.
+ */
+export interface SeriesBucket {
+  /**
+   * Start is the bucket's start in Unix seconds; it lasts the answer's
+   * resolution.
+   */
+  start: number;
+  /**
+   * Requests counts requests (a backend's series: calls) that ended in
+   * the bucket; Failures those that failed, by class in Errors.
+   */
+  requests: number;
+  failures?: number;
+  errors?: ErrorCounts;
+  /**
+   * QuotaSkips counts the times a backend was passed over because one
+   * of its limits or a budget was used up.
+   */
+  quota_skips?: number;
+  /**
+   * LatencyMS and TTFTMS are percentiles of the successful ones, left
+   * out when there were none.
+   */
+  latency_ms?: Percentiles;
+  ttft_ms?: Percentiles;
+  /**
+   * Tokens in and out; EstimatedTokens is the part of them the upstream
+   * did not report, counted by FreeLane's tokenizer.
+   */
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  estimated_tokens?: number;
+  cost?: number;
+}
+
+/**
+ * SeriesView is one window of one series: every bucket from the window's
+ * start to now, empty ones included, oldest first.
+ *
+ * Go: metrics.SeriesView.
+ */
+export interface SeriesView {
+  window: string;
+  /** ResolutionS is the buckets' length in seconds. */
+  resolution_s: number;
+  /**
+   * From and To are the window's edges in Unix seconds: To is now and
+   * From is To less the window. Every bucket starts after From.
+   */
+  from: number;
+  to: number;
+  backend?: string;
+  chain?: string;
+  buckets: SeriesBucket[];
 }
 
 /**

@@ -1,16 +1,49 @@
 import { cleanup, fireEvent, render, screen, within } from "@testing-library/svelte";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
 import { nav, ui } from "../lib/nav.svelte";
-import { backend, metricWindow, provider, snapshot, update } from "../test/fixtures";
+import { backend, fakeFetch, metricWindow, provider, snapshot, update } from "../test/fixtures";
+import type { SeriesView } from "../lib/wire.gen";
 import Overview from "./Overview.svelte";
 
 beforeEach(() => {
+  // The charts ask for their history; tests that do not look at it answer
+  // that there is none.
+  vi.stubGlobal("fetch", fakeFetch(() => ({ status: 404, body: { error: { message: "no history here" } } })).fn);
   live.snapshot = null;
   live.history = [];
   ui.window = "1m";
 });
-afterEach(() => cleanup());
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+});
+
+/** A series answer for a window: every bucket from the window's start to now, one with requests. */
+function seriesAnswer(url: string, requests: number): SeriesView {
+  const q = new URL(url, "http://x").searchParams;
+  const w = q.get("window") ?? "1h";
+  const span = { "1m": 60, "5m": 300, "1h": 3600, "24h": 86400, "7d": 604800 }[w] ?? 3600;
+  const res = span <= 3600 ? 10 : span <= 86400 ? 60 : 3600;
+  const to = 1_800_000_000;
+  const last = to - (to % res);
+  const n = span / res;
+  const buckets = Array.from({ length: n }, (_, i) => ({
+    start: last - (n - 1 - i) * res,
+    requests: i === n - 2 ? requests : 0,
+    failures: 0,
+    errors: { rate_limited: 0, transient: 0, soft: 0, credential: 0, gone: 0, too_long: 0, caller: 0, cancelled: 0, quota: 0, other: 0 },
+    quota_skips: 0,
+    latency_ms: i === n - 2 ? { p50: 120, p95: 300, p99: 400 } : { p50: 0, p95: 0, p99: 0 },
+    ttft_ms: { p50: 0, p95: 0, p99: 0 },
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    estimated_tokens: 0,
+    cost: 0,
+  }));
+  return { window: w, resolution_s: res, from: to - span, to, backend: q.get("backend") ?? undefined, buckets };
+}
 
 describe("Overview", () => {
   it("renders one row per backend with its status and numbers", async () => {
@@ -125,5 +158,46 @@ describe("Overview", () => {
     notice = screen.getByTestId("unpriced-notice");
     expect(notice.textContent?.replace(/\s+/g, " ")).toContain("2 paid models have no price, so budgets refuse them.");
     expect(within(notice).getByRole("link").getAttribute("href")).toBe("#/budgets");
+  });
+
+  it("charts the server's series of the span picked, and fetches it again as requests come in", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(new Date("2026-11-30T12:00:00Z"));
+    localStorage.removeItem("freelane.chartSpan");
+    let requests = 3;
+    const f = fakeFetch((_m, url) => ({ body: seriesAnswer(url, requests) }));
+    vi.stubGlobal("fetch", f.fn);
+    live.applySnapshot(snapshot());
+    render(Overview);
+
+    const throughput = screen.getByTestId("chart-throughput");
+    await vi.waitFor(() => expect(throughput.dataset.buckets).toBe("360"));
+    const series = f.calls.map((c) => c.url).filter((u) => u.startsWith("/api/series"));
+    expect(series).toContain("/api/series?window=1h");
+    expect(series.some((u) => u.startsWith("/api/series?window=1h&backend="))).toBe(true);
+    // The axis spans the window the server answered, an hour, and the one
+    // busy bucket is the only point off zero: 3 requests in 10 s is 18 a minute.
+    expect(Number(throughput.dataset.to) - Number(throughput.dataset.from)).toBe(3600);
+    expect(throughput.dataset.resolution).toBe("10");
+    expect(JSON.parse(throughput.dataset.points ?? "[]")).toEqual([[1_800_000_000 - 10, 18]]);
+    expect(screen.getByTestId("chart-latency").textContent).toContain("last 1 hour");
+
+    // Each span shows that span, and is remembered for the next visit.
+    for (const [w, span, buckets] of [["7d", 604800, "168"], ["24h", 86400, "1440"], ["1m", 60, "6"]] as const) {
+      await fireEvent.click(screen.getByTestId(`chart-span-${w}`));
+      await vi.waitFor(() => expect(throughput.dataset.buckets).toBe(buckets));
+      expect(Number(throughput.dataset.to) - Number(throughput.dataset.from)).toBe(span);
+      expect(localStorage.getItem("freelane.chartSpan")).toBe(w);
+    }
+
+    // A finished request (the websocket's totals move) fetches the window
+    // again once the least wait has passed.
+    const before = f.calls.length;
+    requests = 5;
+    vi.setSystemTime(new Date("2026-11-30T12:00:03Z"));
+    live.applyUpdate(update({ time: new Date().toISOString(), backends: [], requests: [], events: [], totals: { requests_today: 1235, rps_1m: 1 } }));
+    live.now = Date.now();
+    await vi.waitFor(() => expect(f.calls.length).toBeGreaterThan(before));
+    await vi.waitFor(() => expect(JSON.parse(throughput.dataset.points ?? "[]")).toEqual([[1_800_000_000 - 10, 30]]));
   });
 });
