@@ -149,7 +149,14 @@ type RequestLog struct {
 	// MaxBodyKB bounds each kept body, in KiB, from 1 to
 	// MaxRequestLogBodyKB; 0 means defaults.RequestLogBodyKB.
 	MaxBodyKB int `yaml:"max_body_kb,omitempty"`
+	// KeepDays is how long requests (with their bodies) are kept, from 1
+	// to MaxRequestLogKeepDays; 0 means defaults.RequestLogKeepDays. The
+	// usage ledger keeps its own totals beyond it.
+	KeepDays int `yaml:"keep_days,omitempty"`
 }
+
+// MaxRequestLogKeepDays bounds request_log.keep_days.
+const MaxRequestLogKeepDays = 3650
 
 // MaxRequestLogBodyKB bounds request_log.max_body_kb: every request
 // could store twice this.

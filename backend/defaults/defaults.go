@@ -116,6 +116,9 @@ const (
 	// ResponseStoreMB bounds, in MiB, the bytes of all stored Responses
 	// API answers; past it the oldest are deleted.
 	ResponseStoreMB = 512
+	// RequestLogKeepDays is how long the request log keeps each request
+	// (and its bodies) before the hourly housekeeping deletes it.
+	RequestLogKeepDays = 90
 	// LedgerRetentionDays is how long ledger rows are kept one by one
 	// before they are rolled up into daily totals.
 	LedgerRetentionDays = 30

@@ -36,6 +36,7 @@ var documented = map[string][]any{
 	"probes.open_interval":             {defaults.ProbeOpenInterval},
 	"probes.daily":                     {defaults.ProbeDaily},
 	"ledger.retention_days":            {defaults.LedgerRetentionDays},
+	"request_log.keep_days":            {defaults.RequestLogKeepDays},
 	"cache_ttl":                        {router.DefaultCacheTTL},
 	"cache.ttl":                        {defaults.ResponseCacheTTL},
 	"cache.max_mb":                     {defaults.ResponseCacheMB},
