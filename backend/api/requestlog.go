@@ -60,6 +60,22 @@ func oneOf[T ~string](vals []T) string {
 	return joinList(s, "or")
 }
 
+// enumParam reads the query parameter name, when given, into dst, which
+// must then be one of allowed; otherwise it writes the error, the words
+// must followed by the values allowed, and reports false.
+func enumParam[T ~string](w http.ResponseWriter, q url.Values, name, must string, allowed []T, dst *T) bool {
+	v := q.Get(name)
+	if v == "" {
+		return true
+	}
+	if !slices.Contains(allowed, T(v)) {
+		badParam(w, name, must+oneOf(allowed))
+		return false
+	}
+	*dst = T(v)
+	return true
+}
+
 // requestQuery reads and checks the query of GET /api/requests. ok is
 // false when the error is written.
 func requestQuery(w http.ResponseWriter, q url.Values) (rq store.RequestQuery, search string, ok bool) {
@@ -107,33 +123,11 @@ func requestQuery(w http.ResponseWriter, q url.Values) (rq store.RequestQuery, s
 		}
 		rq.Session = v
 	}
-	if v := q.Get("class"); v != "" {
-		if !slices.Contains(logClasses, llm.Class(v)) {
-			badParam(w, "class", "class must be "+oneOf(logClasses))
-			return rq, "", false
-		}
-		rq.Class = llm.Class(v)
-	}
-	if v := q.Get("dialect"); v != "" {
-		if !slices.Contains(logDialects, llm.Dialect(v)) {
-			badParam(w, "dialect", "dialect must be "+oneOf(logDialects))
-			return rq, "", false
-		}
-		rq.Dialect = llm.Dialect(v)
-	}
-	if v := q.Get("status"); v != "" {
-		if !slices.Contains(logStatuses, store.StatusClass(v)) {
-			badParam(w, "status", "status must be a class of HTTP statuses: "+oneOf(logStatuses))
-			return rq, "", false
-		}
-		rq.Status = store.StatusClass(v)
-	}
-	if v := q.Get("cache"); v != "" {
-		if !slices.Contains(logCaches, llm.CacheOutcome(v)) {
-			badParam(w, "cache", "cache must be what the response cache did: "+oneOf(logCaches))
-			return rq, "", false
-		}
-		rq.Cache = llm.CacheOutcome(v)
+	if !enumParam(w, q, "class", "class must be ", logClasses, &rq.Class) ||
+		!enumParam(w, q, "dialect", "dialect must be ", logDialects, &rq.Dialect) ||
+		!enumParam(w, q, "status", "status must be a class of HTTP statuses: ", logStatuses, &rq.Status) ||
+		!enumParam(w, q, "cache", "cache must be what the response cache did: ", logCaches, &rq.Cache) {
+		return rq, "", false
 	}
 	if v := q.Get("stream"); v != "" {
 		b, err := strconv.ParseBool(v)
