@@ -10,14 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"time"
 
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/connect"
 	"freelane/backend/control"
-	"freelane/backend/llm"
 	"freelane/backend/notify"
 	"freelane/backend/quota"
 	"freelane/backend/store"
@@ -80,7 +78,8 @@ type Admin interface {
 	// Providers are the providers as the dashboard lists them.
 	Providers() []control.ProviderView
 	TestProvider(ctx context.Context, provider, model string) TestResult
-	RecentRequests(ctx context.Context, q store.RequestQuery) ([]llm.Trace, error)
+	// QueryRequests reads one page of the request log.
+	QueryRequests(ctx context.Context, q store.RequestQuery) (store.RequestPage, error)
 	// WebSocket serves /api/ws.
 	WebSocket() http.Handler
 	// Metrics writes Prometheus text.
@@ -495,34 +494,4 @@ func (h *adminHandlers) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
-}
-
-func (h *adminHandlers) requests(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	rq := store.RequestQuery{Chain: q.Get("chain"), Backend: q.Get("backend"), Class: llm.Class(q.Get("class"))}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "limit must be a positive number", "limit")
-			return
-		}
-		rq.Limit = n
-	}
-	if v := q.Get("before"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "before must be an RFC 3339 time", "before")
-			return
-		}
-		rq.Before = t
-	}
-	traces, err := h.a.RecentRequests(r.Context(), rq)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if traces == nil {
-		traces = []llm.Trace{}
-	}
-	writeJSON(w, http.StatusOK, traces)
 }

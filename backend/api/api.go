@@ -72,6 +72,9 @@ type Options struct {
 	// Pseudonyms hashes the session and end-user ids callers send, so
 	// upstreams see only keyed hashes of them; nil sends none at all.
 	Pseudonyms *pseudonym.Pseudonyms
+	// Bodies keeps request and answer bodies while body logging is on
+	// (SetBodyLogging); nil keeps none.
+	Bodies BodyLog
 }
 
 // Server serves the API.
@@ -85,6 +88,8 @@ type Server struct {
 	// origins are the allowed_origins, lower-cased.
 	origins  atomic.Pointer[map[string]bool]
 	sessions *auth.Sessions
+	// bodyLog is the bytes body logging keeps of each body, 0 when off.
+	bodyLog atomic.Int64
 	// readTimeout is the body read deadline in nanoseconds.
 	readTimeout atomic.Int64
 	budget      byteBudget
@@ -235,6 +240,9 @@ func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) (*heldBody,
 		return nil, false
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	if t, ok := w.(*bodyTap); ok {
+		t.keepRequest(held.data)
+	}
 	return held, true
 }
 
@@ -277,6 +285,10 @@ func (s *Server) unknownEndpoint(w http.ResponseWriter, r *http.Request) {
 // carry the upstream's own body, which is passed on unchanged when the
 // upstream spoke the client's dialect and the body is an error of it.
 func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Failure) {
+	if f.ID != "" {
+		// The id finds the failure in the request log, as it finds an answer.
+		w.Header()[headerRequestID] = []string{f.ID}
+	}
 	if f.Class == llm.Cancelled {
 		// Nobody is listening; the status only matters for logs.
 		w.WriteHeader(f.Status)

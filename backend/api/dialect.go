@@ -287,7 +287,7 @@ func (s *Server) handler(d protocol.Dialect, rt protocol.Route) http.HandlerFunc
 	if !rt.WhilePaused {
 		h = s.unlessPaused(h)
 	}
-	return h
+	return s.tapBodies(h)
 }
 
 // call serves one call of a client of dialect d.

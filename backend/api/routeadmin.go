@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"freelane/backend/config"
-	"freelane/backend/control"
 	"freelane/backend/llm"
+	"freelane/backend/store"
 )
 
 // Routing is what the routing endpoints of the admin API need: switching
@@ -24,6 +24,9 @@ type Routing interface {
 	// Request finds one request's trace in the live tail or the request
 	// log; found is false when neither knows the id.
 	Request(ctx context.Context, id string) (t llm.Trace, found bool, err error)
+	// RequestBodies reads the bodies body logging kept of one request;
+	// found is false when it kept none.
+	RequestBodies(ctx context.Context, id string) (b store.StoredBodies, found bool, err error)
 }
 
 // mountRouting adds the gear switch, the route preview and one request's
@@ -118,26 +121,6 @@ func (h *adminHandlers) previewRoute(w http.ResponseWriter, r *http.Request) {
 // maxRequestID bounds a request id in a path: the router's are 32
 // characters, the request log's own 32 hex digits.
 const maxRequestID = 64
-
-func (h *adminHandlers) request(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if id == "" || len(id) > maxRequestID || strings.IndexFunc(id, notIDRune) >= 0 {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
-			fmt.Sprintf("a request id is at most %d letters, digits, '_' or '-', such as req_0190a1b2c3d4e5f60718293a4b5c", maxRequestID), "id")
-		return
-	}
-	t, found, err := h.a.Request(r.Context(), id)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	if !found {
-		fail(w, &control.Error{Status: http.StatusNotFound, Code: "unknown_request", Param: "id",
-			Message: fmt.Sprintf("there is no request %q: it never was, or the request log no longer keeps it", id)})
-		return
-	}
-	writeJSON(w, http.StatusOK, t)
-}
 
 func notIDRune(r rune) bool {
 	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')

@@ -115,6 +115,9 @@ type Config struct {
 	// Debug holds what helps a user report a problem; all of it is off
 	// by default.
 	Debug Debug `yaml:"debug,omitempty"`
+	// RequestLog says what the request log keeps besides each request's
+	// route and figures.
+	RequestLog RequestLog `yaml:"request_log,omitempty"`
 	// Notifications say which kinds of notification the dashboard and
 	// the desktop app get; each kind is on unless set to false.
 	Notifications Notifications `yaml:"notifications,omitempty"`
@@ -135,6 +138,29 @@ type Notifications struct {
 	// again.
 	Local *bool `yaml:"local,omitempty"`
 }
+
+// RequestLog configures what the request log keeps.
+type RequestLog struct {
+	// Bodies keeps the body of each answered request and of its answer
+	// (a stream as the client received it), with every configured secret
+	// redacted and each cut to MaxBodyKB. Off by default: prompts are the
+	// user's own text.
+	Bodies bool `yaml:"bodies,omitempty"`
+	// MaxBodyKB bounds each kept body, in KiB, from 1 to
+	// MaxRequestLogBodyKB; 0 means defaults.RequestLogBodyKB.
+	MaxBodyKB int `yaml:"max_body_kb,omitempty"`
+	// KeepDays is how long requests (with their bodies) are kept, from 1
+	// to MaxRequestLogKeepDays; 0 means defaults.RequestLogKeepDays. The
+	// usage ledger keeps its own totals beyond it.
+	KeepDays int `yaml:"keep_days,omitempty"`
+}
+
+// MaxRequestLogKeepDays bounds request_log.keep_days.
+const MaxRequestLogKeepDays = 3650
+
+// MaxRequestLogBodyKB bounds request_log.max_body_kb: every request
+// could store twice this.
+const MaxRequestLogBodyKB = 1024
 
 // Debug are the settings for reporting a problem.
 type Debug struct {

@@ -177,6 +177,12 @@ func (v *validator) validate(c *Config) {
 	if mb := c.Cache.MaxMB; mb < 0 || mb > MaxCacheMB {
 		v.errorf("cache.max_mb", "must be from 1 to %d (MiB); 0 or leaving it out means %d, got %d", MaxCacheMB, defaults.ResponseCacheMB, mb)
 	}
+	if kb := c.RequestLog.MaxBodyKB; kb < 0 || kb > MaxRequestLogBodyKB {
+		v.errorf("request_log.max_body_kb", "must be from 1 to %d (KiB); 0 or leaving it out means %d, got %d", MaxRequestLogBodyKB, defaults.RequestLogBodyKB, kb)
+	}
+	if d := c.RequestLog.KeepDays; d < 0 || d > MaxRequestLogKeepDays {
+		v.errorf("request_log.keep_days", "must be from 1 to %d (days); 0 or leaving it out means %d, got %d", MaxRequestLogKeepDays, defaults.RequestLogKeepDays, d)
+	}
 	if c.Ledger.RetentionDays < 0 {
 		v.errorf("ledger.retention_days", "must be a number of days >= 1 (0 or leaving it out means %d), got %d", defaults.LedgerRetentionDays, c.Ledger.RetentionDays)
 	}

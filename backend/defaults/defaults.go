@@ -116,6 +116,9 @@ const (
 	// ResponseStoreMB bounds, in MiB, the bytes of all stored Responses
 	// API answers; past it the oldest are deleted.
 	ResponseStoreMB = 512
+	// RequestLogKeepDays is how long the request log keeps each request
+	// (and its bodies) before the hourly housekeeping deletes it.
+	RequestLogKeepDays = 90
 	// LedgerRetentionDays is how long ledger rows are kept one by one
 	// before they are rolled up into daily totals.
 	LedgerRetentionDays = 30
@@ -124,6 +127,9 @@ const (
 	// ResponseCacheMB bounds, in MiB, the response cache's answers; past
 	// it the least recently used go first.
 	ResponseCacheMB = 256
+	// RequestLogBodyKB bounds, in KiB, each request and answer body the
+	// request log keeps when body logging is on.
+	RequestLogBodyKB = 32
 )
 
 // MiB is the bytes of one of the table's MiB figures.

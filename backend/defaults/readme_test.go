@@ -36,9 +36,13 @@ var documented = map[string][]any{
 	"probes.open_interval":             {defaults.ProbeOpenInterval},
 	"probes.daily":                     {defaults.ProbeDaily},
 	"ledger.retention_days":            {defaults.LedgerRetentionDays},
+	"request_log.keep_days":            {defaults.RequestLogKeepDays},
 	"cache_ttl":                        {router.DefaultCacheTTL},
 	"cache.ttl":                        {defaults.ResponseCacheTTL},
 	"cache.max_mb":                     {defaults.ResponseCacheMB},
+	"request_log.max_body_kb":          {defaults.RequestLogBodyKB},
+	// Every kind of notification is on unless switched off.
+	"notifications.breaker": {true},
 }
 
 func durations(ds []time.Duration) []any {
@@ -116,6 +120,9 @@ func same(s string, v any) error {
 		ok = err == nil && f == v
 	case string:
 		ok = s == v
+	case bool:
+		b, err := strconv.ParseBool(s)
+		ok = err == nil && b == v
 	default:
 		return fmt.Errorf("cannot compare with a %T", v)
 	}

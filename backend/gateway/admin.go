@@ -131,8 +131,8 @@ func (a adminView) Metrics(w io.Writer) {
 	}
 }
 
-func (a adminView) RecentRequests(ctx context.Context, q store.RequestQuery) ([]llm.Trace, error) {
-	return a.g.db.RecentRequests(ctx, q)
+func (a adminView) QueryRequests(ctx context.Context, q store.RequestQuery) (store.RequestPage, error) {
+	return a.g.db.QueryRequests(ctx, q)
 }
 
 // State is the snapshot redacted whole, as the websocket sends it: it

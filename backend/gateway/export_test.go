@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 
 	"freelane/backend/llm"
@@ -11,6 +12,10 @@ import (
 // CheckCredits runs the housekeeping loop's credit check now, so tests can
 // move the clock past an expiry without waiting for the loop's ticker.
 func (g *Gateway) CheckCredits() { g.checkCredits() }
+
+// RollUp runs the housekeeping loop's hourly work now: the ledger's
+// roll-up and the request log's pruning.
+func (g *Gateway) RollUp(ctx context.Context) { g.rollUp(ctx) }
 
 // Logger is the logger every part of the gateway logs through.
 func (g *Gateway) Logger() *slog.Logger { return g.log }

@@ -805,6 +805,40 @@ func TestModelsAndHealth(t *testing.T) {
 	h.Body.Close()
 }
 
+func TestRequestLogKeepsItsDays(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.RequestLog.KeepDays = 2 })
+	for range 3 {
+		e.post("/v1/chat/completions", chat("main", false))
+	}
+	if err := e.g.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(49 * time.Hour)
+	e.start(nil)
+	fresh := e.post("/v1/chat/completions", chat("main", false)).header.Get("X-FreeLane-Request-Id")
+	e.g.RollUp(t.Context())
+	if err := e.g.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.Context(), filepath.Join(e.dir, "freelane.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	traces, err := db.RecentRequests(t.Context(), store.RequestQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != 1 || traces[0].ID != fresh {
+		t.Fatalf("%d requests kept after two days passed, want only the new one %s", len(traces), fresh)
+	}
+	// What the pruned requests used stays in the usage ledger.
+	var rows int
+	if err := db.SQL().QueryRowContext(t.Context(), "SELECT count(*) FROM ledger").Scan(&rows); err != nil || rows != 4 {
+		t.Fatalf("ledger rows %d (%v), want all 4", rows, err)
+	}
+}
+
 func TestRequestLogSurvivesShutdown(t *testing.T) {
 	e := newEnv(t, nil)
 	e.up.Set("ma", fakeupstream.Behavior{Status: 503})

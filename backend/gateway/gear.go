@@ -7,6 +7,7 @@ import (
 	"freelane/backend/control"
 	"freelane/backend/events"
 	"freelane/backend/llm"
+	"freelane/backend/store"
 )
 
 // SwitchGear sets a chain's gear, stored like any other edit of the
@@ -60,4 +61,8 @@ func (a adminView) Request(ctx context.Context, id string) (llm.Trace, bool, err
 		return t, true, nil
 	}
 	return a.g.db.RequestByID(ctx, id)
+}
+
+func (a adminView) RequestBodies(ctx context.Context, id string) (store.StoredBodies, bool, error) {
+	return a.g.db.RequestBodies(ctx, id)
 }

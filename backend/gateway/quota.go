@@ -165,7 +165,19 @@ func (g *Gateway) rollUp(ctx context.Context) {
 	if g.cfg != nil && g.cfg.Ledger.RetentionDays > 0 {
 		days = g.cfg.Ledger.RetentionDays
 	}
+	keep := defaults.RequestLogKeepDays
+	if g.cfg != nil && g.cfg.RequestLog.KeepDays > 0 {
+		keep = g.cfg.RequestLog.KeepDays
+	}
 	g.mu.Unlock()
+	// The request log would otherwise grow for as long as FreeLane runs;
+	// what it spent stays in the ledger's totals.
+	switch n, err := g.db.PruneRequests(ctx, g.clock.Now().AddDate(0, 0, -keep)); {
+	case err != nil:
+		g.log.Warn("request log prune failed", "err", err)
+	case n > 0:
+		g.log.Info("deleted old requests from the request log", "requests", n, "keep_days", keep)
+	}
 	n, err := g.db.RollUpLedger(ctx, g.clock.Now().AddDate(0, 0, -days))
 	switch {
 	case err != nil:

@@ -130,8 +130,9 @@ func roundTripConfig(upstream string) *config.Config {
 			{Name: "background", When: &config.TaskWhen{Model: "claude-*haiku*", Tools: ptrTo(false)}, Chain: "cheap"},
 			{Name: "review", When: &config.TaskWhen{Thinking: ptrTo(true), PromptTokensOver: 30000}, Prefer: []string{"paid/meta/llama-3.3-70b"}},
 		},
-		Cache: config.ResponseCache{Enabled: true, TTL: 20 * time.Minute, MaxMB: 64},
-		Debug: config.Debug{Pprof: true},
+		Cache:      config.ResponseCache{Enabled: true, TTL: 20 * time.Minute, MaxMB: 64},
+		Debug:      config.Debug{Pprof: true},
+		RequestLog: config.RequestLog{Bodies: true, MaxBodyKB: 48, KeepDays: 60},
 		// Every kind switched off: on is the default.
 		Notifications: config.Notifications{Breaker: ptrTo(false), Key: ptrTo(false), Quota: ptrTo(false), Budget: ptrTo(false), Local: ptrTo(false)},
 	}

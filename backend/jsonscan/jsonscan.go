@@ -124,6 +124,40 @@ func Unquote(lit []byte) string {
 	return s
 }
 
+// Null reports whether a member's value, as Pick gives it, is absent or
+// null.
+func Null(v []byte) bool { return v == nil || string(v) == "null" }
+
+// Int reports whether a member's value is absent, null or an integer
+// that encoding/json reads into an int (at most 18 digits, so it fits).
+func Int(v []byte) bool {
+	if Null(v) {
+		return true
+	}
+	digits := bytes.TrimPrefix(v, []byte("-"))
+	if len(digits) == 0 || len(digits) > 18 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Count reads a token count as encoding/json reads it into an int, for
+// the plain non-negative integers vendors send: absent or null is 0, and
+// ok is false for anything else (a negative, a float, a string, more than
+// nine digits), which the caller leaves to encoding/json.
+func Count(v []byte) (n int, ok bool) {
+	if Null(v) || string(v) == "0" {
+		return 0, true
+	}
+	n = SmallInt(v)
+	return n, n > 0
+}
+
 // SmallInt reads a non-negative JSON integer of at most nine digits
 // without allocating; anything else (null, a float, a string, a huge
 // number) is 0, which callers take as "not set".

@@ -35,3 +35,23 @@ func TestSyntaxError(t *testing.T) {
 		}
 	}
 }
+
+func TestIntAndCountFollowEncodingJSON(t *testing.T) {
+	for _, v := range []string{"0", "7", "-3", "123456789", "1234567890", "123456789012345678", "1234567890123456789",
+		"1.5", "1e3", "-0", `"5"`, "true", "[]", "null"} {
+		var n int
+		decodes := json.Unmarshal([]byte(v), &n) == nil
+		if Int([]byte(v)) && !decodes {
+			t.Errorf("Int(%s) says an int holds it, encoding/json refuses it", v)
+		}
+		if c, ok := Count([]byte(v)); ok && (!decodes || c != n || c < 0) {
+			t.Errorf("Count(%s) = %d, encoding/json reads %d (ok %v)", v, c, n, decodes)
+		}
+	}
+	if !Int(nil) || !Null(nil) || !Null([]byte("null")) || Null([]byte(`"null"`)) {
+		t.Error("an absent member is null and an int")
+	}
+	if n, ok := Count([]byte("812")); !ok || n != 812 {
+		t.Errorf("Count(812) = %d %v", n, ok)
+	}
+}

@@ -184,6 +184,9 @@ type Failure struct {
 	// RetryAt, for a request every backend rate limited, is the earliest
 	// time one announced it serves again: the client's Retry-After.
 	RetryAt time.Time
+	// ID is the failed request's id in the request log, so its answer can
+	// name it as a served one does.
+	ID string
 }
 
 func (f *Failure) Error() string { return f.Message }
@@ -793,6 +796,7 @@ func statusFor(c llm.Class) int {
 
 func (r *Router) finish(tr *llm.Trace, start time.Time, f *Failure) {
 	tr.Status, tr.Class, tr.Error = f.Status, f.Class, f.Message
+	f.ID = tr.ID
 	r.finishTrace(tr, start)
 }
 

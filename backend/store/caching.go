@@ -119,7 +119,7 @@ type ChainTurns struct {
 // Caching adds up what caching did over q's window: per backend, per
 // recent session, for the response cache, and per chain the session turns
 // that changed backend while their cache was warm. Each part is one query
-// over the requests_caching index, which leads with the start time and
+// over the requests_listing index, which leads with the start time and
 // covers every column read, so the cost follows the number of requests in
 // the window, not the length of the log.
 func (d *DB) Caching(ctx context.Context, q CachingQuery) (CachingReport, error) {
@@ -170,7 +170,7 @@ func share(part, whole int64) float64 {
 
 func (d *DB) backendCaching(ctx context.Context, from, to int64) ([]BackendCaching, error) {
 	rows, err := d.sql.QueryContext(ctx, `SELECT backend, COUNT(*), SUM(prompt_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(saved)
-FROM requests INDEXED BY requests_caching
+FROM requests INDEXED BY requests_listing
 WHERE started_at >= ? AND started_at < ? AND backend <> '' AND cache <> 'hit'
 GROUP BY backend
 ORDER BY SUM(prompt_tokens) DESC, backend`, from, to)
@@ -203,7 +203,7 @@ func (d *DB) sessionCaching(ctx context.Context, from, to int64, n int) ([]Sessi
 	rows, err := d.sql.QueryContext(ctx, `SELECT session, MAX(started_at), dialect, chain, COUNT(*),
 	SUM(CASE WHEN cache = 'hit' THEN 0 ELSE prompt_tokens END), SUM(CASE WHEN cache = 'hit' THEN 0 ELSE cache_read_tokens END),
 	SUM(saved), GROUP_CONCAT(DISTINCT NULLIF(backend, ''))
-FROM requests INDEXED BY requests_caching
+FROM requests INDEXED BY requests_listing
 WHERE started_at >= ? AND started_at < ? AND session <> ''
 GROUP BY session
 ORDER BY MAX(started_at) DESC, session
@@ -249,7 +249,7 @@ func sessionBackends(list *string) []string {
 func (d *DB) responseCacheTotals(ctx context.Context, from, to int64) (ResponseCacheTotals, error) {
 	var r ResponseCacheTotals
 	rows, err := d.sql.QueryContext(ctx, `SELECT cache, COUNT(*), SUM(saved)
-FROM requests INDEXED BY requests_caching
+FROM requests INDEXED BY requests_listing
 WHERE started_at >= ? AND started_at < ? AND cache <> ''
 GROUP BY cache`, from, to)
 	if err != nil {
@@ -292,7 +292,7 @@ GROUP BY cache`, from, to)
 // backend and is left out, as are failed turns.
 func (d *DB) chainTurns(ctx context.Context, from, to int64, warmMS func(backend string) int64) ([]ChainTurns, error) {
 	rows, err := d.sql.QueryContext(ctx, `SELECT session, started_at, backend, chain
-FROM requests INDEXED BY requests_caching
+FROM requests INDEXED BY requests_listing
 WHERE started_at >= ? AND started_at < ? AND session <> '' AND backend <> '' AND cache <> 'hit'
 ORDER BY started_at`, from, to)
 	if err != nil {

@@ -49,6 +49,14 @@ const (
 	writeBackoff  = 100 * time.Millisecond
 )
 
+// Bounds of the bodies waiting for the writer: bodies are large (up to
+// twice request_log.max_body_kb each), so besides their number their bytes
+// are bounded, and past either bound new bodies are dropped.
+const (
+	bodyQueue          = 1024
+	maxQueuedBodyBytes = 64 << 20
+)
+
 // dropWarnEvery rate-limits the "buffer full" warning so a sustained
 // overload does not itself flood the log.
 const dropWarnEvery = 10 * time.Second
@@ -66,6 +74,11 @@ type RequestLog struct {
 	opts LogOptions
 	log  *slog.Logger
 	ch   chan llm.Trace
+	// bodies carries body logging's records to the same writer, so they
+	// are written in the traces' transactions; bodyBytes counts the bytes
+	// queued in it, which maxQueuedBodyBytes bounds.
+	bodies    chan Bodies
+	bodyBytes atomic.Int64
 
 	// mu makes "closed" and the channel send in Record one step: Record
 	// sends under the read lock, and stop sets closed under the write lock,
@@ -76,8 +89,9 @@ type RequestLog struct {
 	mu     sync.RWMutex
 	closed bool
 
-	dropped  atomic.Uint64
-	lastWarn atomic.Int64 // unix nanoseconds of the last drop warning
+	dropped       atomic.Uint64
+	droppedBodies atomic.Uint64
+	lastWarn      atomic.Int64 // unix nanoseconds of the last drop warning
 
 	// runMu guards started and closedFirst: exactly one of Run or Close
 	// becomes the writer and drains the channel.
@@ -109,12 +123,13 @@ func NewRequestLog(db *DB, opts LogOptions) *RequestLog {
 	}
 	opts.Clock = clock.OrReal(opts.Clock)
 	return &RequestLog{
-		db:   db,
-		opts: opts,
-		log:  opts.Logger.With("component", "store.requestlog"),
-		ch:   make(chan llm.Trace, opts.Buffer),
-		quit: make(chan struct{}),
-		done: make(chan struct{}),
+		db:     db,
+		opts:   opts,
+		log:    opts.Logger.With("component", "store.requestlog"),
+		ch:     make(chan llm.Trace, opts.Buffer),
+		bodies: make(chan Bodies, bodyQueue),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 }
 
@@ -189,27 +204,33 @@ func (l *RequestLog) Run(ctx context.Context) error {
 	wctx := context.WithoutCancel(ctx)
 	ticker, tick := l.opts.Clock.NewTicker(l.opts.FlushInterval)
 	defer ticker.Stop()
-	batch := l.newBatch()
+	w := l.newWork()
 	for {
 		select {
 		case t := <-l.ch:
-			batch = append(batch, t)
-			if len(batch) >= l.opts.BatchSize {
-				_ = l.flush(wctx, batch)
-				batch = resetBatch(batch)
+			w.traces = append(w.traces, t)
+			if w.full(l.opts.BatchSize) {
+				_ = l.flush(wctx, w)
+				w.reset()
+			}
+		case b := <-l.bodies:
+			w.bodies = append(w.bodies, b)
+			if w.full(l.opts.BatchSize) {
+				_ = l.flush(wctx, w)
+				w.reset()
 			}
 		case <-tick:
-			if len(batch) > 0 {
-				_ = l.flush(wctx, batch)
-				batch = resetBatch(batch)
+			if !w.empty() {
+				_ = l.flush(wctx, w)
+				w.reset()
 			}
 		case <-l.quit:
 			// Close has already called stop.
-			l.drainErr = l.drain(wctx, batch)
+			l.drainErr = l.drain(wctx, w)
 			return l.drainErr
 		case <-ctx.Done():
 			l.stop()
-			l.drainErr = l.drain(wctx, batch)
+			l.drainErr = l.drain(wctx, w)
 			return l.drainErr
 		}
 	}
@@ -230,7 +251,7 @@ func (l *RequestLog) Close(ctx context.Context) error {
 		l.started = true
 		l.closedFirst = true
 		l.runMu.Unlock()
-		l.drainErr = l.drain(ctx, l.newBatch())
+		l.drainErr = l.drain(ctx, l.newWork())
 		close(l.done)
 		return l.drainErr
 	}
@@ -244,23 +265,43 @@ func (l *RequestLog) Close(ctx context.Context) error {
 	}
 }
 
-// drain writes batch and everything left in the channel. It must only be
-// called after stop, so an empty channel means nothing more will arrive.
-func (l *RequestLog) drain(ctx context.Context, batch []llm.Trace) error {
+// work is what the writer has taken off the queues for its next
+// transaction.
+type work struct {
+	traces []llm.Trace
+	bodies []Bodies
+}
+
+func (w *work) full(n int) bool { return len(w.traces) >= n || len(w.bodies) >= n }
+func (w *work) empty() bool     { return len(w.traces) == 0 && len(w.bodies) == 0 }
+
+// reset empties w for reuse, clearing the elements so written traces
+// (and their Attempts slices) and bodies can be garbage collected.
+func (w *work) reset() {
+	w.traces = resetBatch(w.traces)
+	clear(w.bodies)
+	w.bodies = w.bodies[:0]
+}
+
+// drain writes w and everything left in the queues. It must only be
+// called after stop, so empty queues mean nothing more will arrive.
+func (l *RequestLog) drain(ctx context.Context, w *work) error {
 	var errs []error
 	for {
 		select {
 		case t := <-l.ch:
-			batch = append(batch, t)
-			if len(batch) >= l.opts.BatchSize {
-				errs = append(errs, l.flush(ctx, batch))
-				batch = resetBatch(batch)
-			}
+			w.traces = append(w.traces, t)
+		case b := <-l.bodies:
+			w.bodies = append(w.bodies, b)
 		default:
-			if len(batch) > 0 {
-				errs = append(errs, l.flush(ctx, batch))
+			if !w.empty() {
+				errs = append(errs, l.flush(ctx, w))
 			}
 			return errors.Join(errs...)
+		}
+		if w.full(l.opts.BatchSize) {
+			errs = append(errs, l.flush(ctx, w))
+			w.reset()
 		}
 	}
 }
@@ -268,11 +309,16 @@ func (l *RequestLog) drain(ctx context.Context, batch []llm.Trace) error {
 // flush writes one batch, retrying a few times before giving it up as
 // dropped. Failures are logged here because the loop has no caller to
 // return them to; the error is returned for the final drain.
-func (l *RequestLog) flush(ctx context.Context, batch []llm.Trace) error {
+func (l *RequestLog) flush(ctx context.Context, w *work) error {
+	defer func() {
+		for i := range w.bodies {
+			l.bodyBytes.Add(-int64(len(w.bodies[i].Request) + len(w.bodies[i].Answer)))
+		}
+	}()
 	var err error
 	for attempt := 1; attempt <= writeAttempts; attempt++ {
 		var skipped int
-		skipped, err = l.db.writeRequests(ctx, batch, !l.opts.NoLedger)
+		skipped, err = l.db.writeBatch(ctx, w.traces, w.bodies, !l.opts.NoLedger)
 		if err == nil {
 			if skipped > 0 {
 				l.log.Warn("skipped request traces with duplicate IDs", "skipped", skipped)
@@ -282,19 +328,21 @@ func (l *RequestLog) flush(ctx context.Context, batch []llm.Trace) error {
 		if ctx.Err() != nil || attempt == writeAttempts {
 			break
 		}
-		l.log.Warn("request log write failed; retrying", "rows", len(batch), "attempt", attempt, "err", err)
+		l.log.Warn("request log write failed; retrying", "rows", len(w.traces), "attempt", attempt, "err", err)
 		clock.Sleep(l.opts.Clock, writeBackoff*time.Duration(attempt), ctx.Done())
 	}
-	l.log.Error("request log write failed; dropping batch", "rows", len(batch), "err", err)
-	l.dropped.Add(uint64(len(batch)))
-	return fmt.Errorf("store: request log dropped %d traces: %w", len(batch), err)
+	l.log.Error("request log write failed; dropping batch", "rows", len(w.traces), "err", err)
+	l.dropped.Add(uint64(len(w.traces)))
+	l.droppedBodies.Add(uint64(len(w.bodies)))
+	return fmt.Errorf("store: request log dropped %d traces: %w", len(w.traces), err)
 }
 
-// newBatch allocates the batch buffer. The capacity is only a starting
-// size, capped by the buffer so that a huge BatchSize used to mean "flush on
-// the interval only" is not allocated up front; append grows it if needed.
-func (l *RequestLog) newBatch() []llm.Trace {
-	return make([]llm.Trace, 0, min(l.opts.BatchSize, l.opts.Buffer+1))
+// newWork allocates the batch buffers. The capacity is only a starting
+// size, capped by the buffer so that a huge BatchSize used to mean "flush
+// on the interval only" is not allocated up front; append grows it if
+// needed. The bodies' buffer starts empty: body logging is off by default.
+func (l *RequestLog) newWork() *work {
+	return &work{traces: make([]llm.Trace, 0, min(l.opts.BatchSize, l.opts.Buffer+1))}
 }
 
 // resetBatch empties batch for reuse, clearing the elements so written

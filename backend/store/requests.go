@@ -8,27 +8,54 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"freelane/backend/llm"
 )
 
-// RequestQuery selects traces for RecentRequests. Zero fields do not filter.
+// RequestQuery selects traces for QueryRequests and RecentRequests. Zero
+// fields do not filter.
 type RequestQuery struct {
 	// Limit is the maximum number of traces returned: default 100, at most
 	// 1000.
 	Limit int
+	// ID keeps only the request with this id.
+	ID string
 	// Chain keeps only requests routed through this chain.
 	Chain string
 	// Backend keeps only requests served by this backend (provider/model).
 	Backend string
 	// Class keeps only requests that ended with this class.
 	Class llm.Class
+	// Dialect keeps only requests whose client spoke this dialect.
+	Dialect llm.Dialect
+	// Status keeps only requests whose status is in this class ("4xx").
+	Status StatusClass
+	// Cache keeps only requests the response cache did this with; CacheNone
+	// keeps those it was not asked about.
+	Cache llm.CacheOutcome
+	// Stream, when set, keeps only streamed (true) or unstreamed requests.
+	Stream *bool
+	// Session keeps only the requests of this session.
+	Session string
+	// Text keeps only requests with this text (any case) in the requested
+	// name, alias, chain, backend, error or notes, or in the stored bodies.
+	Text string
+	// From and To keep only requests started from From (inclusive) to To
+	// (exclusive).
+	From, To time.Time
 	// Before keeps only requests started strictly before this instant, for
 	// paging backwards: pass the Start of the oldest trace of the previous
-	// page. Times are stored at millisecond precision.
+	// page. Times are stored at millisecond precision. Cursor pages
+	// without the gaps and repeats that equal times make.
 	Before time.Time
+	// Sort orders the traces (SortTime when empty), newest or largest
+	// first unless Asc.
+	Sort RequestSort
+	Asc  bool
+	// Cursor continues a query from the page that returned it
+	// (RequestPage.Next); the other fields must be those of that query.
+	Cursor string
 }
 
 // Limits on RequestQuery.Limit.
@@ -40,8 +67,8 @@ const (
 const insertRequestSQL = `INSERT INTO requests (
 	id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision,
-	cache_read_tokens, cache_write_tokens, saved, cache, session
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	cache_read_tokens, cache_write_tokens, saved, cache, session, cost
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
@@ -130,6 +157,12 @@ func decodeAttempts(s string) ([]llm.Attempt, error) {
 // than failing the whole batch; skipped reports how many were. On error
 // nothing of the batch is stored.
 func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger bool) (skipped int, err error) {
+	return d.writeBatch(ctx, traces, nil, withLedger)
+}
+
+// writeBatch stores traces, as writeRequests does, and bodies in one
+// transaction.
+func (d *DB) writeBatch(ctx context.Context, traces []llm.Trace, bodies []Bodies, withLedger bool) (skipped int, err error) {
 	tx, err := d.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: write requests: begin: %w", err)
@@ -173,13 +206,17 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: decision: %w", id, err)
 		}
+		var cost float64
+		for j := range t.Attempts {
+			cost += t.Attempts[j].Cost
+		}
 		res, err := stmt.ExecContext(ctx,
 			id, start.UnixMilli(), t.Endpoint, t.Path, string(t.Dialect), d.redact(t.Model), d.redact(t.Alias), t.Chain, t.Backend,
 			t.Stream, t.Status, string(t.Class), d.redact(t.Error),
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
 			t.Committed, d.redact(attempts), d.redact(encodeNotes(t.Notes)), d.redact(decision),
-			t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.Saved, string(t.Cache), sessionColumn(t.Session))
+			t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.Saved, string(t.Cache), sessionColumn(t.Session), cost)
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}
@@ -207,117 +244,31 @@ func (d *DB) writeRequests(ctx context.Context, traces []llm.Trace, withLedger b
 			}
 		}
 	}
+	if err := d.writeBodies(ctx, tx, bodies); err != nil {
+		return 0, err
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("store: write requests: commit: %w", err)
 	}
 	return skipped, nil
 }
 
-// RecentRequests returns stored traces matching q, newest first, each with
-// its attempts in the order they were made.
+// RecentRequests returns the first page of stored traces matching q, in
+// q's order (newest first by default), each with its attempts in the order
+// they were made.
 func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = defaultQueryLimit
-	}
-	limit = min(limit, maxQueryLimit)
-
-	var where []string
-	var args []any
-	if q.Chain != "" {
-		where = append(where, "chain = ?")
-		args = append(args, q.Chain)
-	}
-	if q.Backend != "" {
-		where = append(where, "backend = ?")
-		args = append(args, q.Backend)
-	}
-	if q.Class != "" {
-		where = append(where, "class = ?")
-		args = append(args, string(q.Class))
-	}
-	if !q.Before.IsZero() {
-		where = append(where, "started_at < ?")
-		args = append(args, q.Before.UnixMilli())
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, limit)
-	return d.queryRequests(ctx, cond+`
-ORDER BY started_at DESC, seq DESC
-LIMIT ?`, args...)
+	page, err := d.QueryRequests(ctx, q)
+	return page.Traces, err
 }
 
 // RequestByID returns the stored trace of one request; found is false
 // when no row has the id.
 func (d *DB) RequestByID(ctx context.Context, id string) (t llm.Trace, found bool, err error) {
-	ts, err := d.queryRequests(ctx, " WHERE id = ? LIMIT 1", id)
-	if err != nil || len(ts) == 0 {
+	rows, err := d.queryRows(ctx, " WHERE id = ? LIMIT 1", id)
+	if err != nil || len(rows) == 0 {
 		return llm.Trace{}, false, err
 	}
-	return ts[0], true, nil
-}
-
-// queryRequests reads the traces of the rows the query's tail (its WHERE,
-// ORDER and LIMIT clauses) selects.
-func (d *DB) queryRequests(ctx context.Context, tail string, args ...any) ([]llm.Trace, error) {
-	query := `SELECT id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision,
-	cache_read_tokens, cache_write_tokens, saved, cache, session
-FROM requests` + tail
-
-	rows, err := d.sql.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: query requests: %w", err)
-	}
-	defer rows.Close()
-
-	var out []llm.Trace
-	for rows.Next() {
-		var (
-			t        llm.Trace
-			startMS  int64
-			class    string
-			dialect  string
-			latency  float64
-			ttft     sql.NullFloat64
-			attempts string
-			notes    string
-			decision string
-			cache    string
-		)
-		if err := rows.Scan(
-			&t.ID, &startMS, &t.Endpoint, &t.Path, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
-			&class, &t.Error, &latency, &ttft,
-			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &t.Usage.TotalTokens, &t.Committed, &attempts, &notes, &decision,
-			&t.Usage.CacheReadTokens, &t.Usage.CacheWriteTokens, &t.Saved, &cache, &t.Session,
-		); err != nil {
-			return nil, fmt.Errorf("store: scan request: %w", err)
-		}
-		t.Start = time.UnixMilli(startMS)
-		t.Class = llm.Class(class)
-		t.Dialect = llm.Dialect(dialect)
-		t.Cache = llm.CacheOutcome(cache)
-		t.Latency = msDuration(latency)
-		t.TTFT = msDuration(ttft.Float64)
-		if t.Attempts, err = decodeAttempts(attempts); err != nil {
-			return nil, fmt.Errorf("store: request %s: attempts: %w", t.ID, err)
-		}
-		t.Notes = decodeNotes(notes)
-		if t.Decision, err = decodeDecision(decision); err != nil {
-			return nil, fmt.Errorf("store: request %s: decision: %w", t.ID, err)
-		}
-		for _, a := range t.Attempts {
-			t.Cost += a.Cost
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: query requests: %w", err)
-	}
-	return out, nil
+	return rows[0].trace, true, nil
 }
 
 // encodeDecision is a decision as the decision column keeps it: JSON, or
@@ -360,9 +311,12 @@ func sessionColumn(s string) string {
 // in between.
 const pruneChunk = 1000
 
-// PruneRequests deletes requests (with their attempts) that
-// started before olderThan, and returns how many requests it deleted.
+// PruneRequests deletes requests (with their attempts and their bodies)
+// that started before olderThan, and returns how many requests it deleted.
 func (d *DB) PruneRequests(ctx context.Context, olderThan time.Time) (int64, error) {
+	if _, err := d.pruneBodies(ctx, olderThan.UnixMilli()); err != nil {
+		return 0, err
+	}
 	const q = `DELETE FROM requests WHERE rowid IN (
 	SELECT rowid FROM requests WHERE started_at < ? LIMIT ?)`
 	cutoff := olderThan.UnixMilli()

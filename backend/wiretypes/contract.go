@@ -140,10 +140,10 @@ var freelane = contract{
 		{Route: "GET /api/settings", Response: typeOf[control.Settings]()},
 		{Route: "PUT /api/settings", Request: typeOf[control.Settings](), Response: typeOf[control.Settings]()},
 
-		{Route: "GET /api/requests", Doc: "Query: limit, chain, backend, class, before (RFC 3339).",
+		{Route: "GET /api/requests", Doc: "One page of the request log. Query: limit (1-1000, default 100); sort (time, latency, ttft, tokens, cost) and order (desc, asc); cursor (from the X-FreeLane-Next-Cursor header of the previous page, absent on the last); q (a request id finds that request, other text is searched in the names, the error, the notes and the kept bodies); from, to, before (RFC 3339); chain, backend, class, dialect, status (2xx-5xx), cache (hit, miss, bypass, refresh, none), stream (true, false), session, id. Any other parameter is refused.",
 			Response: typeOf[[]llm.Trace](), NeverNull: true},
-		{Route: "GET /api/requests/{id}", Doc: "One request's trace with its routing decision, from the live tail or the request log; 404 unknown_request when neither has it.",
-			Response: typeOf[llm.Trace]()},
+		{Route: "GET /api/requests/{id}", Doc: "One request's trace with its routing decision, from the live tail or the request log, with its bodies when body logging kept them; 404 unknown_request when neither has it.",
+			Response: typeOf[api.RequestDetail]()},
 		{Route: "GET /api/usage", Doc: "Query: from and to (RFC 3339 times or YYYY-MM-DD dates), group_by.",
 			Response: typeOf[usageReport]()},
 		{Route: "GET /api/caching", Doc: "What prompt caching and the response cache did over the window ending now (query: window, a duration from 1m to 30d such as 24h or 7d; default 24h), with a warning for each chain whose routing keeps breaking warm prompt caches.",

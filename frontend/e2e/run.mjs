@@ -379,7 +379,7 @@ await test('a chain takes a strategy and a gear, previews its route, and a reque
   await go('requests');
   const row = page.getByTestId(`request-row-${id}`);
   await row.waitFor();
-  await row.getByText('Details').click();
+  await row.click();
   await waitFor(async () => (await page.getByTestId(`decision-${id}-gear`).count()) === 1, 'the decision to load');
   assert((await page.getByTestId(`decision-${id}-gear`).innerText()) === 'manual', 'the request was not routed in the manual gear');
   assert((await page.getByTestId(`decision-${id}-chain`).innerText()) === 'main', 'the decision names another chain');
@@ -868,7 +868,7 @@ await test('caching screen shows prompt-cache share, the response cache and savi
   assert(cachedCells.length === 1 && /^[\d,]+ cached \(\d+(\.\d)?%\)$/.test(cachedCells[0]), `cached prompt tokens: ${cachedCells.join(' | ')}`);
   // The next turn's details: what its prompt cache read, and its session.
   const warmId = (await p.locator('[data-testid^="request-cached-"]').getAttribute('data-testid')).replace('request-cached-', '');
-  await p.getByTestId(`request-detail-${warmId}`).locator('summary').click();
+  await p.getByTestId(`request-row-${warmId}`).click();
   const sess = p.getByTestId(`request-session-${warmId}`);
   await sess.waitFor();
   assert((await sess.innerText()).includes(tag), `the details' session: ${await sess.innerText()}`);

@@ -41,16 +41,16 @@ func scanChunk(data []byte) (kind llm.EventKind, u *llm.Usage, ok bool) {
 	}
 	cands, use := v[0], v[1]
 	// A blocked prompt and an error chunk are rare and the decoder's.
-	if !null(v[2]) || !null(v[3]) || !stringOrNull(v[4]) || !stringOrNull(v[5]) {
+	if !jsonscan.Null(v[2]) || !jsonscan.Null(v[3]) || !stringOrNull(v[4]) || !stringOrNull(v[5]) {
 		return 0, nil, false
 	}
-	if !null(use) {
+	if !jsonscan.Null(use) {
 		if u, ok = scanUsage(use); !ok {
 			return 0, nil, false
 		}
 	}
 	kind = llm.Held
-	if null(cands) {
+	if jsonscan.Null(cands) {
 		return kind, u, true
 	}
 	if cands[0] != '[' {
@@ -80,14 +80,14 @@ func scanCandidate(c []byte) (said, ok bool) {
 		return false, true
 	}
 	var v [3][]byte
-	if c[0] != '{' || !pickFields(c, candidateFields, v[:]) || !jsonInt(v[2]) || !stringOrNull(v[1]) {
+	if c[0] != '{' || !pickFields(c, candidateFields, v[:]) || !jsonscan.Int(v[2]) || !stringOrNull(v[1]) {
 		return false, false
 	}
-	if r := v[1]; !null(r) && (bytes.IndexByte(r, '\\') >= 0 || blockedReasons[string(r[1:len(r)-1])]) {
+	if r := v[1]; !jsonscan.Null(r) && (bytes.IndexByte(r, '\\') >= 0 || blockedReasons[string(r[1:len(r)-1])]) {
 		return false, false
 	}
 	content := v[0]
-	if null(content) {
+	if jsonscan.Null(content) {
 		return false, true
 	}
 	var cv [2][]byte
@@ -95,7 +95,7 @@ func scanCandidate(c []byte) (said, ok bool) {
 		return false, false
 	}
 	parts := cv[0]
-	if null(parts) {
+	if jsonscan.Null(parts) {
 		return false, true
 	}
 	if parts[0] != '[' {
@@ -122,7 +122,7 @@ func scanPart(p []byte) (says, ok bool) {
 		return false, false
 	}
 	for _, m := range v[4:] {
-		if !null(m) {
+		if !jsonscan.Null(m) {
 			return false, false
 		}
 	}
@@ -130,10 +130,10 @@ func scanPart(p []byte) (says, ok bool) {
 	if !stringOrNull(text) || !stringOrNull(v[2]) || !stringOrNull(v[3]) {
 		return false, false
 	}
-	if !null(thought) && string(thought) != "true" && string(thought) != "false" {
+	if !jsonscan.Null(thought) && string(thought) != "true" && string(thought) != "false" {
 		return false, false
 	}
-	return !null(text) && len(text) > 2, true
+	return !jsonscan.Null(text) && len(text) > 2, true
 }
 
 // scanUsage reads usageMetadata as usage() reports it.
@@ -144,7 +144,7 @@ func scanUsage(use []byte) (*llm.Usage, bool) {
 	}
 	var n [5]int
 	for i, m := range v {
-		c, ok := tokenCount(m)
+		c, ok := jsonscan.Count(m)
 		if !ok {
 			return nil, false
 		}
@@ -202,36 +202,5 @@ func asciiEqualFold(key []byte, f string) bool {
 	return true
 }
 
-// null reports whether a member is absent or null.
-func null(v []byte) bool { return v == nil || string(v) == "null" }
-
 // stringOrNull reports whether a member is absent, null or a string.
-func stringOrNull(v []byte) bool { return null(v) || v[0] == '"' }
-
-// jsonInt reports whether a member is absent, null or an integer that
-// encoding/json reads into an int.
-func jsonInt(v []byte) bool {
-	if null(v) {
-		return true
-	}
-	digits := bytes.TrimPrefix(v, []byte("-"))
-	if len(digits) == 0 || len(digits) > 18 {
-		return false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// tokenCount reads a count: absent or null is 0, and ok is false for
-// anything but a plain non-negative integer of at most nine digits.
-func tokenCount(v []byte) (int, bool) {
-	if null(v) || string(v) == "0" {
-		return 0, true
-	}
-	n := jsonscan.SmallInt(v)
-	return n, n > 0
-}
+func stringOrNull(v []byte) bool { return jsonscan.Null(v) || v[0] == '"' }

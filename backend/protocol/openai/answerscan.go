@@ -1,10 +1,6 @@
 package openai
 
-import (
-	"bytes"
-
-	"freelane/backend/jsonscan"
-)
+import "freelane/backend/jsonscan"
 
 // The members scanAnswer reads: of an answer, of a choice and of a
 // message.
@@ -27,7 +23,7 @@ func scanAnswer(body []byte, a *answer) bool {
 	}
 	choices, use := v[0], v[2]
 	a.Data, a.Error = seenOf(v[1]), seenOf(v[3])
-	if !null(use) {
+	if !jsonscan.Null(use) {
 		if use[0] != '{' {
 			return false
 		}
@@ -36,7 +32,7 @@ func scanAnswer(body []byte, a *answer) bool {
 			return false
 		}
 	}
-	if null(choices) {
+	if jsonscan.Null(choices) {
 		return true
 	}
 	if choices[0] != '[' {
@@ -66,7 +62,7 @@ func scanChoice(b []byte) (c checkedChoice, ok bool) {
 	}
 	c.Text = seenOf(v[1])
 	m := v[0]
-	if null(m) {
+	if jsonscan.Null(m) {
 		return c, true
 	}
 	var mv [6][]byte
@@ -99,6 +95,3 @@ func contentOf(v []byte) content {
 	}
 	return c
 }
-
-// null reports whether a member is absent or null.
-func null(v []byte) bool { return v == nil || bytes.Equal(v, []byte("null")) }

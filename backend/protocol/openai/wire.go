@@ -329,16 +329,16 @@ func scanUsage(use []byte, u *usage) bool {
 		return false
 	}
 	var ok bool
-	if u.PromptTokens, ok = tokenCount(v[0]); !ok {
+	if u.PromptTokens, ok = jsonscan.Count(v[0]); !ok {
 		return false
 	}
-	if u.CompletionTokens, ok = tokenCount(v[1]); !ok {
+	if u.CompletionTokens, ok = jsonscan.Count(v[1]); !ok {
 		return false
 	}
-	if u.TotalTokens, ok = tokenCount(v[2]); !ok {
+	if u.TotalTokens, ok = jsonscan.Count(v[2]); !ok {
 		return false
 	}
-	if u.CacheHitTokens, ok = tokenCount(v[4]); !ok {
+	if u.CacheHitTokens, ok = jsonscan.Count(v[4]); !ok {
 		return false
 	}
 	switch d := v[3]; {
@@ -349,28 +349,13 @@ func scanUsage(use []byte, u *usage) bool {
 			return false
 		}
 		u.PromptTokensDetails = new(promptDetails)
-		if u.PromptTokensDetails.CachedTokens, ok = tokenCount(dv[0]); !ok {
+		if u.PromptTokensDetails.CachedTokens, ok = jsonscan.Count(dv[0]); !ok {
 			return false
 		}
 	default:
 		return false
 	}
 	return true
-}
-
-// tokenCount is a count as encoding/json reads it into an int, for the
-// plain non-negative integers vendors send; ok is false for anything else.
-func tokenCount(v []byte) (n int, ok bool) {
-	switch {
-	case v == nil || string(v) == "null":
-		return 0, true
-	case string(v) == "0":
-		return 0, true
-	}
-	if n = jsonscan.SmallInt(v); n == 0 {
-		return 0, false
-	}
-	return n, true
 }
 
 // choiceHasContent reports whether one of a chunk's choices carries

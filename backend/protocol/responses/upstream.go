@@ -503,7 +503,7 @@ func scanDelta(data []byte) (kind llm.EventKind, ok bool) {
 	if typ == nil || !slices.ContainsFunc(deltaTypes, func(t []byte) bool { return bytes.Equal(typ, t) }) {
 		return 0, false
 	}
-	if !intOrNull(v[2]) {
+	if !jsonscan.Int(v[2]) {
 		return 0, false
 	}
 	for _, m := range v[3:6] {
@@ -525,22 +525,4 @@ func scanDelta(data []byte) (kind llm.EventKind, ok bool) {
 		return llm.Content, true
 	}
 	return llm.Held, true
-}
-
-// intOrNull reports whether a member's value is absent, null or an
-// integer that encoding/json reads into an int.
-func intOrNull(v []byte) bool {
-	if v == nil || string(v) == "null" {
-		return true
-	}
-	digits := bytes.TrimPrefix(v, []byte("-"))
-	if len(digits) == 0 || len(digits) > 18 {
-		return false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

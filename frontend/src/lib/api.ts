@@ -95,6 +95,8 @@ interface RequestOptions {
    * refused login code says nothing about the session this page holds.
    */
   anonymous?: boolean;
+  /** Sees the answer's headers, for the few answers that carry more than their body. */
+  headers?: (h: Headers) => void;
 }
 
 /**
@@ -125,6 +127,7 @@ export async function request<T>(method: string, path: string, body?: unknown, o
     if (res.status === 401 && !opts.anonymous) signedOut(token, err.message);
     throw err;
   }
+  opts.headers?.(res.headers);
   if (res.status === 204 || text === "") return undefined as T;
   try {
     return JSON.parse(text) as T;
@@ -277,6 +280,19 @@ export const api = {
     for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") params.set(k, String(v));
     const qs = params.toString();
     return request<Answer<"GET /api/requests">>("GET", `/api/requests${qs ? "?" + qs : ""}`);
+  },
+
+  /**
+   * One page of the request log for a query (see GET /api/requests), and
+   * the cursor of the next page ("" on the last).
+   */
+  requestPage: async (q: Record<string, string>) => {
+    let next = "";
+    const qs = new URLSearchParams(q).toString();
+    const traces = await request<Answer<"GET /api/requests">>("GET", `/api/requests${qs ? "?" + qs : ""}`, undefined, {
+      headers: (h) => (next = h.get("X-FreeLane-Next-Cursor") ?? ""),
+    });
+    return { traces: traces ?? [], next };
   },
 
   /** Every tool's settings for this FreeLane, with model as the model they ask for. */

@@ -78,6 +78,7 @@ export type {
   Timeouts,
   ToolSetup,
   Totals,
+  RequestDetail,
   Trace,
   UsageGrouping,
   UsageReport,

@@ -866,15 +866,15 @@ export interface Endpoints {
     request: Settings;
     response: Settings;
   };
-  /** Query: limit, chain, backend, class, before (RFC 3339). */
+  /** One page of the request log. Query: limit (1-1000, default 100); sort (time, latency, ttft, tokens, cost) and order (desc, asc); cursor (from the X-FreeLane-Next-Cursor header of the previous page, absent on the last); q (a request id finds that request, other text is searched in the names, the error, the notes and the kept bodies); from, to, before (RFC 3339); chain, backend, class, dialect, status (2xx-5xx), cache (hit, miss, bypass, refresh, none), stream (true, false), session, id. Any other parameter is refused. */
   "GET /api/requests": {
     request: void;
     response: Trace[];
   };
-  /** One request's trace with its routing decision, from the live tail or the request log; 404 unknown_request when neither has it. */
+  /** One request's trace with its routing decision, from the live tail or the request log, with its bodies when body logging kept them; 404 unknown_request when neither has it. */
   "GET /api/requests/{id}": {
     request: void;
-    response: Trace;
+    response: RequestDetail;
   };
   /** Query: from and to (RFC 3339 times or YYYY-MM-DD dates), group_by. */
   "GET /api/usage": {
@@ -1729,6 +1729,79 @@ export interface QuotaView {
   credit_expires: string | null;
 }
 
+/**
+ * RequestDetail is one request as GET /api/requests/{id} answers it: its
+ * trace, and its bodies when body logging kept them.
+ *
+ * Go: api.RequestDetail.
+ */
+export interface RequestDetail {
+  id: string;
+  start: string;
+  /** chat, completions, embeddings */
+  endpoint: RequestEndpoint;
+  /**
+   * Path is the API path the client called, as Request.Path names it
+   * (the pattern of the dialect's route). Empty for requests logged
+   * before it was recorded.
+   */
+  path?: string;
+  /** Dialect is the wire format the client spoke. */
+  dialect?: Dialect;
+  /** as the client asked */
+  model: string;
+  chain?: string;
+  /** Alias is the model alias pattern that routed Model to Chain. */
+  alias?: string;
+  /** the one that served, if any */
+  backend?: string;
+  stream: boolean;
+  /** status the client got */
+  status: number;
+  /** ok, or why the request failed */
+  class: FailureClass;
+  error?: string;
+  latency_ns: number;
+  ttft_ns?: number;
+  usage: Usage;
+  /** sum of the attempts' costs */
+  cost: number;
+  attempts: Attempt[] | null;
+  /** stream body started */
+  committed?: boolean;
+  /** Notes are what the request's parser left out (see Request.Notes). */
+  notes?: string[];
+  /**
+   * Decision is how the router chose the backends it tried; nil for
+   * requests logged before decisions were recorded.
+   */
+  decision?: Decision;
+  /**
+   * Cache is what the response cache did: CacheHit, CacheMiss,
+   * CacheBypass, CacheRefresh, or "" when it was not asked (off, or a
+   * request it does not keep).
+   */
+  cache?: CacheOutcome;
+  /**
+   * Session is the first 16 hex digits of the request's session key
+   * (Request.Session), for grouping a conversation's turns; "" for none.
+   */
+  session?: string;
+  /**
+   * Saved is what caching saved on the request: the attempts' prompt
+   * cache savings, or for a response-cache hit the cost of the answer
+   * when it was first made.
+   */
+  saved?: number;
+  /** BodyLogging says whether body logging is on now (request_log.bodies). */
+  body_logging: boolean;
+  /**
+   * Bodies are what the client sent and received, redacted and cut to
+   * request_log.max_body_kb; absent when none were kept.
+   */
+  bodies?: StoredBodies;
+}
+
 /** RequestEndpoint is the OpenAI API a request came in on. */
 export type RequestEndpoint = "chat/completions" | "completions" | "embeddings";
 
@@ -2064,6 +2137,16 @@ export interface SnapshotMessage {
 export interface Spend {
   today: number;
   month: number;
+}
+
+/**
+ * StoredBodies are the bodies of one request as the log keeps them.
+ *
+ * Go: store.StoredBodies.
+ */
+export interface StoredBodies {
+  request: string;
+  answer: string;
 }
 
 /**

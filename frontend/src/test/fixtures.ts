@@ -222,7 +222,7 @@ export function usageRow(key: string, over: Partial<UsageRow> = {}): UsageRow {
 }
 
 /** A fetch stand-in that records calls and answers from a handler. */
-export function fakeFetch(handler: (method: string, url: string, body: unknown) => { status?: number; body?: unknown }) {
+export function fakeFetch(handler: (method: string, url: string, body: unknown) => { status?: number; body?: unknown; headers?: Record<string, string> }) {
   const calls: { method: string; url: string; body: unknown }[] = [];
   const fn = async (input: RequestInfo | URL, init?: RequestInit) => {
     const url = String(input);
@@ -232,7 +232,7 @@ export function fakeFetch(handler: (method: string, url: string, body: unknown) 
     const res = handler(method, url, body);
     const status = res.status ?? 200;
     const text = res.body === undefined ? "" : typeof res.body === "string" ? res.body : JSON.stringify(res.body);
-    return new Response(status === 204 ? null : text, { status, headers: { "Content-Type": "application/json" } });
+    return new Response(status === 204 ? null : text, { status, headers: { "Content-Type": "application/json", ...res.headers } });
   };
   return { fn, calls };
 }
