@@ -24,6 +24,8 @@ var wallClock = map[string]string{
 	"backend/internal/fakeupstream/fakeupstream.go:Start": "the fake upstream stands for a remote server, whose time no test can move",
 	"backend/internal/clocktest/clocktest.go":             "the fake clock's following mode moves with real time",
 	"backend/internal/fakelocal/process.go:StartProcess":  "waits for a real child process to say it listens, in real time",
+	"backend/internal/teamtest/teamtest.go":               "starts and stops real Redis, PostgreSQL and HAProxy processes for tests and waits for them in real time",
+	"backend/internal/teamtest/haproxy.go:command":        "bounds a real exchange with HAProxy's admin socket in real time",
 }
 
 // banned are the time package's functions that read the wall clock or arm
