@@ -379,7 +379,7 @@ chains:
 	reqID := resp.Header.Get("X-FreeLane-Request-Id")
 	waitFor(t, 10*time.Second, "the rejected-key notification", func() bool {
 		for _, n := range notes.all() {
-			if strings.Contains(n, "API key rejected") && strings.Contains(n, "mine") {
+			if strings.Contains(n, "API key refused") && strings.Contains(n, "mine") {
 				return true
 			}
 		}
