@@ -68,7 +68,7 @@ type server struct {
 // connections and, when ready is not empty, the log holds ready (a server
 // may accept connections before it can serve them).
 func start(name, dir, network, addr, ready string, cmd *exec.Cmd) (*server, error) {
-	logf, err := os.Create(dir + "/" + name + ".log")
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, fmt.Errorf("teamtest: %s log: %w", name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"freelane/backend/jsonscan"
+	"freelane/backend/llm"
 )
 
 var chunkSeeds = []string{
@@ -64,4 +65,14 @@ func TestScanChunkSeeds(t *testing.T) {
 	if scanned < 8 {
 		t.Errorf("only %d chunks were scanned", scanned)
 	}
+}
+
+// scanChunk is classify's scan for a chunk known to be valid JSON, as
+// the agreement tests call it.
+func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, ok bool) {
+	var v [3][]byte
+	if data[0] != '{' || !jsonscan.Pick(data, chunkKeys, v[:]) {
+		return 0, nil, nil, false
+	}
+	return scanPicked(name, data, &v)
 }

@@ -260,21 +260,12 @@ func classifyDecoded(name, data []byte) (llm.EventKind, *llm.Usage, error) {
 	return llm.Held, c.Usage.neutral(), nil
 }
 
-// scanChunk is classify for a valid chunk, by scanning it. ok is false
-// where encoding/json could read the chunk otherwise than an exact scan
-// does: a key that folds to one of chunk's (encoding/json matches keys
-// without regard to case), a repeated member (which it merges), or a
-// member of a type chunk cannot hold (an error there).
-func scanChunk(name, data []byte) (kind llm.EventKind, u *llm.Usage, err error, ok bool) {
-	var v [3][]byte
-	if data[0] != '{' || !jsonscan.Pick(data, chunkKeys, v[:]) {
-		return 0, nil, nil, false
-	}
-	return scanPicked(name, data, &v)
-}
-
-// scanPicked is scanChunk once the chunk's members named by chunkKeys
-// have been picked into v.
+// scanPicked is classify for a valid chunk whose members named by
+// chunkKeys have been picked into v, by scanning it. ok is false where
+// encoding/json could read the chunk otherwise than an exact scan does: a
+// key that folds to one of chunk's (encoding/json matches keys without
+// regard to case), a repeated member (which it merges), or a member of a
+// type chunk cannot hold (an error there).
 func scanPicked(name, data []byte, v *[3][]byte) (kind llm.EventKind, u *llm.Usage, err error, ok bool) {
 	choices, use, errv := v[0], v[1], v[2]
 	if present(errv) || string(name) == "error" {
