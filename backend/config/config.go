@@ -121,7 +121,38 @@ type Config struct {
 	// Notifications say which kinds of notification the dashboard and
 	// the desktop app get; each kind is on unless set to false.
 	Notifications Notifications `yaml:"notifications,omitempty"`
+	// Instance names this FreeLane among the instances of a team that
+	// share one Redis and one PostgreSQL; empty means the host name and
+	// the listen port. Like State and Store it is read from the file at
+	// start and never stored, since each instance has its own.
+	Instance string `yaml:"instance,omitempty"`
+	// State is where instances of a team share quotas, budgets and health.
+	State State `yaml:"state,omitempty"`
+	// Store is where instances of a team share configuration, keys and
+	// the usage ledger.
+	Store Store `yaml:"store,omitempty"`
 }
+
+// State says where the counters, marks and breakers several instances
+// share are kept; empty keeps them in this process only.
+type State struct {
+	// Redis is a redis:// or rediss:// URL, usually with its password
+	// written as ${VAR}; the URL is never stored or shown.
+	Redis string `yaml:"redis,omitempty"`
+}
+
+// Store says where several instances keep one configuration, one set of
+// sealed keys and one usage ledger; empty keeps them in the data
+// directory's SQLite file only.
+type Store struct {
+	// Postgres is a postgres:// URL (or a libpq key=value string), with
+	// its password written as ${VAR}; the URL is never stored or shown.
+	Postgres string `yaml:"postgres,omitempty"`
+}
+
+// MaxInstanceName bounds instance: it is shown on the dashboard and sent
+// with every shared update.
+const MaxInstanceName = 64
 
 // Notifications switch each kind of notification on or off; nil means on.
 type Notifications struct {

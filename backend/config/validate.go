@@ -144,6 +144,7 @@ func (v *validator) validate(c *Config) {
 	if u := c.Server.LocalUsers; u != "" && u != LocalUsersSelf && u != LocalUsersAny {
 		v.errorf("server.local_users", "must be %q (only programs of the account running FreeLane, the default) or %q (programs of every account on this machine), got %q", LocalUsersSelf, LocalUsersAny, u)
 	}
+	v.team(c)
 	if v.d.set["max_body_mb"] && (c.MaxBodyMB < 1 || c.MaxBodyMB > MaxMaxBodyMB) {
 		v.errorf("max_body_mb", "must be from 1 to %d (MiB), got %d", MaxMaxBodyMB, c.MaxBodyMB)
 	}
@@ -989,4 +990,25 @@ func chainList(c *Config) string {
 		sb.WriteString(ch.Name)
 	}
 	return sb.String()
+}
+
+// team checks the settings of a team's shared parts: an instance name
+// the dashboard can show, and URLs of the schemes their clients speak.
+func (v *validator) team(c *Config) {
+	if n := c.Instance; n != "" && (len(n) > MaxInstanceName || strings.ContainsFunc(n, func(r rune) bool { return r < ' ' || r == 0x7f })) {
+		v.errorf("instance", "must be a name of at most %d characters without control characters, got %q", MaxInstanceName, n)
+	}
+	if r := c.State.Redis; r != "" {
+		u, err := url.Parse(r)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") || (u.Scheme != "unix" && u.Host == "") {
+			v.errorf("state.redis", "must be a Redis URL such as \"redis://:${REDIS_PASSWORD}@redis.lan:6379/0\" (redis://, rediss:// or unix://)")
+		}
+	}
+	if p := c.Store.Postgres; p != "" {
+		u, err := url.Parse(p)
+		keyValue := strings.Contains(p, "=") && !strings.Contains(p, "://")
+		if !keyValue && (err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "") {
+			v.errorf("store.postgres", "must be a PostgreSQL URL such as \"postgres://freelane:${PG_PASSWORD}@db.lan:5432/freelane\" or a key=value connection string")
+		}
+	}
 }

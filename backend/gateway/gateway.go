@@ -271,10 +271,13 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	if o.Config != nil {
 		token = cmp.Or(token, o.Config.Server.Token)
 		allLocalUsers = o.Config.Server.LocalUsers == config.LocalUsersAny
-		// The token is a credential of this run only: the stored
-		// configuration never holds it.
+		// The token is a credential of this run only, and the instance's
+		// name and the URLs of the shared parts (with their passwords)
+		// belong to this instance: the stored configuration, which a team
+		// shares, never holds them.
 		seed := *o.Config
 		seed.Server = config.Server{}
+		seed.Instance, seed.State, seed.Store = "", config.State{}, config.Store{}
 		o.Config = &seed
 	}
 	if token != "" && len(strings.TrimSpace(token)) < config.MinTokenLength {

@@ -35,6 +35,9 @@ func roundTripConfig(upstream string) *config.Config {
 		// A web UI the user runs against FreeLane.
 		AllowedOrigins: []string{"http://localhost:3000"},
 		Server:         config.Server{Token: "rt-inbound-token-0123456789", LocalUsers: config.LocalUsersAny},
+		Instance:       "office-1",
+		State:          config.State{Redis: "redis://:rt-redis-secret@127.0.0.1:1/0"},
+		Store:          config.Store{Postgres: "postgres://fl:rt-pg-secret@127.0.0.1:1/freelane"},
 		MaxBodyMB:      32,
 		Requests:       config.Requests{BodyReadTimeout: 90 * time.Second, MaxInflightBodyMB: 512, ResponseRetentionDays: 7, ResponseStoreMB: 64},
 		Providers: []config.Provider{
@@ -147,6 +150,7 @@ func roundTripConfig(upstream string) *config.Config {
 // configuration instead.
 func asStored(c *config.Config) *config.Config {
 	c.Server = config.Server{}
+	c.Instance, c.State, c.Store = "", config.State{}, config.Store{}
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		// Which file gives a key is told in the effective configuration
