@@ -39,6 +39,11 @@ type budgetState struct {
 	spent      float64
 	reserved   float64
 	noted      map[string]time.Time // event -> period start it was raised in
+	// In a team: key names the shared counter of the period starting at
+	// keyStart, and seen is the team's spend as last seen.
+	key      string
+	keyStart time.Time
+	seen     seen
 }
 
 func (m *Manager) configureBudgets(bs []Budget) []*budgetState {

@@ -104,6 +104,9 @@ type Manager struct {
 	maxTok    int
 	// answers reads outputs for the estimate; set before traffic.
 	answers Answers
+	// team, when set, counts limits and budgets with the other instances
+	// of a team (see ShareWith).
+	team Shared
 }
 
 // New returns a Manager with no limits. loc is the zone of budget periods
@@ -266,6 +269,10 @@ type Hold struct {
 	reserved float64
 	budgets  []*budgetState
 	done     bool
+	// counts are what the team counted for the hold, refs what each
+	// stands for; empty outside a team.
+	counts []Count
+	refs   []teamRef
 }
 
 // Admit decides whether b may be called for req now. It counts the request
@@ -320,8 +327,18 @@ func (m *Manager) Admit(req *llm.Request, chain string, b Target) (*Hold, *llm.S
 		sc.admit(now)
 		evs = sc.note(now, evs)
 	}
+	if m.team != nil {
+		m.teamCountsLocked(h, now)
+	}
 	m.mu.Unlock()
 	m.publish(evs)
+	if len(h.counts) > 0 {
+		// The team's count is asked outside the lock: its round trip must
+		// not hold up the other requests of this instance.
+		if sk := m.takeTeam(h); sk != nil {
+			return nil, sk
+		}
+	}
 	return h, nil
 }
 
@@ -371,16 +388,15 @@ func (h *Hold) Done(c *llm.CallUsage) {
 func (h *Hold) Release() {
 	m := h.m
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if h.done {
+		m.mu.Unlock()
 		return
 	}
 	h.done = true
-	for _, sc := range m.scopesOf(h.b) {
-		sc.unadmit(h.at)
-	}
-	for _, bs := range h.budgets {
-		bs.unreserve(h.reserved)
+	m.undoLocked(h)
+	m.mu.Unlock()
+	if len(h.counts) > 0 {
+		h.teamGiveBack()
 	}
 }
 
@@ -442,8 +458,12 @@ func (h *Hold) Settle(c llm.CallUsage) {
 		a.Saved = saved(price, used)
 	}
 	now := m.clock.Now()
+	var team []Count
 	if !h.done {
 		h.done = true
+		if len(h.counts) > 0 {
+			team = h.teamSettleLocked(now, int64(prompt+completion), spent)
+		}
 		for _, sc := range m.scopesOf(h.b) {
 			sc.settle(now, int64(prompt+completion))
 			evs = sc.note(now, evs)
@@ -457,6 +477,9 @@ func (h *Hold) Settle(c llm.CallUsage) {
 		}
 	}
 	m.mu.Unlock()
+	if len(team) > 0 {
+		m.team.Add(team)
+	}
 	m.publish(evs)
 }
 

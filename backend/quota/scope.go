@@ -79,6 +79,12 @@ type scope struct {
 	// warning or exhaustion event was raised, so each is raised once per
 	// window.
 	warned, filled [nKinds]time.Time
+	// In a team: keys names each kind's shared counter, seen is the
+	// team's count as last seen, and teamFull is until when the team
+	// refused a kind.
+	keys     [nKinds]string
+	seen     [nKinds]seen
+	teamFull [nKinds]time.Time
 }
 
 func newScope(name string) *scope {
@@ -186,6 +192,13 @@ func (s *scope) uses(now time.Time, detail bool) useList {
 		dayStart = now.Truncate(24 * time.Hour)
 	}
 	counted := [nKinds]int64{rpm: mreq, rpd: dreq, tpm: mtok, tpd: dtok, concurrency: s.inflight}
+	for _, k := range [...]kind{rpd, tpd} {
+		// In a team, the day's use is the team's as last seen plus what
+		// this instance counted since.
+		if sn := s.seen[k]; !sn.start.IsZero() && sn.start.Equal(dayStart) {
+			counted[k] = max(counted[k], sn.shared+counted[k]-sn.own)
+		}
+	}
 	limits := [nKinds]int64{rpm: s.lim.RPM, rpd: s.lim.RPD, tpm: s.lim.TPM, tpd: s.lim.TPD, concurrency: s.lim.Concurrency}
 	starts := [nKinds]time.Time{rpm: minuteStart, rpd: dayStart, tpm: minuteStart, tpd: dayStart}
 	for k := range nKinds {
@@ -231,7 +244,7 @@ func (s *scope) full(now time.Time) *llm.Skip {
 		}
 		return quotaSkip(fmt.Sprintf("%s: %s used, resets %s", s.name, s.noun(u.kind), when(u.resets, now, s.lim.Reset.location())), u.resets)
 	}
-	return nil
+	return s.teamFullSkip(now)
 }
 
 // fullReason is full's sentence, "" when nothing is full.

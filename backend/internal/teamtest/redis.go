@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,6 +18,23 @@ type Redis struct {
 }
 
 var redisOnce once[*Redis]
+
+// databases is how many numbered databases the test Redis has, so that
+// each test can count in one of its own.
+const databases = 1024
+
+var lastDB atomic.Int32
+
+// NewDB returns the number of a database no other test of the binary
+// uses, for a URL such as redis://ADDR/N.
+func (r *Redis) NewDB(tb testing.TB) int {
+	tb.Helper()
+	n := int(lastDB.Add(1))
+	if n >= databases {
+		tb.Fatalf("teamtest: the test Redis has only %d databases", databases)
+	}
+	return n
+}
 
 // StartRedis returns the test binary's redis-server, starting it on first
 // use; it skips tb when redis-server is not installed.
@@ -44,7 +62,7 @@ func startRedis() (*Redis, error) {
 	// disk I/O nobody asked for.
 	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--protected-mode", "no", "--logfile", "")
+		"--protected-mode", "no", "--logfile", "", "--databases", strconv.Itoa(databases))
 	s, err := start("redis-server", dir, "tcp", hostPort(port), "", cmd)
 	if err != nil {
 		os.RemoveAll(dir)
