@@ -69,6 +69,9 @@ type Options struct {
 	// Tasks are the tasks a client may name in X-FreeLane-Task; nil
 	// knows only the built-in classes.
 	Tasks Tasks
+	// Team reports this instance's view of the state a team shares; nil
+	// outside a team.
+	Team Team
 	// Pseudonyms hashes the session and end-user ids callers send, so
 	// upstreams see only keyed hashes of them; nil sends none at all.
 	Pseudonyms *pseudonym.Pseudonyms
@@ -315,16 +318,34 @@ func (s *Server) fail(w http.ResponseWriter, codec protocol.Codec, f *router.Fai
 	protocol.WriteError(w, codec, protocol.ErrorInfo{Status: f.Status, Code: f.Code, Message: f.Message})
 }
 
+// Team is an instance's view of what the instances of a team share.
+type Team interface {
+	// TeamStatus is the view as /healthz shows it; degraded is set while
+	// a shared part is unreachable and the instance serves on its own.
+	TeamStatus() (status any, degraded bool)
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	t := s.o.Router.Table()
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"status":       "ok",
 		"version":      s.o.Version,
 		"backends":     len(t.Backends()),
 		"chains":       t.Chains(),
 		"missing_keys": t.MissingKeys(),
 		"time":         s.o.Clock.Now().UTC().Format(time.RFC3339),
-	})
+	}
+	if s.o.Team != nil {
+		// Still 200: the instance serves. A load balancer's health check
+		// must not take every instance out because the shared state is
+		// down; the status word says it is on its own.
+		team, degraded := s.o.Team.TeamStatus()
+		body["team"] = team
+		if degraded {
+			body["status"] = "degraded"
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

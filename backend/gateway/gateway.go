@@ -39,6 +39,7 @@ import (
 	"freelane/backend/pseudonym"
 	"freelane/backend/quota"
 	"freelane/backend/redact"
+	"freelane/backend/redisstate"
 	"freelane/backend/respcache"
 	"freelane/backend/router"
 	"freelane/backend/shape"
@@ -118,6 +119,8 @@ type quotaManager interface {
 	Restore(rows []quota.Usage)
 	Configure(s quota.Settings)
 	ReadAnswersWith(a quota.Answers)
+	// ShareWith counts limits and budgets with a team's other instances.
+	ShareWith(s quota.Shared)
 }
 
 var (
@@ -149,7 +152,9 @@ type Gateway struct {
 	feed    *feed
 	hub     *hub.Hub
 	quota   quotaManager
-	shape   *shape.Shaper
+	// team is the state shared with a team's other instances; nil alone.
+	team  *redisstate.State
+	shape *shape.Shaper
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
@@ -223,9 +228,14 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		return nil, fmt.Errorf("opening the database: %w", err)
 	}
 	g.db = db
+	// team is closed with the database when New fails; g is nil by then.
+	var team *redisstate.State
 	defer func() {
 		if err != nil {
 			db.Close()
+			if team != nil {
+				_ = team.Close()
+			}
 		}
 	}()
 	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger, Clock: o.Clock})
@@ -247,6 +257,9 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	g.quota.ReadAnswersWith(g.dialects)
+	if team, err = g.openTeam(o.Config); err != nil {
+		return nil, err
+	}
 	g.shape = shape.New(o.Clock)
 	g.router.SetShaper(g.shape)
 	if !o.NoLedger {
@@ -284,7 +297,11 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		return nil, fmt.Errorf("the inbound token is too short: use at least %d characters (for example FREELANE_TOKEN=$(openssl rand -hex 24))", config.MinTokenLength)
 	}
 	g.token = auth.NewToken(token)
-	g.api = api.New(api.Options{Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
+	var teamView api.Team
+	if team != nil {
+		teamView = teamStatus{team}
+	}
+	g.api = api.New(api.Options{Team: teamView, Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
 		Dialects: g.dialects, Tasks: g.tasks, Pseudonyms: pseudonym.New(v.Derive("pseudonyms")), Bodies: g.reqLog})
 	// Control applies the configuration once while opening, which builds
@@ -693,6 +710,9 @@ func (g *Gateway) Start() error {
 	// address, known only now.
 	g.rebuild()
 	g.loops.Go("housekeeping", g.housekeep)
+	if g.team != nil {
+		g.loops.Go("shared state", g.team.Run)
+	}
 	g.loops.Go("dashboard hub", g.hub.Run)
 	g.loops.Go("notifications", func(ctx context.Context) { g.notes.Run(ctx, g.noteEvents.C()) })
 	g.loops.Go("state saver", g.saveLoop)
@@ -807,6 +827,9 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 	}
 	for _, c := range g.keyClients {
 		c.CloseIdle()
+	}
+	if g.team != nil {
+		_ = g.team.Close()
 	}
 	if err := g.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
