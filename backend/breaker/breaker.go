@@ -233,6 +233,7 @@ func (b *Set) disableKey(k llm.KeyID, st *backend, now time.Time, why, reason st
 		b.keys[k] = ks
 	}
 	ks.until, ks.why = now.Add(b.s.CredentialCooldown), why
+	b.tell(Mark{Kind: MarkKeyOff, ID: st.id, Until: ks.until, Why: why})
 	b.publish(events.Event{Time: now, Kind: events.KeyDisabled, Level: events.Alert, Provider: k.Provider, Backend: st.name,
 		Reason: reason + why, Until: ks.until})
 }
@@ -366,6 +367,13 @@ type Set struct {
 	// schedule instead of starting it again.
 	rearmed map[llm.KeyID]rearm
 	tickets uint64
+	// team, when set, hears what the set learns and counts failures with
+	// a team's other instances; trials hands out one half-open trial
+	// across them. applying is set while a mark they told is recorded,
+	// so that it is not told back.
+	team     Team
+	trials   Trials
+	applying bool
 }
 
 // New returns an empty Set. pub may be nil.
@@ -430,9 +438,11 @@ func (b *Set) setState(st *backend, to State, now time.Time, why string) {
 	switch to {
 	case Open:
 		ev.Level, ev.Until = events.Warn, st.openUntil
+		b.tell(Mark{Kind: MarkOpen, ID: st.id, Until: st.openUntil, Level: st.level, Why: why})
 	case Closed:
 		st.closedAt, st.levelAt = now, now
 		st.failures = 0
+		b.tell(Mark{Kind: MarkClosed, ID: st.id, Why: why})
 	}
 	b.publish(ev)
 }
@@ -483,9 +493,15 @@ func skipOf(err error) *llm.Skip {
 // admitted: a call that ends in any way, a panic included, gives its trial
 // back. Calling done again does nothing.
 func (b *Set) Allow(id llm.BackendID) (done func(e *llm.Error, firstByte time.Duration), skip *llm.Skip) {
-	ticket, err := b.acquire(id)
+	ticket, trial, err := b.acquire(id)
 	if err != nil {
 		return nil, skipOf(err)
+	}
+	if trial && !b.claimTrial(id) {
+		// Another instance of the team sends the trial: this one gives
+		// its own back untried.
+		b.report(id, ticket, &llm.Error{Class: llm.Cancelled}, 0)
+		return nil, (&Unavailable{Reason: ReasonHalfOpen, Detail: "its trial request is in flight on another instance of the team"}).Skip()
 	}
 	return b.doneFunc(id, ticket), nil
 }
@@ -510,19 +526,20 @@ func (b *Set) doneFunc(id llm.BackendID, ticket uint64) func(*llm.Error, time.Du
 // with report, so only the trial's own outcome can close or reopen the
 // breaker; a call that started before the backend went half-open reports
 // with a ticket that holds no slot.
-func (b *Set) acquire(id llm.BackendID) (uint64, error) {
+func (b *Set) acquire(id llm.BackendID) (ticket uint64, trial bool, err error) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.backends[id]
 	if err := b.availability(st, id.KeyID(), now); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	b.tickets++
 	if st != nil && st.state == HalfOpen {
 		st.trial, st.trialTok = true, b.tickets
+		trial = true
 	}
-	return b.tickets, nil
+	return b.tickets, trial, nil
 }
 
 // report records the outcome of one call acquired with acquire: e is nil for
@@ -560,6 +577,9 @@ func (b *Set) report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte ti
 			return
 		}
 		st.failures, st.limited = 0, 0
+		if b.team != nil && st.state == Closed {
+			b.team.Succeeded(id)
+		}
 		if wasTrial {
 			// A recovered backend starts from a cautious score:
 			// good enough to serve, quick to trip again if it relapses.
@@ -586,6 +606,7 @@ func (b *Set) report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte ti
 			wait = headerlessCooldown(st.limited, b.s.RateLimitCooldown)
 		}
 		st.coolUntil, st.coolWhy = now.Add(wait), e.Message
+		b.tell(Mark{Kind: MarkCooling, ID: id, Until: st.coolUntil, Why: e.Message})
 		b.publish(events.Event{Time: now, Kind: events.Cooldown, Level: events.Info, Backend: st.name, Provider: st.id.Provider,
 			Reason: e.Message, Until: st.coolUntil})
 		if wasTrial {
@@ -602,6 +623,9 @@ func (b *Set) report(id llm.BackendID, ticket uint64, e *llm.Error, firstByte ti
 			return
 		}
 		st.failures++
+		if b.team != nil && st.state == Closed {
+			b.team.Failed(id, b.s.Failures, e.Message)
+		}
 		switch {
 		case wasTrial:
 			b.trip(st, now, "trial request failed: "+e.Message, false)
@@ -678,6 +702,7 @@ func (b *Set) retire(st *backend, now time.Time, why string) {
 		return
 	}
 	st.retired, st.retiredAt, st.retiredWhy = true, now, why
+	b.tell(Mark{Kind: MarkRetired, ID: st.id, Why: why})
 	b.publish(events.Event{Time: now, Kind: events.Retired, Level: events.Warn, Backend: st.name, Provider: st.id.Provider, Reason: why})
 }
 

@@ -107,6 +107,10 @@ type breakerSet interface {
 	keyOutcomes
 	backendStatus
 	Configure(s breaker.Settings)
+	// ShareWith, Apply and TripByTeam share what the breakers learn with
+	// a team's other instances.
+	ShareWith(t breaker.Team)
+	redisstate.Breakers
 }
 
 // quotaManager is what the gateway needs of the quotas and budgets: the

@@ -11,8 +11,9 @@ import (
 )
 
 // openTeam connects to the state a team's instances share, when the
-// configuration names it. Redis need not be reachable yet: the instance
-// serves on its share of every limit until it is.
+// configuration names it: the quota and budget counters, and what the
+// breakers learn. Redis need not be reachable yet: the instance serves on
+// its share of every limit, and on its own breakers, until it is.
 func (g *Gateway) openTeam(cfg *config.Config) (*redisstate.State, error) {
 	if cfg == nil || cfg.State.Redis == "" {
 		return nil, nil
@@ -24,6 +25,8 @@ func (g *Gateway) openTeam(cfg *config.Config) (*redisstate.State, error) {
 	}
 	g.team = rs
 	g.quota.ShareWith(rs)
+	g.gate.ShareWith(rs)
+	rs.ShareBreakers(g.gate)
 	return rs, nil
 }
 

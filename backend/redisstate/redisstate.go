@@ -87,6 +87,9 @@ type State struct {
 	pending map[pendingKey]*pendingCount
 	peers   []Peer
 	wake    chan struct{}
+
+	// marks carries the breakers' marks (see marks.go).
+	marks marks
 }
 
 // pendingKey merges counts that change the same counter bucket.
@@ -138,6 +141,7 @@ func Open(o Options) (*State, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.marks.init()
 	s.alive.Store(1)
 	s.downSince.Store(s.started.UnixNano())
 	return s, nil
@@ -290,6 +294,12 @@ func (s *State) Add(counts []quota.Count) {
 func (s *State) Run(ctx context.Context) {
 	beat, tick := s.clock.NewTicker(Beat)
 	defer beat.Stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.runMarks(ctx)
+	}()
+	defer func() { <-done }()
 	s.heartbeat(ctx)
 	for {
 		select {
@@ -299,6 +309,10 @@ func (s *State) Run(ctx context.Context) {
 		case <-tick:
 			s.heartbeat(ctx)
 			s.flush(ctx)
+			if s.up.Load() {
+				s.reconcile(ctx)
+				s.marks.poke()
+			}
 		case <-s.wake:
 			if s.up.Load() {
 				s.flush(ctx)
@@ -329,11 +343,7 @@ func (s *State) heartbeat(ctx context.Context) {
 	peers := make([]Peer, 0, len(live.Val()))
 	for _, z := range live.Val() {
 		m, _ := z.Member.(string)
-		name := m
-		if i := strings.LastIndexByte(m, '#'); i >= 0 {
-			name = m[:i]
-		}
-		peers = append(peers, Peer{Name: name, LastSeen: time.UnixMilli(int64(z.Score)).UTC(), Self: m == s.member})
+		peers = append(peers, Peer{Name: memberName(m), LastSeen: time.UnixMilli(int64(z.Score)).UTC(), Self: m == s.member})
 	}
 	slices.SortFunc(peers, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
 	s.mu.Lock()

@@ -165,7 +165,7 @@ func TestBudgetReservations(t *testing.T) {
 	}
 	// a settles: 600 held becomes 150 spent.
 	a.Add([]quota.Count{{Kind: quota.CountReserve, Key: "b:global|day:1", TTL: exp, N: -600}, {Kind: quota.CountSpend, Key: "b:global|day:1", TTL: exp, N: 150}})
-	waitFor(t, "a's settlement", func() bool { n, _ := reserve(b, 0); return n == -1 })
+	waitFor(t, "a's settlement", func() bool { n, tot := reserve(b, 0); return n == -1 && tot == 150 })
 	if n, tot := reserve(b, 800); n != -1 || tot != 950 {
 		t.Fatalf("b's reservation after a settled: refused %d total %d, want admitted at 950", n, tot)
 	}

@@ -17,12 +17,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"freelane/backend/breaker"
 	"freelane/backend/catalog"
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
 	"freelane/backend/internal/fakeupstream"
 	"freelane/backend/internal/teamtest"
+	"freelane/backend/llm"
 )
 
 func TestMain(m *testing.M) { os.Exit(teamtest.Main(m)) }
@@ -37,7 +39,7 @@ type team struct {
 
 // startTeam starts n instances sharing the Redis at redisURL. Their one
 // chain, main, tries free/mf (limited by limits) and then spare/ms.
-func startTeam(t *testing.T, n int, redisURL string, limits config.Limits) *team {
+func startTeam(t *testing.T, n int, redisURL string, limits config.Limits, mutate ...func(*config.Config)) *team {
 	t.Helper()
 	up := fakeupstream.Start()
 	t.Cleanup(up.Close)
@@ -64,6 +66,9 @@ func startTeam(t *testing.T, n int, redisURL string, limits config.Limits) *team
 				Models: []config.Model{{ID: "ms", Context: 8192}}},
 		}
 		cfg.Chains = []config.Chain{{Name: "main", Backends: []string{"free/mf", "spare/ms"}}}
+		for _, m := range mutate {
+			m(cfg)
+		}
 		g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: t.TempDir(), Logger: quiet,
 			Clock: clocktest.Following(start), ManualProbes: true, LookupEnv: withoutCatalogKeys})
 		if err != nil {
@@ -236,5 +241,49 @@ func TestRedisDownIsADegradedModeNotAnOutage(t *testing.T) {
 	}
 	if got := tm.up.Calls("mf"); got != served {
 		t.Fatalf("the used-up backend was called %d more times after Redis returned", got-served)
+	}
+}
+
+// A backend that starts failing is opened on all three instances after
+// three failures in total (one through each), not three on each: the
+// requests after that go straight to the next backend everywhere.
+func TestBreakerOpensOnEveryInstanceAfterTheTeamsFailures(t *testing.T) {
+	r := teamtest.StartRedis(t)
+	tm := startTeam(t, 3, fmt.Sprintf("redis://%s/%d", r.Addr, r.NewDB(t)), config.Limits{}, func(c *config.Config) {
+		// Only failures in a row trip, so that the count is the team's.
+		c.Breaker.Failures, c.Breaker.HealthThreshold = 3, 0.01
+	})
+	tm.up.Set("mf", fakeupstream.Behavior{Status: 503})
+	// One request to each instance in turn (the balancer goes round).
+	for i := range 3 {
+		if ok, failure := tm.load(t, 1, 1); ok != 1 {
+			t.Fatalf("request %d failed: %s", i+1, failure)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := tm.up.Calls("mf"); got != 3 {
+		t.Fatalf("the failing backend was called %d times, want 3", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		open := 0
+		for _, g := range tm.gws {
+			if st := g.BreakerStatus(llm.BackendID{Provider: "free", Model: "mf"}); st.State == breaker.Open {
+				open++
+			}
+		}
+		if open == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 instances opened the failing backend's breaker", open)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ok, failure := tm.load(t, 10, 3); ok != 30 {
+		t.Fatalf("%d of 30 answered: %s", ok, failure)
+	}
+	if got := tm.up.Calls("mf"); got != 3 {
+		t.Fatalf("the failing backend was called %d times after every instance opened it, want still 3", got)
 	}
 }
