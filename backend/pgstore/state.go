@@ -11,8 +11,8 @@ import (
 
 // notice is the payload of a change notification.
 type notice struct {
-	Instance string `json:"instance"`
-	Name     string `json:"name"`
+	Instance string   `json:"instance"`
+	Names    []string `json:"names"`
 }
 
 // GetState returns the document stored under name; ok is false when there
@@ -31,29 +31,36 @@ func (d *DB) GetState(ctx context.Context, name string) (value []byte, ok bool, 
 }
 
 // UpdateState stores the documents fn puts in one transaction, all or
-// none, and announces each on Channel when the transaction commits
-// (PostgreSQL delivers notifications at commit only).
+// none, and announces them together on Channel when the transaction
+// commits (PostgreSQL delivers notifications at commit only).
 func (d *DB) UpdateState(ctx context.Context, fn func(put func(name string, value []byte) error) error) error {
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
 	var fnErr error
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		now := d.clock.Now().UnixMilli()
+		msg := notice{Instance: d.instance}
 		fnErr = fn(func(name string, value []byte) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO state (name, value, updated_at) VALUES ($1, $2, $3)
 	ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, name, value, now); err != nil {
 				return d.errorf("save state "+name, err)
 			}
-			payload, err := json.Marshal(notice{Instance: d.instance, Name: name})
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, string(payload)); err != nil {
-				return d.errorf("announce state "+name, err)
-			}
+			msg.Names = append(msg.Names, name)
 			return nil
 		})
-		return fnErr
+		if fnErr != nil || len(msg.Names) == 0 {
+			return fnErr
+		}
+		// The names are short and few; PostgreSQL's limit on a payload
+		// (8000 bytes) is far off.
+		payload, err := json.Marshal(msg)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, string(payload)); err != nil {
+			return d.errorf("announce the state change", err)
+		}
+		return nil
 	})
 	switch {
 	case err == nil:
@@ -80,7 +87,9 @@ const (
 )
 
 // Watch listens on Channel over a connection of its own and calls fn with
-// the name of every document another instance changed, and with Resync
+// the name of every document another instance changed (one change stores
+// several documents together, and fn hears of each: a caller that
+// reloads everything on any name should coalesce the calls), and with Resync
 // each time it starts listening again after the connection was lost
 // (not the first time). It reconnects with backoff until ctx ends, and
 // returns ctx's error then. fn runs on Watch's goroutine; a slow fn
@@ -151,6 +160,8 @@ func (d *DB) listen(ctx context.Context, listening func(), fn func(name string))
 		if json.Unmarshal([]byte(n.Payload), &msg) != nil || msg.Instance == d.instance {
 			continue
 		}
-		fn(msg.Name)
+		for _, name := range msg.Names {
+			fn(name)
+		}
 	}
 }
