@@ -46,7 +46,6 @@ import (
 	"freelane/backend/task"
 	"freelane/backend/tier"
 	"freelane/backend/upstream"
-	"freelane/backend/vault"
 )
 
 // Options configure a Gateway.
@@ -218,6 +217,16 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		o.Dialects = dialects.Registry()
 	}
 	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, dialects: o.Dialects, serving: loops.New(), loops: loops.New(), writers: loops.New()}
+	var team config.Store
+	if o.Config != nil {
+		team = o.Config.Store
+	}
+	// In team mode the shared master key is checked before anything is
+	// opened: without it no instance could read the keys the others seal.
+	v, err := openVault(ctx, o, team.Postgres != "")
+	if err != nil {
+		return nil, fmt.Errorf("opening the key vault: %w", err)
+	}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock), store.WithRedactor(red))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
@@ -258,10 +267,6 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.pool = pool.New(pool.Options{DataDir: o.DataDir, Logger: o.Logger, Clock: o.Clock, Owner: o.SocketOwner,
 		Breakers: g.gate, Events: g.bus, Rebuild: g.rebuild, Changed: g.invalidate})
 
-	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain, Clock: o.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("opening the key vault: %w", err)
-	}
 	sessions, err := auth.Open(ctx, o.DataDir, v, o.Clock, o.Logger)
 	if err != nil {
 		return nil, err
