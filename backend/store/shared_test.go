@@ -98,3 +98,24 @@ func TestLedgerSeqIsNeverReused(t *testing.T) {
 		t.Fatalf("after the roll-up emptied the ledger the next seq is %d, not above %d", next, last)
 	}
 }
+
+// TestRollUpKeepsRowsNotShipped folds old rows only up to the seq a
+// shipper copied: the rows after it stay until they are copied.
+func TestRollUpKeepsRowsNotShipped(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	for i := 0; i < 5; i++ {
+		if _, err := db.SQL().ExecContext(ctx, `INSERT INTO ledger (time, request_id, backend, outcome) VALUES (?, 'r', 'b/m', 'ok')`,
+			time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC).UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := db.RollUpLedgerThrough(ctx, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), 3)
+	if err != nil || n != 3 {
+		t.Fatalf("RollUpLedgerThrough folded %d rows, %v; want 3", n, err)
+	}
+	rows, err := db.LedgerAfter(ctx, 0, 10)
+	if err != nil || len(rows) != 2 || rows[0].Seq != 4 || rows[1].Seq != 5 {
+		t.Fatalf("left %+v, %v; want seqs 4 and 5", rows, err)
+	}
+}
