@@ -166,6 +166,10 @@ type Gateway struct {
 	noteEvents *events.Subscription
 	lastNote   uint64
 
+	// team is this instance's part in a team sharing PostgreSQL; nil on
+	// a single machine.
+	team *team
+
 	// catalog is the catalog in use, as the control plane holds it; it is
 	// kept here too because apply runs while the control plane is locked.
 	catalog *catalog.Catalog
@@ -217,13 +221,14 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		o.Dialects = dialects.Registry()
 	}
 	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, dialects: o.Dialects, serving: loops.New(), loops: loops.New(), writers: loops.New()}
-	var team config.Store
+	var shared config.Store
+	var instance string
 	if o.Config != nil {
-		team = o.Config.Store
+		shared, instance = o.Config.Store, instanceName(o.Config, o.Listen)
 	}
 	// In team mode the shared master key is checked before anything is
 	// opened: without it no instance could read the keys the others seal.
-	v, err := openVault(ctx, o, team.Postgres != "")
+	v, err := openVault(ctx, o, shared.Postgres != "")
 	if err != nil {
 		return nil, fmt.Errorf("opening the key vault: %w", err)
 	}
@@ -232,11 +237,29 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		return nil, fmt.Errorf("opening the database: %w", err)
 	}
 	g.db = db
+	// A failed New returns a nil Gateway: what the deferred close needs is
+	// held apart from it.
+	var tm *team
 	defer func() {
 		if err != nil {
+			if tm != nil {
+				tm.close()
+			}
 			db.Close()
 		}
 	}()
+	// The single-machine app keeps its documents in the SQLite file only;
+	// a team's are on PostgreSQL, with the file keeping the last copy.
+	var docs control.Store = db
+	if shared.Postgres != "" {
+		tm = &team{url: shared.Postgres, instance: instance, local: db, log: o.Logger, clock: o.Clock}
+		g.team = tm
+		if err := g.team.connect(ctx); err != nil {
+			g.log.Warn("cannot reach PostgreSQL (store.postgres) at start; serving the configuration last read from it, and connecting in the background",
+				"instance", instance, "err", err)
+		}
+		docs = g.team
+	}
 	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger, Clock: o.Clock})
 	g.responses = store.NewResponseStore(db, store.ResponseOptions{Logger: o.Logger, Clock: o.Clock})
 	g.bus = events.NewBus(o.Logger)
@@ -284,6 +307,12 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		seed.Server = config.Server{}
 		seed.Instance, seed.State, seed.Store = "", config.State{}, config.Store{}
 		o.Config = &seed
+		if shared.Postgres != "" && defaultConfig(&seed) {
+			// A team's instances are started with a file that says where
+			// the shared parts are and little else; such a file does not
+			// replace the configuration the team shares.
+			o.Config = nil
+		}
 	}
 	if token != "" && len(strings.TrimSpace(token)) < config.MinTokenLength {
 		return nil, fmt.Errorf("the inbound token is too short: use at least %d characters (for example FREELANE_TOKEN=$(openssl rand -hex 24))", config.MinTokenLength)
@@ -298,11 +327,16 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.catalog = cat
 	g.pool.SetCatalog(pool.HeldCatalog(o.DataDir, cat), src)
 	g.control, err = control.Open(ctx, control.Options{
-		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
+		DB: docs, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
 		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: pool.CatalogAddresses(o.DataDir), Pool: g.pool,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if g.team != nil {
+		g.team.mu.Lock()
+		g.team.opened = true
+		g.team.mu.Unlock()
 	}
 	g.restoreState(ctx)
 	g.restoreQuotas(ctx)
@@ -701,6 +735,9 @@ func (g *Gateway) Start() error {
 	g.loops.Go("dashboard hub", g.hub.Run)
 	g.loops.Go("notifications", func(ctx context.Context) { g.notes.Run(ctx, g.noteEvents.C()) })
 	g.loops.Go("state saver", g.saveLoop)
+	if g.team != nil {
+		g.loops.Go("team store", func(ctx context.Context) { g.team.run(ctx, g.control.Reload) })
+	}
 	if !g.o.ManualProbes {
 		g.loops.Go("probes", g.prober.Run)
 		if !cfg.Discovery.Disabled {
@@ -812,6 +849,9 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 	}
 	for _, c := range g.keyClients {
 		c.CloseIdle()
+	}
+	if g.team != nil {
+		g.team.close()
 	}
 	if err := g.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
