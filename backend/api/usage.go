@@ -75,10 +75,10 @@ func (h *adminHandlers) usage(w http.ResponseWriter, r *http.Request) {
 	switch group {
 	case "":
 		group = store.ByDay
-	case store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath:
+	case store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath, store.ByInstance:
 	default:
 		WriteError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
-			fmt.Sprintf("group_by must be day, backend, chain, day,backend or path, got %q", llm.Truncate(group, 40)), "group_by")
+			fmt.Sprintf("group_by must be day, backend, chain, day,backend, path or instance, got %q", llm.Truncate(group, 40)), "group_by")
 		return
 	}
 	rows, err := h.a.Usage(r.Context(), store.UsageQuery{From: from, To: to, GroupBy: group})

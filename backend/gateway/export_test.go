@@ -7,6 +7,7 @@ import (
 	"freelane/backend/llm"
 	"freelane/backend/loops"
 	"freelane/backend/router"
+	"freelane/backend/store"
 )
 
 // CheckCredits runs the housekeeping loop's credit check now, so tests can
@@ -40,3 +41,8 @@ func (g *Gateway) ShapeWaiting() int { return g.shape.Waiting() }
 // Router is the gateway's router, for tests that route a request the
 // API layer would have prepared (a session already hashed, say).
 func (g *Gateway) Router() *router.Router { return g.router }
+
+// Usage answers as /api/usage does.
+func (g *Gateway) Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
+	return adminView{g}.Usage(ctx, q)
+}

@@ -47,7 +47,6 @@ import (
 	"freelane/backend/task"
 	"freelane/backend/tier"
 	"freelane/backend/upstream"
-	"freelane/backend/vault"
 )
 
 // Options configure a Gateway.
@@ -156,9 +155,10 @@ type Gateway struct {
 	feed    *feed
 	hub     *hub.Hub
 	quota   quotaManager
-	// team is the state shared with a team's other instances; nil alone.
-	team  *redisstate.State
-	shape *shape.Shaper
+	// shared is the state shared on Redis with a team's other instances;
+	// nil outside a team.
+	shared *redisstate.State
+	shape  *shape.Shaper
 	// redact knows every configured secret; all provider clients share it,
 	// so an upstream cannot echo another provider's key either.
 	redact *redact.Redactor
@@ -175,6 +175,10 @@ type Gateway struct {
 	notes      *notify.Notifier
 	noteEvents *events.Subscription
 	lastNote   uint64
+
+	// team is this instance's part in a team sharing PostgreSQL; nil on
+	// a single machine.
+	team *team
 
 	// catalog is the catalog in use, as the control plane holds it; it is
 	// kept here too because apply runs while the control plane is locked.
@@ -227,21 +231,49 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		o.Dialects = dialects.Registry()
 	}
 	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, dialects: o.Dialects, serving: loops.New(), loops: loops.New(), writers: loops.New()}
+	var shared config.Store
+	var instance string
+	if o.Config != nil {
+		shared, instance = o.Config.Store, instanceName(o.Config, o.Listen)
+	}
+	// In team mode the shared master key is checked before anything is
+	// opened: without it no instance could read the keys the others seal.
+	v, err := openVault(ctx, o, shared.Postgres != "")
+	if err != nil {
+		return nil, fmt.Errorf("opening the key vault: %w", err)
+	}
 	db, err := store.Open(ctx, filepath.Join(o.DataDir, "freelane.db"), store.WithClock(o.Clock), store.WithRedactor(red))
 	if err != nil {
 		return nil, fmt.Errorf("opening the database: %w", err)
 	}
 	g.db = db
-	// team is closed with the database when New fails; g is nil by then.
-	var team *redisstate.State
+	// A failed New returns a nil Gateway: what the deferred close needs is
+	// held apart from it.
+	var tm *team
+	var rs *redisstate.State
 	defer func() {
 		if err != nil {
+			if tm != nil {
+				tm.close()
+			}
 			db.Close()
-			if team != nil {
-				_ = team.Close()
+			if rs != nil {
+				_ = rs.Close()
 			}
 		}
 	}()
+	// The single-machine app keeps its documents in the SQLite file only;
+	// a team's are on PostgreSQL, with the file keeping the last copy.
+	var docs control.Store = db
+	if shared.Postgres != "" {
+		tm = &team{url: shared.Postgres, instance: instance, local: db, log: o.Logger, clock: o.Clock}
+		g.team = tm
+		if err := g.team.connect(ctx); err != nil {
+			g.log.Warn("cannot reach PostgreSQL (store.postgres) at start; serving the configuration last read from it, and connecting in the background",
+				"instance", instance, "err", err)
+		}
+		docs = g.team
+	}
 	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger, Clock: o.Clock})
 	g.responses = store.NewResponseStore(db, store.ResponseOptions{Logger: o.Logger, Clock: o.Clock})
 	g.bus = events.NewBus(o.Logger)
@@ -261,7 +293,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.router.SetClassifier(g.tasks)
 	g.quota = quota.New(o.Clock, g.bus, nil)
 	g.quota.ReadAnswersWith(g.dialects)
-	if team, err = g.openTeam(o.Config); err != nil {
+	if rs, err = g.openSharedState(o.Config); err != nil {
 		return nil, err
 	}
 	g.shape = shape.New(o.Clock)
@@ -275,10 +307,6 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.pool = pool.New(pool.Options{DataDir: o.DataDir, Logger: o.Logger, Clock: o.Clock, Owner: o.SocketOwner,
 		Breakers: g.gate, Events: g.bus, Rebuild: g.rebuild, Changed: g.invalidate})
 
-	v, err := vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain, Clock: o.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("opening the key vault: %w", err)
-	}
 	sessions, err := auth.Open(ctx, o.DataDir, v, o.Clock, o.Logger)
 	if err != nil {
 		return nil, err
@@ -296,14 +324,20 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		seed.Server = config.Server{}
 		seed.Instance, seed.State, seed.Store = "", config.State{}, config.Store{}
 		o.Config = &seed
+		if shared.Postgres != "" && defaultConfig(&seed) {
+			// A team's instances are started with a file that says where
+			// the shared parts are and little else; such a file does not
+			// replace the configuration the team shares.
+			o.Config = nil
+		}
 	}
 	if token != "" && len(strings.TrimSpace(token)) < config.MinTokenLength {
 		return nil, fmt.Errorf("the inbound token is too short: use at least %d characters (for example FREELANE_TOKEN=$(openssl rand -hex 24))", config.MinTokenLength)
 	}
 	g.token = auth.NewToken(token)
 	var teamView api.Team
-	if team != nil {
-		teamView = teamStatus{team}
+	if rs != nil {
+		teamView = sharedStatus{rs}
 	}
 	g.api = api.New(api.Options{Team: teamView, Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
@@ -314,11 +348,16 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.catalog = cat
 	g.pool.SetCatalog(pool.HeldCatalog(o.DataDir, cat), src)
 	g.control, err = control.Open(ctx, control.Options{
-		DB: db, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
+		DB: docs, Vault: v, Seed: o.Config, SeedPath: o.ConfigPath, Apply: g.apply, Logger: o.Logger,
 		Catalog: cat, LookupEnv: o.LookupEnv, Addresses: pool.CatalogAddresses(o.DataDir), Pool: g.pool,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if g.team != nil {
+		g.team.mu.Lock()
+		g.team.opened = true
+		g.team.mu.Unlock()
 	}
 	g.restoreState(ctx)
 	g.restoreQuotas(ctx)
@@ -714,12 +753,15 @@ func (g *Gateway) Start() error {
 	// address, known only now.
 	g.rebuild()
 	g.loops.Go("housekeeping", g.housekeep)
-	if g.team != nil {
-		g.loops.Go("shared state", g.team.Run)
+	if g.shared != nil {
+		g.loops.Go("shared state", g.shared.Run)
 	}
 	g.loops.Go("dashboard hub", g.hub.Run)
 	g.loops.Go("notifications", func(ctx context.Context) { g.notes.Run(ctx, g.noteEvents.C()) })
 	g.loops.Go("state saver", g.saveLoop)
+	if g.team != nil {
+		g.loops.Go("team store", func(ctx context.Context) { g.team.run(ctx, g.control.Reload) })
+	}
 	if !g.o.ManualProbes {
 		g.loops.Go("probes", g.prober.Run)
 		if !cfg.Discovery.Disabled {
@@ -833,7 +875,10 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 		c.CloseIdle()
 	}
 	if g.team != nil {
-		_ = g.team.Close()
+		g.team.close()
+	}
+	if g.shared != nil {
+		_ = g.shared.Close()
 	}
 	if err := g.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))

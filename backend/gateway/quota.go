@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"freelane/backend/config"
@@ -178,7 +179,12 @@ func (g *Gateway) rollUp(ctx context.Context) {
 	case n > 0:
 		g.log.Info("deleted old requests from the request log", "requests", n, "keep_days", keep)
 	}
-	n, err := g.db.RollUpLedger(ctx, g.clock.Now().AddDate(0, 0, -days))
+	// In a team, rows not copied to PostgreSQL yet stay as they are.
+	through := int64(math.MaxInt64)
+	if g.team != nil {
+		through = g.team.shipped()
+	}
+	n, err := g.db.RollUpLedgerThrough(ctx, g.clock.Now().AddDate(0, 0, -days), through)
 	switch {
 	case err != nil:
 		g.log.Warn("ledger roll-up failed", "err", err)
@@ -205,6 +211,9 @@ func (g *Gateway) checkCredits() {
 
 // Usage answers /api/usage.
 func (a adminView) Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
+	if a.g.team != nil {
+		return a.g.team.usage(ctx, q)
+	}
 	return a.g.db.Usage(ctx, q)
 }
 

@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"freelane/backend/config"
+	"freelane/backend/gateway"
+	"freelane/backend/internal/teamtest"
 	"freelane/backend/tier"
+	"freelane/backend/vault"
 )
 
 const (
@@ -328,7 +331,15 @@ func (e *env) write(method, path string, body []byte) {
 func TestAdminRoundTripChangesNothing(t *testing.T) {
 	t.Setenv("FREELANE_RT_KEY", rtEnvKey)
 	t.Setenv("FREELANE_RT_TITLE", "FreeLane round trip")
-	e := newEnv(t, func(c *config.Config) { *c = *roundTripConfig(c.Providers[0].BaseURL) })
+	// store.postgres is set, so the instance keeps its configuration on
+	// a real PostgreSQL and seals keys with the team's master key.
+	p := teamtest.StartPostgres(t)
+	dsn := p.DSN(p.NewDatabase(t))
+	t.Setenv(gateway.VaultKeyEnv, vault.NewKey())
+	e := newEnv(t, func(c *config.Config) {
+		*c = *roundTripConfig(c.Providers[0].BaseURL)
+		c.Store.Postgres = dsn
+	})
 	want := asStored(roundTripConfig(e.up.URL))
 	e.sameConfig("after seeding", want)
 
@@ -406,7 +417,8 @@ func TestAdminRoundTripChangesNothing(t *testing.T) {
 		t.Errorf("the upstream got %s", last.Body)
 	}
 
-	// What was stored is what a restart without --config reads back.
+	// What was stored is what a restart without --config reads back (from
+	// the local copy, with the same FREELANE_VAULT_KEY).
 	if err := e.g.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,51 +1,314 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
-	"fmt"
+	"context"
+	"errors"
+	"log/slog"
 	"net"
 	"os"
+	"sync"
+	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"freelane/backend/clock"
 	"freelane/backend/config"
-	"freelane/backend/redisstate"
+	"freelane/backend/control"
+	"freelane/backend/pgstore"
+	"freelane/backend/store"
+	"freelane/backend/vault"
 )
 
-// openTeam connects to the state a team's instances share, when the
-// configuration names it: the quota and budget counters, and what the
-// breakers learn. Redis need not be reachable yet: the instance serves on
-// its share of every limit, and on its own breakers, until it is.
-func (g *Gateway) openTeam(cfg *config.Config) (*redisstate.State, error) {
-	if cfg == nil || cfg.State.Redis == "" {
-		return nil, nil
+// VaultKeyEnv is the environment variable that gives the master key of
+// a team's instances.
+const VaultKeyEnv = "FREELANE_VAULT_KEY"
+
+// errNoVaultKey and errBadVaultKey refuse a start in team mode without a
+// usable shared master key. Neither quotes the variable's value.
+var (
+	errNoVaultKey = errors.New("store.postgres is set, so every instance must seal and open the shared API keys with the same master key: " +
+		"set " + VaultKeyEnv + " to one base64-encoded 32-byte key, the same on every instance (make one with: openssl rand -base64 32)")
+	errBadVaultKey = errors.New(VaultKeyEnv + " is not a base64-encoded 32-byte key (make one with: openssl rand -base64 32)")
+)
+
+// openVault opens the key vault: with the master key FREELANE_VAULT_KEY
+// gives when it is set, which team mode (shared) requires, since the keys
+// sealed in the shared database must open on every instance; otherwise
+// with the master key in the keychain or the data directory.
+func openVault(ctx context.Context, o Options, shared bool) (*vault.Vault, error) {
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
 	}
-	rs, err := redisstate.Open(redisstate.Options{URL: cfg.State.Redis, Instance: instanceName(cfg, g.o.Listen),
-		Clock: g.clock, Logger: g.log})
-	if err != nil {
-		return nil, err
+	key, ok := lookup(VaultKeyEnv)
+	switch {
+	case ok && key != "":
+		v, err := vault.FromKey(key)
+		if err != nil {
+			return nil, errBadVaultKey
+		}
+		return v, nil
+	case shared:
+		return nil, errNoVaultKey
 	}
-	g.team = rs
-	g.quota.ShareWith(rs)
-	g.gate.ShareWith(rs)
-	rs.ShareBreakers(g.gate)
-	return rs, nil
+	return vault.Open(ctx, vault.Options{DataDir: o.DataDir, UseKeychain: o.Keychain, Clock: o.Clock})
 }
 
-// instanceName is how the instance is known to the others of its team:
-// the configured name or else the host name with the port it listens on,
-// which is what tells two instances on one host apart.
+// instanceName is the instance's name among a team's: instance from the
+// config file, else the host name and the port it listens on, which stay
+// the same from one run to the next.
 func instanceName(cfg *config.Config, listen string) string {
 	if cfg.Instance != "" {
 		return cfg.Instance
 	}
-	host, _ := os.Hostname()
-	_, port, _ := net.SplitHostPort(cmp.Or(listen, cfg.Listen))
-	return fmt.Sprintf("%s:%s", cmp.Or(host, "localhost"), cmp.Or(port, "7788"))
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "freelane"
+	}
+	if _, port, err := net.SplitHostPort(cmp.Or(listen, cfg.Listen)); err == nil && port != "" && port != "0" {
+		host += ":" + port
+	}
+	return host
 }
 
-// teamStatus adapts the shared state's status to /healthz.
-type teamStatus struct{ rs *redisstate.State }
+// team is an instance's part in a team that shares one PostgreSQL: the
+// control plane's documents live there (and, as they were last read, in
+// the local SQLite file, so that the instance starts and serves while
+// PostgreSQL is away), the ledger's rows are copied there, and the
+// dashboard's usage is read from there.
+type team struct {
+	url      string
+	instance string
+	local    *store.DB
+	log      *slog.Logger
+	clock    clock.Clock
 
-func (t teamStatus) TeamStatus() (any, bool) {
-	st := t.rs.Status()
-	return st, st.Redis != "connected"
+	mu      sync.Mutex
+	db      *pgstore.DB // nil until connected
+	shipper *pgstore.Shipper
+	// opened is true once the control plane opened: a change that cannot
+	// reach PostgreSQL is refused from then on, but while opening it is
+	// kept locally, so that the instance can start without PostgreSQL.
+	opened bool
+	// usageDown is true while usage is read from the local file.
+	usageDown bool
+}
+
+// errTeamStoreDown refuses a change while PostgreSQL cannot be reached:
+// the other instances would never see it.
+var errTeamStoreDown = errors.New("the change was not saved: the shared configuration on PostgreSQL (store.postgres) cannot be reached; " +
+	"this instance keeps serving the configuration it last read, and changes can be made again once PostgreSQL is back")
+
+// connect opens the PostgreSQL store; the caller retries on failure.
+func (t *team) connect(ctx context.Context) error {
+	db, err := pgstore.Open(ctx, t.url, pgstore.Options{Instance: t.instance, Clock: t.clock, Logger: t.log})
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.db = db
+	t.shipper = pgstore.NewShipper(t.local, db, pgstore.ShipOptions{Clock: t.clock, Logger: t.log})
+	return nil
+}
+
+func (t *team) current() *pgstore.DB {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.db
+}
+
+// GetState reads a document from PostgreSQL and keeps it in the local
+// file too; when PostgreSQL cannot be reached it reads the local copy.
+func (t *team) GetState(ctx context.Context, name string) ([]byte, bool, error) {
+	if db := t.current(); db != nil {
+		v, ok, err := db.GetState(ctx, name)
+		if err == nil {
+			if ok {
+				if err := t.local.PutState(ctx, name, v); err != nil {
+					t.log.Warn("could not keep a copy of the shared configuration in the local database", "err", err)
+				}
+			}
+			return v, ok, nil
+		}
+		t.log.Warn("the shared configuration on PostgreSQL cannot be read; using the copy last read", "document", name, "err", err)
+	}
+	return t.local.GetState(ctx, name)
+}
+
+// UpdateState stores the documents in PostgreSQL and then in the local
+// file. Without PostgreSQL it refuses, except while the control plane
+// opens: then the documents go to the local file only, and the shared
+// ones replace them once PostgreSQL answers (see run).
+func (t *team) UpdateState(ctx context.Context, fn func(put func(name string, value []byte) error) error) error {
+	t.mu.Lock()
+	db, opened := t.db, t.opened
+	t.mu.Unlock()
+	if db != nil {
+		type doc struct {
+			name  string
+			value []byte
+		}
+		var docs []doc
+		var putErr, fnErr error
+		err := db.UpdateState(ctx, func(put func(string, []byte) error) error {
+			fnErr = fn(func(name string, value []byte) error {
+				if err := put(name, value); err != nil {
+					putErr = err
+					return err
+				}
+				docs = append(docs, doc{name, value})
+				return nil
+			})
+			return fnErr
+		})
+		switch {
+		case err == nil:
+			return t.local.UpdateState(ctx, func(put func(string, []byte) error) error {
+				for _, d := range docs {
+					if err := put(d.name, d.value); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		case fnErr != nil && putErr == nil:
+			// The change itself failed; PostgreSQL did not.
+			return fnErr
+		case opened:
+			t.log.Warn("a configuration change could not be saved to PostgreSQL", "err", err)
+			return errTeamStoreDown
+		}
+	} else if opened {
+		return errTeamStoreDown
+	}
+	t.log.Warn("PostgreSQL cannot be reached while starting: this instance serves the configuration it last read, and takes the shared one once PostgreSQL answers")
+	return t.local.UpdateState(ctx, fn)
+}
+
+// shipped is the seq through which the local roll-up may fold ledger
+// rows: those after it are not in PostgreSQL yet.
+func (t *team) shipped() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.shipper == nil {
+		return 0
+	}
+	return t.shipper.Shipped()
+}
+
+// usageReader answers the Usage screen's queries.
+type usageReader interface {
+	Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
+}
+
+// usage reads the whole team's usage from PostgreSQL, and this
+// instance's own from the local file while PostgreSQL cannot be reached.
+func (t *team) usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
+	var shared usageReader
+	if db := t.current(); db != nil {
+		shared = db
+	}
+	if shared != nil {
+		rows, err := shared.Usage(ctx, q)
+		if err == nil {
+			t.setUsageDown(false, nil)
+			return rows, nil
+		}
+		t.setUsageDown(true, err)
+	}
+	rows, err := t.local.Usage(ctx, q)
+	if err == nil && q.GroupBy == store.ByInstance {
+		for i := range rows {
+			rows[i].Key = t.instance
+		}
+	}
+	return rows, err
+}
+
+func (t *team) setUsageDown(down bool, err error) {
+	t.mu.Lock()
+	was := t.usageDown
+	t.usageDown = down
+	t.mu.Unlock()
+	switch {
+	case down && !was:
+		t.log.Warn("the team's usage cannot be read from PostgreSQL; the Usage screen shows this instance's own until it is back", "err", err)
+	case !down && was:
+		t.log.Info("the Usage screen shows the whole team's usage again")
+	}
+}
+
+// run connects (retrying with backoff when PostgreSQL is away at start,
+// then taking the shared configuration), and then ships the ledger and
+// follows the other instances' changes until ctx ends.
+func (t *team) run(ctx context.Context, reload func(context.Context) error) {
+	if t.current() == nil {
+		wait := time.Second
+		for {
+			err := t.connect(ctx)
+			if err == nil {
+				break
+			}
+			t.log.Warn("cannot reach PostgreSQL (store.postgres); retrying", "err", err, "retry_in", wait)
+			if !clock.Sleep(t.clock, wait, ctx.Done()) {
+				return
+			}
+			wait = min(2*wait, 30*time.Second)
+		}
+		t.log.Info("connected to PostgreSQL (store.postgres); taking the shared configuration")
+		if err := reload(ctx); err != nil {
+			t.log.Warn("could not apply the shared configuration", "err", err)
+		}
+	}
+	t.mu.Lock()
+	db, shipper := t.db, t.shipper
+	t.mu.Unlock()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { shipper.Run(ctx) })
+	// Watch hears of every document of a change; one reload takes them
+	// all, so the calls are folded into a pending flag.
+	pending := make(chan struct{}, 1)
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-pending:
+				if err := reload(ctx); err != nil && ctx.Err() == nil {
+					t.log.Warn("could not apply another instance's configuration change", "err", err)
+				}
+			}
+		}
+	})
+	_ = db.Watch(ctx, func(string) {
+		select {
+		case pending <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// close closes the connections to PostgreSQL.
+func (t *team) close() {
+	if db := t.current(); db != nil {
+		db.Close()
+	}
+}
+
+var _ control.Store = (*team)(nil)
+
+// defaultConfig reports whether cfg says nothing but the defaults, as a
+// file holding only the team's settings (instance, state, store, server)
+// does once they are taken out.
+func defaultConfig(cfg *config.Config) bool {
+	a, err := yaml.Marshal(cfg)
+	if err != nil {
+		return false
+	}
+	b, err := yaml.Marshal(config.Default())
+	return err == nil && bytes.Equal(a, b)
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -20,6 +21,9 @@ const (
 	// ByPath adds up by the API path the client called;
 	// rows stored before the path was recorded add up under "".
 	ByPath = "path"
+	// ByInstance adds up by the instance of a team that wrote the rows.
+	// This database holds one instance's rows, which add up under "".
+	ByInstance = "instance"
 )
 
 // UsageQuery selects ledger totals: rows from From (inclusive) to To
@@ -47,6 +51,15 @@ type UsageRow struct {
 // whole number of quarter hours, so no bucket holds two local days, and
 // the SQL stays plain integer arithmetic that any database runs.
 const quarterHour = 15 * 60 * 1000
+
+// QuarterHourMillis is the width of the buckets Usage adds rows up in
+// before giving each its local day, for other databases that hold the
+// ledger and answer the same queries.
+const QuarterHourMillis = quarterHour
+
+// BucketDay is the local calendar day of a quarter-hour bucket (a time in
+// unix milliseconds divided by QuarterHourMillis).
+func BucketDay(bucket int64) string { return bucketDay(bucket) }
 
 // bucketDay is the local calendar day of a quarter-hour bucket.
 func bucketDay(bucket int64) string {
@@ -85,6 +98,8 @@ func (d *DB) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 		rawKey, dailyKey = "chain", "chain"
 	case ByPath:
 		rawKey, dailyKey = "path", "path"
+	case ByInstance:
+		rawKey, dailyKey = "''", "''"
 	case ByDayBackend:
 		return d.usageByDay(ctx, q, true)
 	default:
@@ -190,6 +205,9 @@ func (d *DB) usageByDay(ctx context.Context, q UsageQuery, byBackend bool) ([]Us
 // written before the ledger recorded it. Path is the API path the client
 // called, empty for rows written before it was recorded.
 type LedgerRow struct {
+	// Seq numbers the rows of this database in the order they were
+	// written; it is 0 for rolled-up days.
+	Seq              int64
 	Time             time.Time
 	RequestID        string
 	Chain            string
@@ -236,27 +254,91 @@ func (d *DB) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(Ledg
 	if err := daily.Close(); err != nil {
 		return fmt.Errorf("store: ledger export: %w", err)
 	}
-	rows, err := d.sql.QueryContext(ctx, `SELECT time, request_id, chain, backend, dialect, path, outcome, status, latency_ms, ttft_ms,
-	prompt_tokens, completion_tokens, estimated, cost FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`,
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+ledgerColumns+` FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`,
 		from.UnixMilli(), to.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("store: ledger export: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var r LedgerRow
-		var ms int64
-		if err := rows.Scan(&ms, &r.RequestID, &r.Chain, &r.Backend, &r.Dialect, &r.Path, &r.Outcome, &r.Status, &r.LatencyMS, &r.TTFTMS,
-			&r.PromptTokens, &r.CompletionTokens, &r.Estimated, &r.Cost); err != nil {
+		r, err := scanLedgerRow(rows)
+		if err != nil {
 			return fmt.Errorf("store: ledger export: %w", err)
 		}
-		r.Time, r.Requests = time.UnixMilli(ms), 1
 		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: ledger export: %w", err)
+	}
+	return nil
+}
+
+// ledgerColumns are the columns scanLedgerRow reads, in its order.
+const ledgerColumns = `seq, time, request_id, chain, backend, dialect, path, outcome, status, latency_ms, ttft_ms,
+	prompt_tokens, completion_tokens, estimated, cost`
+
+// scanLedgerRow reads one row of ledgerColumns.
+func scanLedgerRow(rows *sql.Rows) (LedgerRow, error) {
+	var r LedgerRow
+	var ms int64
+	err := rows.Scan(&r.Seq, &ms, &r.RequestID, &r.Chain, &r.Backend, &r.Dialect, &r.Path, &r.Outcome, &r.Status, &r.LatencyMS, &r.TTFTMS,
+		&r.PromptTokens, &r.CompletionTokens, &r.Estimated, &r.Cost)
+	r.Time, r.Requests = time.UnixMilli(ms), 1
+	return r, err
+}
+
+// LedgerAfter returns up to limit ledger rows whose seq is above after,
+// in seq order: what a shipper copies next.
+func (d *DB) LedgerAfter(ctx context.Context, after int64, limit int) ([]LedgerRow, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT `+ledgerColumns+` FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the ledger: %w", err)
+	}
+	defer rows.Close()
+	var out []LedgerRow
+	for rows.Next() {
+		r, err := scanLedgerRow(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: reading the ledger: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading the ledger: %w", err)
+	}
+	return out, nil
+}
+
+// LedgerSeq is the highest seq the ledger has handed out, 0 when none.
+func (d *DB) LedgerSeq(ctx context.Context) (int64, error) {
+	var n int64
+	if err := d.sql.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'ledger'), 0)`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: reading the ledger's seq: %w", err)
+	}
+	return n, nil
+}
+
+// RaiseLedgerSeq makes the next ledger rows get seqs above n: when this
+// database is newer than the copy of its rows elsewhere (a data directory
+// started afresh under an instance name that shipped rows before), the
+// new rows must not reuse the numbers the copy already holds.
+func (d *DB) RaiseLedgerSeq(ctx context.Context, n int64) error {
+	tx, err := d.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: raising the ledger's seq: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = 'ledger' AND seq < ?`, n, n); err != nil {
+		return fmt.Errorf("store: raising the ledger's seq: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'ledger', ?
+	WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'ledger')`, n); err != nil {
+		return fmt.Errorf("store: raising the ledger's seq: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: raising the ledger's seq: %w", err)
 	}
 	return nil
 }
@@ -326,6 +408,12 @@ func (d *DB) LedgerSince(ctx context.Context, since time.Time) ([]SpendRow, erro
 // transaction, so a crash leaves either the rows or their totals. It
 // returns how many rows it folded.
 func (d *DB) RollUpLedger(ctx context.Context, before time.Time) (int64, error) {
+	return d.RollUpLedgerThrough(ctx, before, math.MaxInt64)
+}
+
+// RollUpLedgerThrough is RollUpLedger that only folds rows whose seq is at
+// most through: rows a shipper has not copied yet stay until it has.
+func (d *DB) RollUpLedgerThrough(ctx context.Context, before time.Time, through int64) (int64, error) {
 	b := before.Local()
 	cut := time.Date(b.Year(), b.Month(), b.Day(), 0, 0, 0, 0, time.Local).UnixMilli()
 	tx, err := d.sql.BeginTx(ctx, nil)
@@ -339,7 +427,7 @@ func (d *DB) RollUpLedger(ctx context.Context, before time.Time) (int64, error) 
 	type key struct{ day, backend, chain, path string }
 	sums := map[key]*UsageRow{}
 	rows, err := tx.QueryContext(ctx, `SELECT time / `+strconv.Itoa(quarterHour)+`, backend, chain, path, `+ledgerSums+`
-	FROM ledger WHERE time < ? GROUP BY 1, 2, 3, 4`, cut)
+	FROM ledger WHERE time < ? AND seq <= ? GROUP BY 1, 2, 3, 4`, cut, through)
 	if err != nil {
 		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
 	}
@@ -378,7 +466,7 @@ ON CONFLICT (day, backend, chain, path) DO UPDATE SET
 			return 0, fmt.Errorf("store: ledger roll-up: %w", err)
 		}
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM ledger WHERE time < ?`, cut)
+	res, err := tx.ExecContext(ctx, `DELETE FROM ledger WHERE time < ? AND seq <= ?`, cut, through)
 	if err != nil {
 		return 0, fmt.Errorf("store: ledger roll-up: %w", err)
 	}

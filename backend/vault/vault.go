@@ -43,7 +43,28 @@ type Source string
 const (
 	Keychain Source = "keychain"
 	File     Source = "file"
+	// Given is a master key handed over by whoever started FreeLane
+	// (FREELANE_VAULT_KEY), which every instance of a team shares.
+	Given Source = "given"
 )
+
+// ErrBadKey is returned by FromKey for text that is not a master key.
+var ErrBadKey = errors.New("vault: not a base64-encoded 32-byte master key")
+
+// FromKey makes a vault from a master key given as base64 text, as
+// NewKey writes one: instances of a team that share one database must
+// seal and open its keys with the same master key. The error never
+// quotes the text.
+func FromKey(encoded string) (*Vault, error) {
+	key, err := decodeKey(encoded)
+	if err != nil {
+		return nil, ErrBadKey
+	}
+	return newVault(key, Given)
+}
+
+// NewKey returns a new random master key as base64 text, for FromKey.
+func NewKey() string { return strings.TrimSpace(encodeKey(newKey())) }
 
 // Vault seals and opens secrets. It is safe for concurrent use.
 type Vault struct {

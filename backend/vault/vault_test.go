@@ -62,3 +62,33 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+// TestGivenKeyIsShared: two vaults made from the same given key open
+// each other's seals, one from another key does not, and a bad key is
+// refused without being quoted.
+func TestGivenKeyIsShared(t *testing.T) {
+	key := NewKey()
+	a, err := FromKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FromKey(key + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Open(a.Seal("sk-secret", "groq"), "groq"); err != nil || got != "sk-secret" {
+		t.Fatalf("b opened a's seal as %q, %v", got, err)
+	}
+	other, _ := FromKey(NewKey())
+	if _, err := other.Open(a.Seal("sk-secret", "groq"), "groq"); err == nil {
+		t.Fatal("a vault of another key opened the seal")
+	}
+	if a.Source() != Given {
+		t.Errorf("source %q", a.Source())
+	}
+	for _, bad := range []string{"", "bm90LWEta2V5", key[:20], "!!!not base64!!!"} {
+		if _, err := FromKey(bad); !errors.Is(err, ErrBadKey) || (bad != "" && strings.Contains(err.Error(), bad)) {
+			t.Errorf("FromKey(%q) = %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package gateway
+
+import (
+	"freelane/backend/config"
+	"freelane/backend/redisstate"
+)
+
+// openSharedState connects to the state a team's instances share, when the
+// configuration names it: the quota and budget counters, and what the
+// breakers learn. Redis need not be reachable yet: the instance serves on
+// its share of every limit, and on its own breakers, until it is.
+func (g *Gateway) openSharedState(cfg *config.Config) (*redisstate.State, error) {
+	if cfg == nil || cfg.State.Redis == "" {
+		return nil, nil
+	}
+	rs, err := redisstate.Open(redisstate.Options{URL: cfg.State.Redis, Instance: instanceName(cfg, g.o.Listen),
+		Clock: g.clock, Logger: g.log})
+	if err != nil {
+		return nil, err
+	}
+	g.shared = rs
+	g.quota.ShareWith(rs)
+	g.gate.ShareWith(rs)
+	rs.ShareBreakers(g.gate)
+	return rs, nil
+}
+
+// sharedStatus adapts the shared state's status to /healthz.
+type sharedStatus struct{ rs *redisstate.State }
+
+func (t sharedStatus) TeamStatus() (any, bool) {
+	st := t.rs.Status()
+	return st, st.Redis != "connected"
+}
