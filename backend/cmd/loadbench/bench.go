@@ -58,7 +58,7 @@ func benchLoad(ctx context.Context, clk clock.Clock, o options, s *stack, progre
 	if !(loader{clk}).wait(ctx, o.settle) {
 		return nil, ctx.Err()
 	}
-	for _, c := range []*child{s.proxy, s.freelane} {
+	for _, c := range s.routers() {
 		rss, peak, err := memory(c.pid())
 		if err != nil {
 			return nil, err
@@ -68,13 +68,20 @@ func benchLoad(ctx context.Context, clk clock.Clock, o options, s *stack, progre
 	up := target{name: "upstream", base: originOf(s.upstream.url), pid: s.upstream.pid(), model: modelNormal}
 	px := target{name: "proxy", base: s.proxy.url, pid: s.proxy.pid(), model: modelNormal}
 	fl := target{name: "freelane", base: s.freelane.url, pid: s.freelane.pid()}
+	var tm *target
+	if s.team != nil {
+		tm = &target{name: teamTarget, base: s.team.url, pid: s.team.pid()}
+	}
 	l := loader{clk}
 	for round := range o.rounds {
-		// The order of the two targets swaps every round, so that neither
-		// always runs first, on a cooler machine or right after the other.
+		// The order of the targets turns every round, so that none always
+		// runs first, on a cooler machine or right after another.
 		pair := []target{px, fl}
-		if round%2 == 1 {
-			slices.Reverse(pair)
+		if tm != nil {
+			pair = append(pair, *tm)
+		}
+		for range round % len(pair) {
+			pair = append(pair[1:], pair[0])
 		}
 		for _, sc := range scenarios {
 			ts := pair
@@ -91,7 +98,7 @@ func benchLoad(ctx context.Context, clk clock.Clock, o options, s *stack, progre
 					run = append([]target{up}, ts...)
 				}
 				for _, t := range run {
-					if t.name == "freelane" {
+					if t.name == "freelane" || t.name == teamTarget {
 						t.model = sc.chain
 					}
 					r, err := l.run(ctx, t, sc.call, conc, o.warm, o.dur)
@@ -109,7 +116,7 @@ func benchLoad(ctx context.Context, clk clock.Clock, o options, s *stack, progre
 			}
 		}
 	}
-	for _, c := range []*child{s.proxy, s.freelane} {
+	for _, c := range s.routers() {
 		rss, peak, err := memory(c.pid())
 		if err != nil {
 			return nil, err
@@ -119,6 +126,18 @@ func benchLoad(ctx context.Context, clk clock.Clock, o options, s *stack, progre
 	rep.Summary = summarize(rep.Runs, o)
 	rep.Ratios = ratios(rep)
 	return rep, nil
+}
+
+// teamTarget names the FreeLane that counts on Redis.
+const teamTarget = "freelane+redis"
+
+// routers are the children whose memory is reported.
+func (s *stack) routers() []*child {
+	out := []*child{s.proxy, s.freelane}
+	if s.team != nil {
+		out = append(out, s.team)
+	}
+	return out
 }
 
 // targetName is the name a child is reported by.
@@ -174,8 +193,12 @@ func summarize(runs []result, o options) []summaryRow {
 		}
 		return vals
 	}
+	team := slices.ContainsFunc(runs, func(r result) bool { return r.Target == teamTarget })
 	for _, sc := range scenarios {
 		ts := []string{"proxy", "freelane"}
+		if team {
+			ts = append(ts, teamTarget)
+		}
 		if !sc.compared {
 			ts = []string{"freelane"}
 		}
@@ -265,6 +288,13 @@ func ratios(rep *loadReport) map[string]float64 {
 		out["added_p50_ms_freelane_"+mode] = f.AddedP50.Best
 		out["added_p50_ms_proxy_"+mode] = p.AddedP50.Best
 		out["cpu_cross_over_same_"+mode] = q(rep.row("cross "+mode, "freelane").CPU.Best, f.CPU.Best)
+		if r := rep.row(mode, teamTarget); r.Rounds > 0 {
+			out["rps_redis_over_freelane_"+mode] = q(r.RPS.Best, f.RPS.Best)
+			out["rps_redis_over_freelane_median_"+mode] = q(r.RPS.Median, f.RPS.Median)
+			out["p50_ms_redis_minus_freelane_"+mode] = r.P50.Best - f.P50.Best
+			out["p50_at_1_ms_redis_minus_freelane_"+mode] = r.P50At1.Best - f.P50At1.Best
+			out["cpu_redis_over_freelane_"+mode] = q(r.CPU.Best, f.CPU.Best)
+		}
 	}
 	out["idle_rss_mb_freelane"] = float64(rep.Idle["freelane"].RSS) / 1024
 	out["idle_rss_mb_proxy"] = float64(rep.Idle["proxy"].RSS) / 1024

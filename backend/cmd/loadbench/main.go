@@ -24,6 +24,11 @@
 // -slow-latency. It reports errors, memory per open request and whether
 // FreeLane's /healthz and /metrics still answer within -live-bound.
 //
+// With -redis it also starts redis-server and a second FreeLane whose
+// config adds state.redis, so that every request's quota and budget check
+// is a round trip to Redis, and compares the two FreeLanes' throughput and
+// latency on the same-dialect scenarios.
+//
 // Any failed request makes the command exit with status 1, after the
 // report.
 package main
@@ -62,6 +67,9 @@ type options struct {
 	binDir   string
 	tags     string
 	keep     bool
+	// redis also measures FreeLane counting its quotas and budgets with a
+	// team on Redis.
+	redis bool
 }
 
 func main() {
@@ -83,6 +91,7 @@ func main() {
 	flag.StringVar(&o.binDir, "bin", "", "take freelane, fakeupstream and bareproxy from this directory instead of building them")
 	flag.StringVar(&o.tags, "tags", "", "build tags for FreeLane, such as desktop,production,webkit2_41 for the desktop binary (default: the headless one)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (config, data, the children's logs)")
+	flag.BoolVar(&o.redis, "redis", false, "also measure a second FreeLane that counts its quotas and budgets on a redis-server (from PATH) started for the run, as a team's instances do")
 	flag.Parse()
 	if err := run(context.Background(), clock.Real{}, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
@@ -173,6 +182,7 @@ func run(ctx context.Context, clk clock.Clock, o options, stdout, stderr io.Writ
 
 	var failed int64
 	if open == 0 {
+		sc.redis = o.redis
 		s, err := startStack(ctx, clk, bin, filepath.Join(dir, "load"), sc)
 		if err != nil {
 			return err

@@ -54,6 +54,16 @@ func printLoad(w io.Writer, rep *loadReport, o options) {
 	fmt.Fprintf(tw, "  CPU per request, cross-dialect / same-dialect\tnon-stream %.2fx, stream %.2fx\tgoal at most 1.30x: %s\n",
 		q["cpu_cross_over_same_non-stream"], q["cpu_cross_over_same_stream"],
 		verdict(q["cpu_cross_over_same_non-stream"] <= 1.3 && q["cpu_cross_over_same_stream"] <= 1.3))
+	if _, ok := q["rps_redis_over_freelane_stream"]; ok {
+		fmt.Fprintf(tw, "  throughput, FreeLane on Redis / FreeLane alone\tnon-stream %.2fx (%.2fx), stream %.2fx (%.2fx)\tgoal at least 0.85x: %s\n",
+			q["rps_redis_over_freelane_non-stream"], q["rps_redis_over_freelane_median_non-stream"],
+			q["rps_redis_over_freelane_stream"], q["rps_redis_over_freelane_median_stream"],
+			verdict(q["rps_redis_over_freelane_non-stream"] >= 0.85 && q["rps_redis_over_freelane_stream"] >= 0.85))
+		fmt.Fprintf(tw, "  p50 added by Redis\tnon-stream %+.3f ms @%d, %+.3f ms @1; stream %+.3f ms @%d, %+.3f ms @1\tCPU per request %.2fx, %.2fx\n",
+			q["p50_ms_redis_minus_freelane_non-stream"], o.conc, q["p50_at_1_ms_redis_minus_freelane_non-stream"],
+			q["p50_ms_redis_minus_freelane_stream"], o.conc, q["p50_at_1_ms_redis_minus_freelane_stream"],
+			q["cpu_redis_over_freelane_non-stream"], q["cpu_redis_over_freelane_stream"])
+	}
 	tw.Flush()
 	for _, r := range rep.Summary {
 		if r.errText != "" {
@@ -136,6 +146,8 @@ func label(t string) string {
 		return "bare proxy"
 	case "freelane":
 		return "FreeLane"
+	case teamTarget:
+		return "FreeLane on Redis"
 	}
 	return t
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +35,10 @@ const (
 // in front of it and FreeLane in front of it.
 type stack struct {
 	upstream, proxy, freelane *child
-	dir                       string
+	// redis and team are, with stackConfig.redis, redis-server and the
+	// FreeLane that counts on it.
+	redis, team *child
+	dir         string
 }
 
 // stackConfig shapes the fake upstream's answers.
@@ -40,6 +46,7 @@ type stackConfig struct {
 	chunks      int
 	longChunks  int
 	slowLatency time.Duration
+	redis       bool
 }
 
 // startStack starts the three children on free loopback ports, each
@@ -79,7 +86,53 @@ func startStack(ctx context.Context, clk clock.Clock, bin binaries, dir string, 
 		s.stop(clk)
 		return nil, err
 	}
+	if sc.redis {
+		if err := s.startTeam(ctx, clk, bin, env); err != nil {
+			s.stop(clk)
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// startTeam starts redis-server on a free port, in memory only, and a
+// FreeLane whose config is the same but for state.redis.
+func (s *stack) startTeam(ctx context.Context, clk clock.Clock, bin binaries, env []string) error {
+	redisBin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("-redis needs redis-server on PATH (Debian: apt install redis-server): %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+		"--protected-mode", "no", "--logfile", "", "--dir", s.dir}
+	ready := func(line string) (string, bool) {
+		return "redis://" + addr + "/0", strings.Contains(line, "Ready to accept connections")
+	}
+	if s.redis, err = startChild(ctx, clk, "redis-server", redisBin, args, env, s.dir, ready); err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(s.dir, "freelane-redis.yaml")
+	cfg := freelaneConfig(s.upstream.url) + "instance: bench\nstate: {redis: " + strconv.Quote(s.redis.url) + "}\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("writing FreeLane's config: %w", err)
+	}
+	fargs := []string{"serve", "--config", cfgPath, "--data-dir", filepath.Join(s.dir, "data-redis"), "--listen", "127.0.0.1:0", "--log-level", "warn"}
+	s.team, err = startChild(ctx, clk, "freelane+redis", bin.freelane, fargs, env, s.dir, dashboardOrigin)
+	return err
+}
+
+// freePort is a loopback TCP port nothing listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // dashboardOrigin finds FreeLane's address in the line serve prints once
@@ -98,7 +151,7 @@ func dashboardOrigin(line string) (string, bool) {
 
 // stop ends every child that was started.
 func (s *stack) stop(clk clock.Clock) {
-	for _, c := range []*child{s.freelane, s.proxy, s.upstream} {
+	for _, c := range []*child{s.team, s.redis, s.freelane, s.proxy, s.upstream} {
 		if c != nil {
 			c.stop(clk)
 		}
@@ -108,7 +161,7 @@ func (s *stack) stop(clk clock.Clock) {
 // alive fails when a child has died.
 func (s *stack) alive() error {
 	var errs []error
-	for _, c := range []*child{s.upstream, s.proxy, s.freelane} {
+	for _, c := range []*child{s.upstream, s.proxy, s.freelane, s.redis, s.team} {
 		if c != nil {
 			errs = append(errs, c.alive())
 		}
