@@ -28,6 +28,10 @@ var (
 	_            breaker.Trials = (*State)(nil)
 )
 
+// markFailing is the channel's word that a backend failed on an
+// instance; it is not a breaker mark and is not kept in the hash.
+const markFailing breaker.MarkKind = 0
+
 // trialFor is how long a half-open trial is held for an instance that
 // claimed it; one that dies with it frees it after this.
 const trialFor = 2 * time.Minute
@@ -65,6 +69,10 @@ type marks struct {
 	// applied is the newest sending time applied per marks-hash field,
 	// so that reconciling applies each mark once.
 	applied map[string]int64
+	// failing are the backends with a run of failures on the team's
+	// count, as this instance heard: only a success of one of those needs
+	// telling, so a healthy backend's successes cost nothing.
+	failing map[llm.BackendID]bool
 	wake    chan struct{}
 }
 
@@ -80,6 +88,7 @@ func (m *marks) init() {
 	m.successes = map[llm.BackendID]bool{}
 	m.elsewhere = map[llm.BackendID]time.Time{}
 	m.applied = map[string]int64{}
+	m.failing = map[llm.BackendID]bool{}
 	m.wake = make(chan struct{}, 1)
 }
 
@@ -112,12 +121,14 @@ func (s *State) Failed(id llm.BackendID, threshold int, why string) {
 func (s *State) Succeeded(id llm.BackendID) {
 	m := &s.marks
 	m.mu.Lock()
-	fresh := !m.successes[id]
+	if !m.failing[id] {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.failing, id)
 	m.successes[id] = true
 	m.mu.Unlock()
-	if fresh {
-		m.poke()
-	}
+	m.poke()
 }
 
 // ClaimTrial takes id's half-open trial for this instance, unless
@@ -204,6 +215,10 @@ func (s *State) sendMarks(ctx context.Context) {
 				k := failsKey(op.failed)
 				fails = append(fails, counted{op, p.Incr(ctx, k)})
 				p.PExpire(ctx, k, 10*time.Minute)
+				// The others learn that the backend is failing, so that
+				// their next success of it ends the run.
+				b, _ := json.Marshal(wireMark{Kind: markFailing, Backend: op.failed.String(), From: s.member, At: now.UnixMilli()})
+				p.Publish(ctx, marksChannel, b)
 				continue
 			}
 			mk := op.mark
@@ -240,6 +255,11 @@ func (s *State) sendMarks(ctx context.Context) {
 	if br == nil {
 		return
 	}
+	m.mu.Lock()
+	for _, f := range fails {
+		m.failing[f.op.failed] = true
+	}
+	m.mu.Unlock()
 	for _, f := range fails {
 		if n := int(f.cmd.Val()); n >= f.op.threshold && f.op.threshold > 0 {
 			br.TripByTeam(f.op.failed, n, f.op.why)
@@ -278,6 +298,12 @@ func (s *State) applyWire(b []byte) {
 	}
 	id, err := llm.ParseBackendID(w.Backend)
 	if err != nil {
+		return
+	}
+	if w.Kind == markFailing {
+		s.marks.mu.Lock()
+		s.marks.failing[id] = true
+		s.marks.mu.Unlock()
 		return
 	}
 	if w.Kind == breaker.MarkClosed && w.At < s.clock.Now().Add(-10*time.Second).UnixMilli() {

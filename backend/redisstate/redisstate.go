@@ -47,6 +47,11 @@ const (
 	// is a distinct counter bucket, and the oldest are the first to have
 	// left their windows.
 	maxPending = 100_000
+	// gather is how long counts Add kept wait to be sent together: one
+	// pipeline carries every call settled meanwhile, rather than one round
+	// trip each, and the reservations a settlement gives back are held
+	// that much longer, which errs on the safe side.
+	gather = 50 * time.Millisecond
 )
 
 // ErrUnavailable is returned while Redis is unreachable.
@@ -301,11 +306,20 @@ func (s *State) Run(ctx context.Context) {
 	}()
 	defer func() { <-done }()
 	s.heartbeat(ctx)
+	gt, gathered := s.clock.NewTimer(gather)
+	gt.Stop()
+	defer gt.Stop()
+	gathering := false
 	for {
 		select {
 		case <-ctx.Done():
 			s.leave()
 			return
+		case <-gathered:
+			gathering = false
+			if s.up.Load() {
+				s.flush(ctx)
+			}
 		case <-tick:
 			s.heartbeat(ctx)
 			s.flush(ctx)
@@ -314,8 +328,9 @@ func (s *State) Run(ctx context.Context) {
 				s.marks.poke()
 			}
 		case <-s.wake:
-			if s.up.Load() {
-				s.flush(ctx)
+			if !gathering {
+				gt.Reset(gather)
+				gathering = true
 			}
 		}
 	}
@@ -379,7 +394,9 @@ func (s *State) flush(ctx context.Context) {
 	now := s.clock.Now()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// One transaction, so that no Take sees a settled call's reservation
+	// gone before its spend is there.
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for k, c := range batch {
 			if !c.expire.After(now) {
 				continue
