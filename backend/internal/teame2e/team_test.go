@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"freelane/backend/breaker"
@@ -25,6 +26,7 @@ import (
 	"freelane/backend/internal/fakeupstream"
 	"freelane/backend/internal/teamtest"
 	"freelane/backend/llm"
+	"freelane/backend/vault"
 )
 
 func TestMain(m *testing.M) { os.Exit(teamtest.Main(m)) }
@@ -48,6 +50,15 @@ func startTeam(t *testing.T, n int, redisURL string, limits config.Limits, mutat
 	// so that a run near midnight does not start the count over.
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Every instance opens the keys the others seal with the team's one
+	// master key, which team mode on PostgreSQL requires.
+	key := vault.NewKey()
+	lookup := func(name string) (string, bool) {
+		if name == gateway.VaultKeyEnv {
+			return key, true
+		}
+		return withoutCatalogKeys(name)
+	}
 	tm.lb = teamtest.NewBalancer(t)
 	var addrs []string
 	for i := range n {
@@ -70,7 +81,7 @@ func startTeam(t *testing.T, n int, redisURL string, limits config.Limits, mutat
 			m(cfg)
 		}
 		g, err := gateway.New(context.Background(), gateway.Options{Config: cfg, DataDir: t.TempDir(), Logger: quiet,
-			Clock: clocktest.Following(start), ManualProbes: true, LookupEnv: withoutCatalogKeys})
+			Clock: clocktest.Following(start), ManualProbes: true, LookupEnv: lookup})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,4 +297,72 @@ func TestBreakerOpensOnEveryInstanceAfterTheTeamsFailures(t *testing.T) {
 	if got := tm.up.Calls("mf"); got != 3 {
 		t.Fatalf("the failing backend was called %d times after every instance opened it, want still 3", got)
 	}
+}
+
+// PostgreSQL cut off under load from many clients: no request fails, and
+// once it is back the team's ledger on PostgreSQL holds every request
+// exactly once, whichever instance served it.
+func TestPostgresDownMidLoadLosesNoLedgerRow(t *testing.T) {
+	h := teamtest.StartHAProxy(t)
+	r := teamtest.StartRedis(t)
+	p := teamtest.StartPostgres(t)
+	db := p.NewDatabase(t)
+	tm := startTeam(t, 3, fmt.Sprintf("redis://%s/%d", r.Addr, r.NewDB(t)), config.Limits{}, func(c *config.Config) {
+		c.Store.Postgres = p.Via(h.PostgresAddr, db)
+	})
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ok, failure := tm.load(t, 1, 1)
+				if ok != 1 {
+					t.Errorf("a request failed: %s", failure)
+					return
+				}
+				total.Add(1)
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	h.Down(t, teamtest.BackendPostgres)
+	time.Sleep(2 * time.Second)
+	h.Up(t, teamtest.BackendPostgres)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	pg, err := pgx.Connect(context.Background(), p.DSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close(context.Background())
+	want := total.Load()
+	var rows, distinct, instances int64
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := pg.QueryRow(context.Background(),
+			`SELECT COUNT(*), COUNT(DISTINCT (instance, seq)), COUNT(DISTINCT instance) FROM ledger`).Scan(&rows, &distinct, &instances)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows >= want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if rows != want || distinct != rows || instances != 3 {
+		t.Fatalf("PostgreSQL's ledger holds %d rows (%d distinct) from %d instances after %d requests answered, want each once from 3", rows, distinct, instances, want)
+	}
+	t.Logf("%d requests, PostgreSQL cut off for 2 s in the middle; its ledger holds each once", want)
 }
