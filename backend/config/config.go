@@ -139,6 +139,11 @@ type State struct {
 	// Redis is a redis:// or rediss:// URL, usually with its password
 	// written as ${VAR}; the URL is never stored or shown.
 	Redis string `yaml:"redis,omitempty"`
+	// FailClosed makes the budgets refuse paid backends while Redis is
+	// unreachable, rather than letting each instance spend its share of
+	// what is left; for teams to whom an overspend costs more than an
+	// outage of their paid models.
+	FailClosed bool `yaml:"fail_closed,omitempty"`
 }
 
 // Store says where several instances keep one configuration, one set of

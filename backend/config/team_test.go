@@ -19,6 +19,7 @@ func TestTeamSettings(t *testing.T) {
 		{"state.redis", "state:\n  redis: http://:secret-pw@redis.lan", "must be a Redis URL"},
 		{"store.postgres", "store:\n  postgres: mysql://u:secret-pw@db.lan/x", "must be a PostgreSQL URL"},
 		{"instance", "instance: \"a\\nb\"", "without control characters"},
+		{"state.fail_closed", "state:\n  fail_closed: true", "set state.redis too"},
 	} {
 		_, problems, err := Parse("c.yaml", withGroq(strings.Split(tc.yaml, "\n")...), nil)
 		p, ok := findProblem(problems, tc.field)

@@ -1004,6 +1004,9 @@ func (v *validator) team(c *Config) {
 			v.errorf("state.redis", "must be a Redis URL such as \"redis://:${REDIS_PASSWORD}@redis.lan:6379/0\" (redis://, rediss:// or unix://)")
 		}
 	}
+	if c.State.FailClosed && c.State.Redis == "" {
+		v.errorf("state.fail_closed", "applies to budgets shared on Redis; set state.redis too, or leave fail_closed out")
+	}
 	if p := c.Store.Postgres; p != "" {
 		u, err := url.Parse(p)
 		keyValue := strings.Contains(p, "=") && !strings.Contains(p, "://")

@@ -123,7 +123,7 @@ type quotaManager interface {
 	Configure(s quota.Settings)
 	ReadAnswersWith(a quota.Answers)
 	// ShareWith counts limits and budgets with a team's other instances.
-	ShareWith(s quota.Shared)
+	ShareWith(s quota.Shared, failClosed bool)
 }
 
 var (

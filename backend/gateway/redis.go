@@ -19,7 +19,7 @@ func (g *Gateway) openSharedState(cfg *config.Config) (*redisstate.State, error)
 		return nil, err
 	}
 	g.shared = rs
-	g.quota.ShareWith(rs)
+	g.quota.ShareWith(rs, cfg.State.FailClosed)
 	g.gate.ShareWith(rs)
 	rs.ShareBreakers(g.gate)
 	return rs, nil

@@ -39,7 +39,7 @@ func roundTripConfig(upstream string) *config.Config {
 		AllowedOrigins: []string{"http://localhost:3000"},
 		Server:         config.Server{Token: "rt-inbound-token-0123456789", LocalUsers: config.LocalUsersAny},
 		Instance:       "office-1",
-		State:          config.State{Redis: "redis://:rt-redis-secret@127.0.0.1:1/0"},
+		State:          config.State{Redis: "redis://:rt-redis-secret@127.0.0.1:1/0", FailClosed: true},
 		Store:          config.Store{Postgres: "postgres://fl:rt-pg-secret@127.0.0.1:1/freelane"},
 		MaxBodyMB:      32,
 		Requests:       config.Requests{BodyReadTimeout: 90 * time.Second, MaxInflightBodyMB: 512, ResponseRetentionDays: 7, ResponseStoreMB: 64},
@@ -336,9 +336,13 @@ func TestAdminRoundTripChangesNothing(t *testing.T) {
 	p := teamtest.StartPostgres(t)
 	dsn := p.DSN(p.NewDatabase(t))
 	t.Setenv(gateway.VaultKeyEnv, vault.NewKey())
+	// state.redis is a real Redis too: with fail_closed, an unreachable
+	// one would refuse the fixture's paid backend.
+	r := teamtest.StartRedis(t)
 	e := newEnv(t, func(c *config.Config) {
 		*c = *roundTripConfig(c.Providers[0].BaseURL)
 		c.Store.Postgres = dsn
+		c.State.Redis = fmt.Sprintf("redis://%s/%d", r.Addr, r.NewDB(t))
 	})
 	want := asStored(roundTripConfig(e.up.URL))
 	e.sameConfig("after seeding", want)

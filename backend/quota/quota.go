@@ -105,8 +105,10 @@ type Manager struct {
 	// answers reads outputs for the estimate; set before traffic.
 	answers Answers
 	// team, when set, counts limits and budgets with the other instances
-	// of a team (see ShareWith).
-	team Shared
+	// of a team; failClosed refuses paid calls under a budget while it is
+	// unreachable (see ShareWith).
+	team       Shared
+	failClosed bool
 }
 
 // New returns a Manager with no limits. loc is the zone of budget periods

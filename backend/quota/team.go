@@ -86,11 +86,13 @@ type seen struct {
 
 // ShareWith makes the manager count its configured request and token
 // limits and its budgets together with the other instances of a team.
+// With failClosed, while the team's count is unreachable the budgets
+// refuse paid backends instead of letting each instance spend its share.
 // Call it before traffic.
-func (m *Manager) ShareWith(s Shared) {
+func (m *Manager) ShareWith(s Shared, failClosed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.team = s
+	m.team, m.failClosed = s, failClosed
 }
 
 // teamWindow is the window of limit kind k of a scope as the team counts
@@ -250,6 +252,11 @@ func (m *Manager) splitLocked(h *Hold, now time.Time) *llm.Skip {
 	n := int64(max(m.team.Alive(), 1))
 	for i, r := range h.refs {
 		c := h.counts[i]
+		if r.bs != nil && m.failClosed {
+			return &llm.Skip{Word: llm.SkipQuota, Class: llm.Quota, Budget: true, Blocked: r.bs.Action == ActionBlock,
+				Reason: fmt.Sprintf("budget: %s fails closed while the team's shared count on Redis is unreachable (state.fail_closed); only free and local backends serve until it is back",
+					r.bs.describe())}
+		}
 		own, start := r.ownLocked(h.at)
 		allow := c.Limit / n
 		var sn seen

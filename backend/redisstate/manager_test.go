@@ -22,14 +22,14 @@ var backend = llm.BackendID{Provider: "free", Model: "m"}
 
 // managers builds one quota manager per instance, each counting with the
 // team through its instance, all at the same fixed noon.
-func managers(t *testing.T, insts []*redisstate.State, s quota.Settings) []*quota.Manager {
+func managers(t *testing.T, insts []*redisstate.State, s quota.Settings, failClosed ...bool) []*quota.Manager {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	var out []*quota.Manager
 	for _, in := range insts {
 		m := quota.New(clk, nil, time.UTC)
 		m.Configure(s)
-		m.ShareWith(in)
+		m.ShareWith(in, len(failClosed) > 0 && failClosed[0])
 		out = append(out, m)
 	}
 	return out
@@ -206,5 +206,42 @@ func TestManagersSplitALimitWhileRedisIsDown(t *testing.T) {
 	more, _ := admitAll(t, ms, 5)
 	if total := want + sum(more); total != 90 {
 		t.Fatalf("after Redis returned the team served %d in all, want 90", total)
+	}
+}
+
+// With state.fail_closed, a budget refuses paid calls while Redis is
+// unreachable instead of spending this instance's share, and serves them
+// again once it is back; limits without money keep their split.
+func TestBudgetsFailClosedWhileRedisIsDown(t *testing.T) {
+	h := teamtest.StartHAProxy(t)
+	r := teamtest.StartRedis(t)
+	insts := team(t, h.RedisAddr, r.NewDB(t), 1)
+	free := llm.BackendID{Provider: "free", Model: "f"}
+	m := managers(t, insts, quota.Settings{
+		Backends: []quota.Backend{{ID: backend, Price: quota.Price{Input: 1, Output: 1}}, {ID: free, Limits: quota.Limits{RPD: 10}}},
+		Budgets:  []quota.Budget{{Scope: "global", Period: quota.PeriodDay, Limit: 100, Action: quota.ActionFreeOnly}}}, true)[0]
+	req := request(t)
+	hold, sk := m.Admit(req, "", quota.Target{ID: backend})
+	if sk != nil {
+		t.Fatal(sk.Reason)
+	}
+	hold.Release()
+	h.Down(t, teamtest.BackendRedis)
+	defer h.Up(t, teamtest.BackendRedis)
+	_, sk = m.Admit(req, "", quota.Target{ID: backend})
+	if sk == nil || !sk.Budget || !strings.Contains(sk.Reason, "fails closed") {
+		t.Fatalf("a paid call with Redis down: %+v, want refused by the budget failing closed", sk)
+	}
+	if hold, sk := m.Admit(req, "", quota.Target{ID: free}); sk != nil {
+		t.Fatalf("a free call with Redis down was refused: %s", sk.Reason)
+	} else {
+		hold.Release()
+	}
+	h.Up(t, teamtest.BackendRedis)
+	waitFor(t, "Redis to be back", insts[0].Up)
+	if hold, sk := m.Admit(req, "", quota.Target{ID: backend}); sk != nil {
+		t.Fatalf("a paid call once Redis is back: %s", sk.Reason)
+	} else {
+		hold.Release()
 	}
 }

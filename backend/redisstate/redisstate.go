@@ -116,11 +116,12 @@ type Peer struct {
 	Self     bool      `json:"self,omitempty"`
 }
 
-// Open connects to the URL's Redis. Redis need not be reachable yet: the
-// instance starts on its share of each limit and joins the team's count
-// once Run reaches Redis. Errors never show the URL, which may hold a
+// Open connects to the URL's Redis, waiting at most half a second for it.
+// Redis need not be reachable yet: the instance starts on its share of
+// each limit and joins the team's count once Run reaches Redis. Errors never show the URL, which may hold a
 // password.
 func Open(o Options) (*State, error) {
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	opts, err := redis.ParseURL(o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("state.redis is not a Redis URL (%s)", urlProblem(err))
@@ -149,8 +150,24 @@ func Open(o Options) (*State, error) {
 	s.marks.init()
 	s.alive.Store(1)
 	s.downSince.Store(s.started.UnixNano())
+	// One beat now, so that an instance whose Redis answers counts with
+	// the team from its first request rather than from Run's first beat.
+	s.heartbeat(context.Background())
+	if !s.up.Load() {
+		s.log.Warn("shared state on Redis is unreachable at start; this instance serves on its share of every limit until it is reachable",
+			"instance", s.name)
+	}
 	return s, nil
 }
+
+// quiet silences go-redis's own logging, which writes every failed dial
+// to stderr on its own, outside the application's log and its level;
+// State logs the faults that matter, once per outage.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
 
 // urlProblem describes what is wrong with a Redis URL without repeating it.
 func urlProblem(err error) string {
