@@ -342,6 +342,9 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.api = api.New(api.Options{Team: teamView, Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
 		Dialects: g.dialects, Tasks: g.tasks, Pseudonyms: pseudonym.New(v.Derive("pseudonyms")), Bodies: g.reqLog})
+	if rs != nil {
+		g.shareWithTeam(ctx, rs)
+	}
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+
 	"freelane/backend/config"
 	"freelane/backend/redisstate"
 )
@@ -23,6 +25,14 @@ func (g *Gateway) openSharedState(cfg *config.Config) (*redisstate.State, error)
 	g.gate.ShareWith(rs)
 	rs.ShareBreakers(g.gate)
 	return rs, nil
+}
+
+// shareWithTeam shares what needs the API server and the router with the
+// team's other instances once they exist: the routing pause, taken from
+// the team before the instance serves.
+func (g *Gateway) shareWithTeam(ctx context.Context, rs *redisstate.State) {
+	rs.SharePause(teamPause{g})
+	rs.JoinPause(ctx)
 }
 
 // sharedStatus adapts the shared state's status to /healthz.

@@ -88,8 +88,10 @@ type State struct {
 	peers   []Peer
 	wake    chan struct{}
 
-	// marks carries the breakers' marks (see marks.go).
+	// marks carries the breakers' marks (see marks.go), pause the
+	// routing pause (pause.go).
 	marks marks
+	pause pauseState
 }
 
 // pendingKey merges counts that change the same counter bucket.
