@@ -171,6 +171,7 @@ func (s *State) runMarks(ctx context.Context) {
 			if s.up.Load() {
 				s.sendMarks(ctx)
 				s.sendPause(ctx)
+				s.sendHomes(ctx)
 			}
 		}
 	}

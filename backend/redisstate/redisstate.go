@@ -89,9 +89,10 @@ type State struct {
 	wake    chan struct{}
 
 	// marks carries the breakers' marks (see marks.go), pause the
-	// routing pause (pause.go).
+	// routing pause (pause.go), homes the sessions' homes (affinity.go).
 	marks marks
 	pause pauseState
+	homes homes
 }
 
 // pendingKey merges counts that change the same counter bucket.
