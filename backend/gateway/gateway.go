@@ -122,8 +122,10 @@ type quotaManager interface {
 	Restore(rows []quota.Usage)
 	Configure(s quota.Settings)
 	ReadAnswersWith(a quota.Answers)
-	// ShareWith counts limits and budgets with a team's other instances.
+	// ShareWith counts limits and budgets with a team's other instances,
+	// and ApplyLearned takes the limits they learned from providers.
 	ShareWith(s quota.Shared)
+	redisstate.LearnedLimits
 }
 
 var (

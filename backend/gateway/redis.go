@@ -23,6 +23,7 @@ func (g *Gateway) openSharedState(cfg *config.Config) (*redisstate.State, error)
 	}
 	g.shared = rs
 	g.quota.ShareWith(rs)
+	rs.ShareLearned(g.quota)
 	g.gate.ShareWith(rs)
 	rs.ShareBreakers(g.gate)
 	return rs, nil

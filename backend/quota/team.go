@@ -86,11 +86,14 @@ type seen struct {
 
 // ShareWith makes the manager count its configured request and token
 // limits and its budgets together with the other instances of a team.
-// Call it before traffic.
+// When s is also a Teacher, the limits the providers announce are
+// told to the other instances too (their side calls ApplyLearned). Call
+// it before traffic.
 func (m *Manager) ShareWith(s Shared) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.team = s
+	m.teach, _ = s.(Teacher)
 }
 
 // teamWindow is the window of limit kind k of a scope as the team counts

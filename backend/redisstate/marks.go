@@ -172,6 +172,7 @@ func (s *State) runMarks(ctx context.Context) {
 				s.sendMarks(ctx)
 				s.sendPause(ctx)
 				s.sendHomes(ctx)
+				s.sendLearned(ctx)
 			}
 		}
 	}
@@ -253,11 +254,11 @@ func markField(k breaker.MarkKind, backend string) string {
 	return strconv.Itoa(int(k)) + "|" + backend
 }
 
-// listen applies the marks and the changes of the routing pause other
-// instances publish, resubscribing after Redis comes back (go-redis
+// listen applies the marks, the changes of the routing pause and the
+// learned limits other instances publish, resubscribing after Redis comes back (go-redis
 // reconnects the subscription itself).
 func (s *State) listen(ctx context.Context) {
-	sub := s.rdb.Subscribe(ctx, marksChannel, pauseChannel)
+	sub := s.rdb.Subscribe(ctx, marksChannel, pauseChannel, learnedChannel)
 	defer sub.Close()
 	ch := sub.Channel(redis.WithChannelHealthCheckInterval(5 * time.Second))
 	for {
@@ -271,6 +272,8 @@ func (s *State) listen(ctx context.Context) {
 			switch msg.Channel {
 			case pauseChannel:
 				s.applyPauseWire([]byte(msg.Payload))
+			case learnedChannel:
+				s.applyLearnedWire([]byte(msg.Payload))
 			default:
 				s.applyWire([]byte(msg.Payload))
 			}
@@ -318,8 +321,10 @@ func (s *State) applyWire(b []byte) {
 
 // reconcile applies the marks in the hash that the channel did not bring
 // (sent while this instance was not listening), and drops marks of a day
-// ago; then it takes the team's routing pause the same way.
+// ago; then it takes the team's routing pause and learned limits the
+// same way.
 func (s *State) reconcile(ctx context.Context) {
+	defer s.reconcileLearned(ctx)
 	defer s.reconcilePause(ctx)
 	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 500*time.Millisecond))
 	defer cancel()

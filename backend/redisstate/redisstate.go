@@ -89,10 +89,12 @@ type State struct {
 	wake    chan struct{}
 
 	// marks carries the breakers' marks (see marks.go), pause the
-	// routing pause (pause.go), homes the sessions' homes (affinity.go).
-	marks marks
-	pause pauseState
-	homes homes
+	// routing pause (pause.go), homes the sessions' homes (affinity.go),
+	// learned the limits learned from providers (learned.go).
+	marks   marks
+	pause   pauseState
+	homes   homes
+	learned learnedMarks
 }
 
 // pendingKey merges counts that change the same counter bucket.
