@@ -31,15 +31,16 @@ type Teacher interface {
 
 // learnedOf lists what the scope learned since prev that is news for the
 // team, at now: a limit first heard of (or again after its reset), one
-// whose size or softness changed, and one used up. The remaining count
-// going down call by call is not: every instance reads it in the headers
-// of its own calls, and telling it would be a message per request.
+// whose size or softness changed, one used up and one with room again.
+// The remaining count going down call by call is not: every instance
+// reads it in the headers of its own calls, and telling it would be a
+// message per request.
 func learnedOf(id llm.BackendID, sc *scope, prev [nKinds]*learned, now time.Time, out []Learned) []Learned {
 	for k, l := range sc.learned {
 		if l == nil || l == prev[k] {
 			continue
 		}
-		if p := prev[k]; p != nil && p.resetAt.After(now) && p.limit == l.limit && p.soft == l.soft && (l.remaining > 0 || p.remaining == 0) {
+		if p := prev[k]; p != nil && p.resetAt.After(now) && p.limit == l.limit && p.soft == l.soft && (l.remaining > 0) == (p.remaining > 0) {
 			continue
 		}
 		out = append(out, Learned{Backend: id, Kind: kind(k).String(), Limit: l.limit, Remaining: l.remaining,
