@@ -122,8 +122,10 @@ type quotaManager interface {
 	Restore(rows []quota.Usage)
 	Configure(s quota.Settings)
 	ReadAnswersWith(a quota.Answers)
-	// ShareWith counts limits and budgets with a team's other instances.
+	// ShareWith counts limits and budgets with a team's other instances,
+	// and ApplyLearned takes the limits they learned from providers.
 	ShareWith(s quota.Shared, failClosed bool)
+	redisstate.LearnedLimits
 }
 
 var (
@@ -342,6 +344,9 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.api = api.New(api.Options{Team: teamView, Router: g.router, Assets: o.Assets, Logger: o.Logger, Version: o.Version, Clock: o.Clock,
 		Sessions: sessions, Token: g.token, AllLocalUsers: allLocalUsers, Answers: g.responses, Redactor: g.redact,
 		Dialects: g.dialects, Tasks: g.tasks, Pseudonyms: pseudonym.New(v.Derive("pseudonyms")), Bodies: g.reqLog})
+	if rs != nil {
+		g.shareWithTeam(ctx, rs)
+	}
 	// Control applies the configuration once while opening, which builds
 	// the routing table, the clients and the probe targets.
 	cat, src := pool.LoadCatalog(o.DataDir, o.Logger)

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"context"
+	"os"
+
 	"freelane/backend/config"
 	"freelane/backend/redisstate"
 )
@@ -20,9 +23,29 @@ func (g *Gateway) openSharedState(cfg *config.Config) (*redisstate.State, error)
 	}
 	g.shared = rs
 	g.quota.ShareWith(rs, cfg.State.FailClosed)
+	rs.ShareLearned(g.quota)
 	g.gate.ShareWith(rs)
 	rs.ShareBreakers(g.gate)
 	return rs, nil
+}
+
+// shareWithTeam shares what needs the API server and the router with the
+// team's other instances once they exist: the routing pause, taken from
+// the team before the instance serves, and the sessions' homes.
+func (g *Gateway) shareWithTeam(ctx context.Context, rs *redisstate.State) {
+	rs.SharePause(teamPause{g})
+	rs.JoinPause(ctx)
+	g.router.ShareSessionsWith(rs)
+	lookup := g.o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if key, _ := lookup(VaultKeyEnv); key == "" {
+		// Sessions are known by a pseudonym keyed by the master key: with
+		// a key of each instance's own, no two instances name a session
+		// alike.
+		g.log.Warn("state.redis is set without " + VaultKeyEnv + ": a session's next request on another instance will not find the backend where its prompt cache is warm; give every instance the same " + VaultKeyEnv)
+	}
 }
 
 // sharedStatus adapts the shared state's status to /healthz.

@@ -106,9 +106,11 @@ type Manager struct {
 	answers Answers
 	// team, when set, counts limits and budgets with the other instances
 	// of a team; failClosed refuses paid calls under a budget while it is
-	// unreachable (see ShareWith).
+	// unreachable; teach, when the team also takes them, tells it the
+	// limits learned from the providers (see ShareWith).
 	team       Shared
 	failClosed bool
+	teach      Teacher
 }
 
 // New returns a Manager with no limits. loc is the zone of budget periods
@@ -461,6 +463,7 @@ func (h *Hold) Settle(c llm.CallUsage) {
 	}
 	now := m.clock.Now()
 	var team []Count
+	var taught []Learned
 	if !h.done {
 		h.done = true
 		if len(h.counts) > 0 {
@@ -475,12 +478,21 @@ func (h *Hold) Settle(c llm.CallUsage) {
 		}
 		evs = m.spendLocked(now, h.chain, h.b.ID.Provider, spent, evs)
 		if c.Header != nil || (c.Err != nil && c.Err.Status == http.StatusTooManyRequests) {
-			m.scope(m.backendScope(h.b.ID)).learn(now, c.Header, c.Err)
+			sc := m.scope(m.backendScope(h.b.ID))
+			prev := sc.learned
+			sc.learn(now, c.Header, c.Err)
+			if m.teach != nil {
+				taught = learnedOf(h.b.ID, sc, prev, now, nil)
+			}
 		}
 	}
+	teach := m.teach
 	m.mu.Unlock()
 	if len(team) > 0 {
 		m.team.Add(team)
+	}
+	for _, l := range taught {
+		teach.Teach(l)
 	}
 	m.publish(evs)
 }

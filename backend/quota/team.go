@@ -88,11 +88,14 @@ type seen struct {
 // limits and its budgets together with the other instances of a team.
 // With failClosed, while the team's count is unreachable the budgets
 // refuse paid backends instead of letting each instance spend its share.
-// Call it before traffic.
+// When s is also a Teacher, the limits the providers announce are told
+// to the other instances too (their side calls ApplyLearned). Call it
+// before traffic.
 func (m *Manager) ShareWith(s Shared, failClosed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.team, m.failClosed = s, failClosed
+	m.teach, _ = s.(Teacher)
 }
 
 // teamWindow is the window of limit kind k of a scope as the team counts

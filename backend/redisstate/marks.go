@@ -181,6 +181,9 @@ func (s *State) runMarks(ctx context.Context) {
 		case <-s.marks.wake:
 			if s.up.Load() {
 				s.sendMarks(ctx)
+				s.sendPause(ctx)
+				s.sendHomes(ctx)
+				s.sendLearned(ctx)
 			}
 		}
 	}
@@ -271,10 +274,11 @@ func markField(k breaker.MarkKind, backend string) string {
 	return strconv.Itoa(int(k)) + "|" + backend
 }
 
-// listen applies the marks other instances publish, resubscribing after
-// Redis comes back (go-redis reconnects the subscription itself).
+// listen applies the marks, the changes of the routing pause and the
+// learned limits other instances publish, resubscribing after Redis comes back (go-redis
+// reconnects the subscription itself).
 func (s *State) listen(ctx context.Context) {
-	sub := s.rdb.Subscribe(ctx, marksChannel)
+	sub := s.rdb.Subscribe(ctx, marksChannel, pauseChannel, learnedChannel)
 	defer sub.Close()
 	ch := sub.Channel(redis.WithChannelHealthCheckInterval(5 * time.Second))
 	for {
@@ -285,7 +289,14 @@ func (s *State) listen(ctx context.Context) {
 			if !ok {
 				return
 			}
-			s.applyWire([]byte(msg.Payload))
+			switch msg.Channel {
+			case pauseChannel:
+				s.applyPauseWire([]byte(msg.Payload))
+			case learnedChannel:
+				s.applyLearnedWire([]byte(msg.Payload))
+			default:
+				s.applyWire([]byte(msg.Payload))
+			}
 		}
 	}
 }
@@ -336,8 +347,11 @@ func (s *State) applyWire(b []byte) {
 
 // reconcile applies the marks in the hash that the channel did not bring
 // (sent while this instance was not listening), and drops marks of a day
-// ago.
+// ago; then it takes the team's routing pause and learned limits the
+// same way.
 func (s *State) reconcile(ctx context.Context) {
+	defer s.reconcileLearned(ctx)
+	defer s.reconcilePause(ctx)
 	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 500*time.Millisecond))
 	defer cancel()
 	all, err := s.rdb.HGetAll(ctx, marksKey).Result()

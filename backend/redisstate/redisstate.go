@@ -93,8 +93,13 @@ type State struct {
 	peers   []Peer
 	wake    chan struct{}
 
-	// marks carries the breakers' marks (see marks.go).
-	marks marks
+	// marks carries the breakers' marks (see marks.go), pause the
+	// routing pause (pause.go), homes the sessions' homes (affinity.go),
+	// learned the limits learned from providers (learned.go).
+	marks   marks
+	pause   pauseState
+	homes   homes
+	learned learnedMarks
 }
 
 // pendingKey merges counts that change the same counter bucket.

@@ -30,8 +30,9 @@ type Home struct {
 // SessionStore remembers each session's home, per route: a session may
 // send its main turns to one chain and short side questions (titles,
 // summaries) to another, and each has its own warm cache. The router
-// keeps one in memory; a store shared by several FreeLanes can stand in.
-// Home is called on every ranking and must not allocate.
+// keeps one in memory; in a team it also asks the team's (see
+// ShareSessionsWith). Home is called on every ranking and must not
+// allocate when it answers from memory.
 type SessionStore interface {
 	// Home returns the session's home on the route, if one is warm at now.
 	Home(session, route string, now time.Time) (Home, bool)
@@ -56,6 +57,9 @@ type sessionMap struct {
 type sessionEntry struct {
 	key  sessionKey
 	home Home
+	// checked is when the home was last set here or read from the team
+	// (see teamSessions); zero outside a team.
+	checked time.Time
 }
 
 // sweepPerInsert bounds the expired entries one insert removes, so that a
@@ -83,11 +87,17 @@ func (s *sessionMap) Home(session, route string, now time.Time) (Home, bool) {
 
 // SetHome implements SessionStore.
 func (s *sessionMap) SetHome(session, route string, h Home, now time.Time) {
+	s.set(session, route, h, now, time.Time{})
+}
+
+// set records the session's home, and when it was last checked.
+func (s *sessionMap) set(session, route string, h Home, now, checked time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := sessionKey{session, route}
 	if e, ok := s.m[k]; ok {
-		e.Value.(*sessionEntry).home = h
+		se := e.Value.(*sessionEntry)
+		se.home, se.checked = h, checked
 		s.lru.MoveToFront(e)
 		return
 	}
@@ -101,7 +111,20 @@ func (s *sessionMap) SetHome(session, route string, h Home, now time.Time) {
 	for s.lru.Len() >= s.max && s.lru.Len() > 0 {
 		s.remove(s.lru.Back())
 	}
-	s.m[k] = s.lru.PushFront(&sessionEntry{key: k, home: h})
+	s.m[k] = s.lru.PushFront(&sessionEntry{key: k, home: h, checked: checked})
+}
+
+// peek returns the session's home as remembered, warm or not, and when
+// it was last checked; ok is false when the session is not remembered.
+func (s *sessionMap) peek(session, route string) (h Home, checked time.Time, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.m[sessionKey{session, route}]
+	if !ok {
+		return Home{}, time.Time{}, false
+	}
+	se := e.Value.(*sessionEntry)
+	return se.home, se.checked, true
 }
 
 func (s *sessionMap) remove(e *list.Element) {
