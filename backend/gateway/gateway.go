@@ -305,6 +305,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	if g.shared != nil || g.team != nil {
 		g.instance = instance
+		g.feed.instance = instance
 	}
 	g.shape = shape.New(o.Clock)
 	g.router.SetShaper(g.shape)

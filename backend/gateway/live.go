@@ -35,6 +35,9 @@ type feed struct {
 	// served counts the requests recorded since the start, for the
 	// instance's status record in a team.
 	served atomic.Int64
+	// instance is this instance's name in a team, stamped on every trace;
+	// "" outside one. It is set before anything is served.
+	instance string
 
 	mu      sync.Mutex
 	recent  []llm.Trace // ring, newest at (next-1)
@@ -52,6 +55,9 @@ func (f *feed) Record(t llm.Trace) {
 	// request log, the live tail, the snapshots and the websocket. The
 	// secrets go first, so that a cut never leaves part of one.
 	t = redactTrace(f.red, t).Capped()
+	if f.instance != "" {
+		t.Instance = f.instance
+	}
 	f.log.Record(t)
 	f.served.Add(1)
 	// Counted by the day the request started, as its stored row is.

@@ -12,6 +12,7 @@ import (
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/teamtest"
+	"freelane/backend/llm"
 	"freelane/backend/redisstate"
 	"freelane/backend/vault"
 )
@@ -132,5 +133,33 @@ func TestTeamViewWithRedisUnreachable(t *testing.T) {
 	}
 	if strings.Contains(body, password) || strings.Contains(body, "127.0.0.1:1") {
 		t.Fatalf("the answer holds the URL: %s", body)
+	}
+
+	// The request log names the instance that served each request, in the
+	// live tail and in the stored rows.
+	e.g.RecordTrace(llm.Trace{ID: "served-here", Start: e.clock.Now(), Endpoint: "chat", Model: "auto", Backend: "a/ma", Status: 200, Class: llm.OK})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := e.do("GET", "/api/requests?id=served-here", "", nil)
+		var rows []llm.Trace
+		_ = json.Unmarshal(r.body, &rows)
+		if len(rows) == 1 {
+			if rows[0].Instance != "lonely" {
+				t.Fatalf("the stored row names instance %q, want lonely", rows[0].Instance)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the request never reached the log: %s", r.body)
+		}
+		e.clock.Advance(time.Second)
+		time.Sleep(20 * time.Millisecond)
+	}
+	var snap struct {
+		Requests []llm.Trace `json:"requests"`
+	}
+	_ = json.Unmarshal(e.do("GET", "/api/state", "", nil).body, &snap)
+	if len(snap.Requests) != 1 || snap.Requests[0].Instance != "lonely" {
+		t.Errorf("the live tail: %+v, want served-here by lonely", snap.Requests)
 	}
 }

@@ -1830,6 +1830,11 @@ export interface RequestDetail {
    * when it was first made.
    */
   saved?: number;
+  /**
+   * Instance is the name of the instance of a team that served the
+   * request; "" on a single machine.
+   */
+  instance?: string;
   /** BodyLogging says whether body logging is on now (request_log.bodies). */
   body_logging: boolean;
   /**
@@ -2401,6 +2406,11 @@ export interface Trace {
    * when it was first made.
    */
   saved?: number;
+  /**
+   * Instance is the name of the instance of a team that served the
+   * request; "" on a single machine.
+   */
+  instance?: string;
 }
 
 /**
