@@ -56,6 +56,9 @@ type trayInput struct {
 	Endpoint      string
 	// Budgets names budgets at 80 % or more of their limit.
 	Budgets []string
+	// TeamDown names the parts a team shares that this instance cannot
+	// reach ("Redis", "PostgreSQL").
+	TeamDown []string
 }
 
 // trayView is the tray's look: icon colour, the menu's status line and the
@@ -111,6 +114,11 @@ func computeTray(in trayInput) trayView {
 		} else {
 			v.Status = fmt.Sprintf("No backend of %q can serve", in.Chain)
 		}
+	case len(in.TeamDown) > 0:
+		// The instance serves, but on its own: its share of each limit,
+		// or the configuration it last read.
+		v.Level = levelAmber
+		v.Status = fmt.Sprintf("Degraded: %s unreachable, serving from %s on this instance's share", strings.Join(in.TeamDown, " and "), first)
 	case len(down) > 0:
 		v.Level = levelAmber
 		v.Status = fmt.Sprintf("Degraded: serving from %s (%d of %d up)", first, serving, len(in.Backends))
@@ -131,7 +139,7 @@ func computeTray(in trayInput) trayView {
 // trayInputFrom reads the tray's input off a snapshot: the default chain is
 // the first one listed ("auto").
 func trayInputFrom(s gateway.Snapshot) trayInput {
-	in := trayInput{Paused: s.RoutingPaused, RequestsToday: s.Totals.RequestsToday, Endpoint: s.Endpoint}
+	in := trayInput{Paused: s.RoutingPaused, RequestsToday: s.Totals.RequestsToday, Endpoint: s.Endpoint, TeamDown: s.Team.Unreachable()}
 	if len(s.Chains) == 0 {
 		return in
 	}

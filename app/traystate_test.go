@@ -36,6 +36,10 @@ func TestTrayColour(t *testing.T) {
 			levelAmber, "Degraded: serving from b/y (1 of 2 up)"},
 		{"near a budget", trayInput{Chain: "auto", Backends: []trayBackend{b("a/x", "serving")}, Budgets: []string{"global day"}},
 			levelAmber, "Near budget: global day"},
+		{"a team's Redis unreachable", trayInput{Chain: "auto", Backends: []trayBackend{b("a/x", "serving")}, TeamDown: []string{"Redis"}},
+			levelAmber, "Degraded: Redis unreachable, serving from a/x on this instance's share"},
+		{"no backend beats a shared part down", trayInput{Chain: "auto", Backends: []trayBackend{b("a/x", "open")}, TeamDown: []string{"Redis", "PostgreSQL"}},
+			levelRed, `No backend of "auto" can serve`},
 		{"paused wins", trayInput{Paused: true, Chain: "auto", Backends: []trayBackend{b("a/x", "open")}},
 			levelPaused, "Paused: /v1 answers 503 until you resume"},
 	}
@@ -100,6 +104,14 @@ func TestTrayInputFromSnapshot(t *testing.T) {
 	}
 	if len(in.Budgets) != 1 || in.Budgets[0] != "provider:own month" {
 		t.Errorf("budgets %q", in.Budgets)
+	}
+	if in.TeamDown != nil {
+		t.Errorf("a single machine's snapshot has shared parts down: %q", in.TeamDown)
+	}
+	s.Team = gateway.TeamView{Enabled: true, Redis: gateway.TeamRedis{Configured: true, Status: "connected"},
+		Postgres: gateway.TeamPostgres{Configured: true, Status: "unreachable"}}
+	if in := trayInputFrom(s); len(in.TeamDown) != 1 || in.TeamDown[0] != "PostgreSQL" {
+		t.Errorf("PostgreSQL unreachable in the snapshot gives %q", in.TeamDown)
 	}
 	s.RoutingPaused = true
 	if v := computeTray(trayInputFrom(s)); v.Level != levelPaused {

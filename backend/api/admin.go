@@ -73,6 +73,9 @@ type TestResult struct {
 type Admin interface {
 	// State is the full snapshot the dashboard starts from.
 	State() any
+	// Team is the team as this instance sees it, for GET /api/team: never
+	// the URL or password of a shared part.
+	Team() any
 	Chains() []ChainView
 	Control() *control.Control
 	// Providers are the providers as the dashboard lists them.
@@ -121,6 +124,7 @@ func (s *Server) MountAdmin(a Admin) {
 	// Signing in needs no session, only the one-time code and this origin.
 	s.mux.Handle("POST /api/login", sameOrigin(h.login))
 	route("GET /api/session", s.sessionInfo)
+	route("GET /api/team", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.Team()) })
 	route("GET /api/state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, a.State()) })
 	route("GET /api/providers", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, a.Providers())

@@ -91,6 +91,9 @@ type Snapshot struct {
 	Spend   quota.Spend        `json:"spend"`
 	// Notifications are the recent notifications, newest first.
 	Notifications []notify.Notification `json:"notifications"`
+	// Team is the team as this instance sees it; enabled is false on a
+	// single machine.
+	Team TeamView `json:"team"`
 }
 
 // Update is what changed since the last message to the dashboard.
@@ -112,6 +115,10 @@ type Update struct {
 	// first; a client may have them from its snapshot already (they
 	// carry ids).
 	Notifications []notify.Notification `json:"notifications"`
+	// Team is the team as this instance sees it, sent when it changed
+	// (an instance joined or left, a shared part went down or came back,
+	// a count moved); left out otherwise.
+	Team *TeamView `json:"team,omitempty"`
 }
 
 // adminView implements api.Admin over the gateway.
@@ -386,6 +393,7 @@ func (g *Gateway) snapshot() Snapshot {
 		Events:        g.bus.Recent(),
 		Totals:        g.totals(),
 		Notifications: g.notes.Recent(),
+		Team:          g.teamView(),
 	}
 }
 
@@ -412,7 +420,13 @@ drain:
 		g.lastNote = notes[len(notes)-1].ID
 	}
 	now := g.clock.Now()
-	if len(reqs) == 0 && len(evs) == 0 && len(notes) == 0 && now.Sub(g.lastUpdate) < 2*time.Second {
+	var team *TeamView
+	if tv := g.teamView(); tv.Enabled {
+		if k := tv.changeKey(); k != g.lastTeam {
+			g.lastTeam, team = k, &tv
+		}
+	}
+	if len(reqs) == 0 && len(evs) == 0 && len(notes) == 0 && team == nil && now.Sub(g.lastUpdate) < 2*time.Second {
 		return nil
 	}
 	if notes == nil {
@@ -427,7 +441,7 @@ drain:
 	}
 	backends := g.backendViews()
 	return Update{Type: "update", Time: now, Backends: backends, Requests: reqs, Events: evs, Totals: g.totals(), RoutingPaused: g.api.Paused(),
-		Quotas: g.quotaViews(backends), Budgets: g.quota.Budgets(), Spend: g.quota.Spend(), Notifications: notes}
+		Quotas: g.quotaViews(backends), Budgets: g.quota.Budgets(), Spend: g.quota.Spend(), Notifications: notes, Team: team}
 }
 
 // backendStatus is the breakers' view of a backend that the admin views

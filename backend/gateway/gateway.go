@@ -181,6 +181,13 @@ type Gateway struct {
 	// team is this instance's part in a team sharing PostgreSQL; nil on
 	// a single machine.
 	team *team
+	// instance is this instance's name in a team, "" outside one; started
+	// is when the gateway was built. lastTeam is the team view the
+	// dashboard was last sent (TeamView.changeKey), only touched by the
+	// hub's update callback.
+	instance string
+	started  time.Time
+	lastTeam string
 
 	// catalog is the catalog in use, as the control plane holds it; it is
 	// kept here too because apply runs while the control plane is locked.
@@ -232,7 +239,7 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	if o.Dialects == nil {
 		o.Dialects = dialects.Registry()
 	}
-	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, redact: red, dialects: o.Dialects, serving: loops.New(), loops: loops.New(), writers: loops.New()}
+	g = &Gateway{o: o, log: o.Logger, clock: o.Clock, started: o.Clock.Now(), redact: red, dialects: o.Dialects, serving: loops.New(), loops: loops.New(), writers: loops.New()}
 	var shared config.Store
 	var instance string
 	if o.Config != nil {
@@ -297,6 +304,10 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 	g.quota.ReadAnswersWith(g.dialects)
 	if rs, err = g.openSharedState(o.Config); err != nil {
 		return nil, err
+	}
+	if g.shared != nil || g.team != nil {
+		g.instance = instance
+		g.feed.instance = instance
 	}
 	g.shape = shape.New(o.Clock)
 	g.router.SetShaper(g.shape)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"freelane/backend/llm"
@@ -31,6 +32,12 @@ type feed struct {
 	// unchecked are the providers added without their key being tried;
 	// a call their server answers checks it.
 	unchecked uncheckedKeys
+	// served counts the requests recorded since the start, for the
+	// instance's status record in a team.
+	served atomic.Int64
+	// instance is this instance's name in a team, stamped on every trace;
+	// "" outside one. It is set before anything is served.
+	instance string
 
 	mu      sync.Mutex
 	recent  []llm.Trace // ring, newest at (next-1)
@@ -48,7 +55,11 @@ func (f *feed) Record(t llm.Trace) {
 	// request log, the live tail, the snapshots and the websocket. The
 	// secrets go first, so that a cut never leaves part of one.
 	t = redactTrace(f.red, t).Capped()
+	if f.instance != "" {
+		t.Instance = f.instance
+	}
 	f.log.Record(t)
+	f.served.Add(1)
 	// Counted by the day the request started, as its stored row is.
 	start := t.Start
 	if start.IsZero() {

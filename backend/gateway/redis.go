@@ -9,8 +9,8 @@ import (
 )
 
 // openSharedState connects to the state a team's instances share, when the
-// configuration names it: the quota and budget counters, and what the
-// breakers learn. Redis need not be reachable yet: the instance serves on
+// configuration names it: the quota and budget counters, what the
+// breakers learn, and each instance's status record. Redis need not be reachable yet: the instance serves on
 // its share of every limit, and on its own breakers, until it is.
 func (g *Gateway) openSharedState(cfg *config.Config) (*redisstate.State, error) {
 	if cfg == nil || cfg.State.Redis == "" {
@@ -22,6 +22,11 @@ func (g *Gateway) openSharedState(cfg *config.Config) (*redisstate.State, error)
 		return nil, err
 	}
 	g.shared = rs
+	report := redisstate.Report{Version: g.o.Version, Served: g.feed.served.Load}
+	if g.team != nil {
+		report.Postgres = g.team.Reachable
+	}
+	rs.SetReport(report)
 	g.quota.ShareWith(rs, cfg.State.FailClosed)
 	rs.ShareLearned(g.quota)
 	g.gate.ShareWith(rs)

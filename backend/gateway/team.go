@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -94,6 +95,31 @@ type team struct {
 	opened bool
 	// usageDown is true while usage is read from the local file.
 	usageDown bool
+	// reachable is whether PostgreSQL answered the last time it was
+	// asked (connect or the ping of watchReach).
+	reachable atomic.Bool
+}
+
+// pingEvery is how often an instance checks that PostgreSQL answers, for
+// the team's view on the dashboard.
+const pingEvery = 2 * time.Second
+
+// Reachable reports whether PostgreSQL answered when last asked.
+func (t *team) Reachable() bool { return t.reachable.Load() }
+
+// watchReach pings PostgreSQL every pingEvery until ctx ends, so that the
+// dashboard shows an instance that lost it.
+func (t *team) watchReach(ctx context.Context, db *pgstore.DB) {
+	tick, c := t.clock.NewTicker(pingEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c:
+			t.reachable.Store(db.Ping(ctx) == nil)
+		}
+	}
 }
 
 // errTeamStoreDown refuses a change while PostgreSQL cannot be reached:
@@ -111,6 +137,7 @@ func (t *team) connect(ctx context.Context) error {
 	defer t.mu.Unlock()
 	t.db = db
 	t.shipper = pgstore.NewShipper(t.local, db, pgstore.ShipOptions{Clock: t.clock, Logger: t.log})
+	t.reachable.Store(true)
 	return nil
 }
 
@@ -269,6 +296,7 @@ func (t *team) run(ctx context.Context, reload func(context.Context) error) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { shipper.Run(ctx) })
+	wg.Go(func() { t.watchReach(ctx, db) })
 	// Watch hears of every document of a change; one reload takes them
 	// all, so the calls are folded into a pending flag.
 	pending := make(chan struct{}, 1)

@@ -290,6 +290,9 @@ type Trace struct {
 	// cache savings, or for a response-cache hit the cost of the answer
 	// when it was first made.
 	Saved float64 `json:"saved,omitempty"`
+	// Instance is the name of the instance of a team that served the
+	// request; "" on a single machine.
+	Instance string `json:"instance,omitempty"`
 }
 
 // CacheOutcome is what the response cache did with a request; the

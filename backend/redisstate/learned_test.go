@@ -69,7 +69,7 @@ func TestLearnedLimitsReachTheTeam(t *testing.T) {
 	if a.Available("", quota.Target{ID: backend}) == nil {
 		t.Fatal("the instance that read the headers still admits")
 	}
-	within(t, time.Second, "the other instance to learn the limit", func() bool { return b.Available("", quota.Target{ID: backend}) != nil })
+	within(t, 2*time.Second, "the other instance to learn the limit", func() bool { return b.Available("", quota.Target{ID: backend}) != nil })
 	sk := b.Available("", quota.Target{ID: backend})
 	if !sk.Until.Equal(reset) || !strings.Contains(sk.Reason, "none left") {
 		t.Fatalf("the other instance's skip: %+v, want none left until %v", sk, reset)

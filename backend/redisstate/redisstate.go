@@ -95,11 +95,13 @@ type State struct {
 
 	// marks carries the breakers' marks (see marks.go), pause the
 	// routing pause (pause.go), homes the sessions' homes (affinity.go),
-	// learned the limits learned from providers (learned.go).
+	// learned the limits learned from providers (learned.go), roster the
+	// instance's status record (roster.go).
 	marks   marks
 	pause   pauseState
 	homes   homes
 	learned learnedMarks
+	roster  roster
 }
 
 // pendingKey merges counts that change the same counter bucket.
@@ -114,11 +116,26 @@ type pendingCount struct {
 	expire    time.Time
 }
 
-// Peer is an instance of the team as last seen.
+// Peer is an instance of the team as last seen, with what its status
+// record says: how it sees the shared parts, and what it did.
 type Peer struct {
 	Name     string    `json:"name"`
 	LastSeen time.Time `json:"last_seen"`
 	Self     bool      `json:"self,omitempty"`
+	Version  string    `json:"version,omitempty"`
+	// Started is when the instance started; nil for an instance that
+	// wrote no status record.
+	Started *time.Time `json:"started,omitempty"`
+	// Redis is "connected" or "unreachable" as the instance sees it: an
+	// instance that reached Redis within the last beats is connected.
+	Redis string `json:"redis"`
+	// Postgres is "connected" or "unreachable" as the instance sees the
+	// team's PostgreSQL, "" for an instance without store.postgres.
+	Postgres string `json:"postgres,omitempty"`
+	// Pending is how many of its counter changes wait for Redis.
+	Pending int `json:"pending"`
+	// Served counts the requests it served since it started.
+	Served int64 `json:"served"`
 }
 
 // Open connects to the URL's Redis, waiting at most half a second for it.
@@ -211,28 +228,46 @@ type Status struct {
 	Redis    string `json:"redis"` // "connected" or "unreachable"
 	// Since is when Redis became unreachable, while it is.
 	Since *time.Time `json:"since,omitempty"`
-	// Instances are the team's instances alive when last seen.
+	// Instances are the team's instances alive when last seen, by name,
+	// each with its status record; while Redis is unreachable, this
+	// instance alone.
 	Instances []Peer `json:"instances"`
 	// Pending is how many counter changes wait for Redis to be back.
 	Pending int `json:"pending"`
 }
 
-// Status returns the instance's view of the shared state.
+// Status returns the instance's view of the shared state. It holds no
+// URL and no secret: the records hold names, versions, states and counts.
 func (s *State) Status() Status {
-	st := Status{Instance: s.name, Redis: "connected"}
-	if !s.Up() {
-		st.Redis = "unreachable"
+	now := s.clock.Now()
+	st := Status{Instance: s.name, Redis: Connected}
+	up := s.Up()
+	if !up {
+		st.Redis = Unreachable
 		if d := s.downSince.Load(); d != 0 {
 			t := time.Unix(0, d).UTC()
 			st.Since = &t
 		}
 	}
+	// This instance's own entry is as of now; the others' as the last
+	// heartbeat read them.
+	self := Peer{Name: s.name, LastSeen: now.UTC(), Self: true}.withRecord(s.selfRecord(now))
+	self.Redis = st.Redis
 	s.mu.Lock()
-	st.Instances = slices.Clone(s.peers)
+	if up {
+		st.Instances = slices.Clone(s.peers)
+	}
 	st.Pending = len(s.pending)
 	s.mu.Unlock()
-	if len(st.Instances) == 0 {
-		st.Instances = []Peer{{Name: s.name, LastSeen: s.clock.Now().UTC(), Self: true}}
+	i := slices.IndexFunc(st.Instances, func(p Peer) bool { return p.Self })
+	if i < 0 {
+		// While Redis is unreachable the others' records are unknown, and
+		// before the first beat there are none: the instance shows itself.
+		st.Instances = append(st.Instances, self)
+		slices.SortFunc(st.Instances, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
+	} else {
+		self.LastSeen = st.Instances[i].LastSeen
+		st.Instances[i] = self
 	}
 	return st
 }
@@ -358,17 +393,20 @@ func (s *State) Run(ctx context.Context) {
 	}
 }
 
-// heartbeat records the instance as alive, drops instances gone for long,
-// and reads who is alive.
+// heartbeat records the instance as alive and writes its status record,
+// drops instances gone for long and the records of those no longer
+// alive, and reads who is alive with their records.
 func (s *State) heartbeat(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 500*time.Millisecond))
 	defer cancel()
 	now := s.clock.Now()
 	var live *redis.ZSliceCmd
+	var recs *redis.MapStringStringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(now.UnixMilli()), Member: s.member})
 		p.ZRemRangeByScore(ctx, instancesKey, "-inf", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10))
 		live = p.ZRangeByScoreWithScores(ctx, instancesKey, &redis.ZRangeBy{Min: strconv.FormatInt(now.Add(-aliveFor).UnixMilli(), 10), Max: "+inf"})
+		recs = s.writeRecord(ctx, p, now)
 		return nil
 	})
 	if err != nil {
@@ -377,10 +415,24 @@ func (s *State) heartbeat(ctx context.Context) {
 		}
 		return
 	}
+	alive := make(map[string]bool, len(live.Val()))
+	for _, z := range live.Val() {
+		m, _ := z.Member.(string)
+		alive[m] = true
+	}
+	byMember, stale := liveRecords(recs.Val(), alive)
+	if len(stale) > 0 {
+		// A record of an instance that stopped or died goes with it.
+		_ = s.rdb.HDel(ctx, statusKey, stale...).Err()
+	}
 	peers := make([]Peer, 0, len(live.Val()))
 	for _, z := range live.Val() {
 		m, _ := z.Member.(string)
-		peers = append(peers, Peer{Name: memberName(m), LastSeen: time.UnixMilli(int64(z.Score)).UTC(), Self: m == s.member})
+		p := Peer{Name: memberName(m), LastSeen: time.UnixMilli(int64(z.Score)).UTC(), Self: m == s.member, Redis: Connected}
+		if r, ok := byMember[m]; ok {
+			p = p.withRecord(r)
+		}
+		peers = append(peers, p)
 	}
 	slices.SortFunc(peers, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
 	s.mu.Lock()

@@ -274,7 +274,7 @@ func (r *storedRow) key(s RequestSort) float64 {
 func (d *DB) queryRows(ctx context.Context, tail string, args ...any) ([]storedRow, error) {
 	query := `SELECT seq, id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision,
-	cache_read_tokens, cache_write_tokens, saved, cache, session, cost
+	cache_read_tokens, cache_write_tokens, saved, cache, session, cost, instance
 FROM requests` + tail
 
 	rows, err := d.sql.QueryContext(ctx, query, args...)
@@ -300,7 +300,7 @@ FROM requests` + tail
 			&r.seq, &t.ID, &r.startMS, &t.Endpoint, &t.Path, &dialect, &t.Model, &t.Alias, &t.Chain, &t.Backend, &t.Stream, &t.Status,
 			&class, &t.Error, &r.latency, &ttft,
 			&t.Usage.PromptTokens, &t.Usage.CompletionTokens, &r.tokens, &t.Committed, &attempts, &notes, &decision,
-			&t.Usage.CacheReadTokens, &t.Usage.CacheWriteTokens, &t.Saved, &cache, &t.Session, &r.cost,
+			&t.Usage.CacheReadTokens, &t.Usage.CacheWriteTokens, &t.Saved, &cache, &t.Session, &r.cost, &t.Instance,
 		); err != nil {
 			return nil, fmt.Errorf("store: scan request: %w", err)
 		}

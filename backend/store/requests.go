@@ -67,8 +67,8 @@ const (
 const insertRequestSQL = `INSERT INTO requests (
 	id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision,
-	cache_read_tokens, cache_write_tokens, saved, cache, session, cost
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	cache_read_tokens, cache_write_tokens, saved, cache, session, cost, instance
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
 
 const insertLedgerSQL = `INSERT INTO ledger (
@@ -216,7 +216,7 @@ func (d *DB) writeBatch(ctx context.Context, traces []llm.Trace, bodies []Bodies
 			durationMS(t.Latency), nullDurationMS(t.TTFT),
 			t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens,
 			t.Committed, d.redact(attempts), d.redact(encodeNotes(t.Notes)), d.redact(decision),
-			t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.Saved, string(t.Cache), sessionColumn(t.Session), cost)
+			t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.Saved, string(t.Cache), sessionColumn(t.Session), cost, t.Instance)
 		if err != nil {
 			return 0, fmt.Errorf("store: write request %s: %w", id, err)
 		}

@@ -95,6 +95,8 @@ var freelane = contract{
 			Request: typeOf[api.LoginRequest](), Response: typeOf[api.LoginView]()},
 		{Route: "GET /api/session", Doc: "The signed-in session: when it ends (401 without one).", Response: typeOf[api.SessionView]()},
 		{Route: "GET /api/state", Response: typeOf[gateway.Snapshot]()},
+		{Route: "GET /api/team", Doc: "The team as this instance sees it: enabled is false on a single machine; with state.redis every live instance with its status record (this instance alone while Redis is unreachable). Never a URL or a password.",
+			Response: typeOf[gateway.TeamView]()},
 		{Route: "GET /api/ws", Doc: "The websocket: its messages, not an answer.", Messages: []reflect.Type{typeOf[snapshotMessage](), typeOf[gateway.Update]()}},
 
 		{Route: "GET /api/providers", Response: typeOf[[]control.ProviderView](), NeverNull: true},
@@ -233,7 +235,7 @@ var freelane = contract{
 			Values: values(quota.KindRPM, quota.KindRPD, quota.KindTPM, quota.KindTPD, quota.KindConcurrency)},
 		{Name: "UsageGrouping", Doc: "UsageGrouping is what /api/usage adds up by.",
 			Fields: []fieldKey{field[usageReport]("GroupBy")}, Dir: "backend/store", Prefix: "By",
-			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath)},
+			Values: values(store.ByDay, store.ByBackend, store.ByChain, store.ByDayBackend, store.ByPath, store.ByInstance)},
 		{Name: "BackendStatus", Doc: "BackendStatus is what a backend is doing now, as the gateway reports it.",
 			Fields: []fieldKey{field[gateway.BackendView]("Status")}, Dir: "backend/gateway", Scan: true},
 		{Name: "ChainStrategy", Doc: "ChainStrategy is how a chain orders the backends of one priority tier.",
@@ -248,6 +250,8 @@ var freelane = contract{
 		{Fields: []fieldKey{field[snapshotMessage]("Type")}, Values: []string{"snapshot"}},
 	},
 	NeverNull: []fieldKey{
+		// teamView always makes its list, empty outside a team.
+		field[gateway.TeamView]("Instances"),
 		// The gateway's ProviderModels makes its list.
 		field[api.ModelList]("Models"),
 		// control.Providers, feed.Recent, quota.Quotas and quota.Budgets

@@ -74,14 +74,14 @@ func TestRoutingPauseIsTheTeams(t *testing.T) {
 		t.Fatalf("%d of 6 answered before the pause: %s", ok, failure)
 	}
 	tm.gws[0].SetRoutingPaused(true)
-	tm.waitPaused(t, time.Second, "pausing on office-1", true, true, true)
+	tm.waitPaused(t, 2*time.Second, "pausing on office-1", true, true, true)
 	if ev := lastEvent(tm.gws[2]); !strings.Contains(ev, "on office-1") {
 		t.Fatalf("office-3's pause event does not say where it came from: %q", ev)
 	}
 	tm.gws[1].SetRoutingPaused(false)
-	tm.waitPaused(t, time.Second, "resuming on office-2", false, false, false)
+	tm.waitPaused(t, 2*time.Second, "resuming on office-2", false, false, false)
 	tm.gws[2].SetRoutingPaused(true)
-	tm.waitPaused(t, time.Second, "pausing on office-3", true, true, true)
+	tm.waitPaused(t, 2*time.Second, "pausing on office-3", true, true, true)
 
 	cfg := config.Default()
 	cfg.Listen, cfg.Instance, cfg.Discovery.Disabled = "127.0.0.1:0", "office-4", true
@@ -107,7 +107,7 @@ func TestRoutingPauseWhileRedisIsAway(t *testing.T) {
 	defer h.Up(t, teamtest.BackendRedis)
 	tm.waitHealth(t, func(h health) bool { return h.Team.Redis == "unreachable" })
 	tm.gws[0].SetRoutingPaused(true)
-	tm.waitPaused(t, time.Second, "pausing office-1 alone", true, false, false)
+	tm.waitPaused(t, 2*time.Second, "pausing office-1 alone", true, false, false)
 	time.Sleep(1500 * time.Millisecond)
 	if got := tm.pausedAnswers(t); !same(got, true, false, false) {
 		t.Fatalf("with Redis away: paused %v, want only office-1", got)

@@ -249,6 +249,8 @@ export class LiveStore {
       budgets: u.budgets,
       spend: u.spend,
       routing_paused: u.routing_paused,
+      // The team view comes only when it changed.
+      team: u.team ?? cur.team,
     };
     const t = Date.parse(u.time);
     this.#sample(Number.isNaN(t) ? Date.now() / 1000 : t / 1000, backends);

@@ -747,6 +747,11 @@ export interface Endpoints {
     request: void;
     response: Snapshot;
   };
+  /** The team as this instance sees it: enabled is false on a single machine; with state.redis every live instance with its status record (this instance alone while Redis is unreachable). Never a URL or a password. */
+  "GET /api/team": {
+    request: void;
+    response: TeamView;
+  };
   /** The websocket: its messages, not an answer. */
   "GET /api/ws": {
     request: void;
@@ -1454,6 +1459,38 @@ export type NotificationKind = "breaker" | "key" | "quota" | "budget" | "local";
 export type Offer = "free" | "trial" | "paid" | "local";
 
 /**
+ * Peer is an instance of the team as last seen, with what its status
+ * record says: how it sees the shared parts, and what it did.
+ *
+ * Go: redisstate.Peer.
+ */
+export interface Peer {
+  name: string;
+  last_seen: string;
+  self?: boolean;
+  version?: string;
+  /**
+   * Started is when the instance started; nil for an instance that
+   * wrote no status record.
+   */
+  started?: string;
+  /**
+   * Redis is "connected" or "unreachable" as the instance sees it: an
+   * instance that reached Redis within the last beats is connected.
+   */
+  redis: string;
+  /**
+   * Postgres is "connected" or "unreachable" as the instance sees the
+   * team's PostgreSQL, "" for an instance without store.postgres.
+   */
+  postgres?: string;
+  /** Pending is how many of its counter changes wait for Redis. */
+  pending: number;
+  /** Served counts the requests it served since it started. */
+  served: number;
+}
+
+/**
  * Percentiles are latency quantiles in milliseconds, 0 when there is no
  * data.
  *
@@ -1793,6 +1830,11 @@ export interface RequestDetail {
    * when it was first made.
    */
   saved?: number;
+  /**
+   * Instance is the name of the instance of a team that served the
+   * request; "" on a single machine.
+   */
+  instance?: string;
   /** BodyLogging says whether body logging is on now (request_log.bodies). */
   body_logging: boolean;
   /**
@@ -2118,6 +2160,11 @@ export interface Snapshot {
   spend: Spend;
   /** Notifications are the recent notifications, newest first. */
   notifications: Notification[];
+  /**
+   * Team is the team as this instance sees it; enabled is false on a
+   * single machine.
+   */
+  team: TeamView;
 }
 
 /**
@@ -2160,6 +2207,67 @@ export interface Switches {
   quota: boolean;
   budget: boolean;
   local: boolean;
+}
+
+/**
+ * TeamPostgres is how this instance sees the team's PostgreSQL.
+ *
+ * Go: gateway.TeamPostgres.
+ */
+export interface TeamPostgres {
+  /** Configured is true when store.postgres is set. */
+  configured: boolean;
+  /**
+   * Status is "connected" or "unreachable"; "" when not configured.
+   * While unreachable the instance serves the configuration it last
+   * read, and refuses changes.
+   */
+  status: string;
+}
+
+/**
+ * TeamRedis is how this instance sees the team's Redis.
+ *
+ * Go: gateway.TeamRedis.
+ */
+export interface TeamRedis {
+  /** Configured is true when state.redis is set. */
+  configured: boolean;
+  /** Status is "connected" or "unreachable"; "" when not configured. */
+  status: string;
+  /** Since is when Redis became unreachable, while it is. */
+  since?: string;
+  /**
+   * Pending is how many of this instance's counter changes wait for
+   * Redis to be back.
+   */
+  pending: number;
+}
+
+/**
+ * TeamView is the team as this instance sees it: GET /api/team, and the
+ * team panel of the dashboard. It holds names, states and counts only,
+ * never the URL of a shared part or its password.
+ *
+ * Go: gateway.TeamView.
+ */
+export interface TeamView {
+  /**
+   * Enabled is true when the instance is one of a team's: it shares
+   * state on Redis (state.redis), a store on PostgreSQL
+   * (store.postgres), or both.
+   */
+  enabled: boolean;
+  /** Instance is this instance's name; "" outside a team. */
+  instance: string;
+  redis: TeamRedis;
+  postgres: TeamPostgres;
+  /**
+   * Instances are the team's live instances by name, each as its
+   * status record says; this instance alone while Redis is unreachable
+   * or not used, none outside a team.
+   */
+  instances: Peer[];
 }
 
 /**
@@ -2298,6 +2406,11 @@ export interface Trace {
    * when it was first made.
    */
   saved?: number;
+  /**
+   * Instance is the name of the instance of a team that served the
+   * request; "" on a single machine.
+   */
+  instance?: string;
 }
 
 /**
@@ -2327,6 +2440,12 @@ export interface Update {
    * carry ids).
    */
   notifications: Notification[];
+  /**
+   * Team is the team as this instance sees it, sent when it changed
+   * (an instance joined or left, a shared part went down or came back,
+   * a count moved); left out otherwise.
+   */
+  team?: TeamView;
 }
 
 /**
@@ -2350,7 +2469,7 @@ export interface Usage {
 }
 
 /** UsageGrouping is what /api/usage adds up by. */
-export type UsageGrouping = "day" | "backend" | "chain" | "day,backend" | "path";
+export type UsageGrouping = "day" | "backend" | "chain" | "day,backend" | "path" | "instance";
 
 /**
  * UsageReport is the answer of GET /api/usage: ledger totals from From

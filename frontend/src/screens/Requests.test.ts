@@ -2,7 +2,7 @@ import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-li
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { live } from "../lib/live.svelte";
 import { hashOfView, queryOf, viewFromHash } from "../lib/reqlog";
-import { fakeFetch, snapshot, trace, update } from "../test/fixtures";
+import { fakeFetch, snapshot, team, trace, update } from "../test/fixtures";
 import Requests from "./Requests.svelte";
 
 const failover = trace("r2", {
@@ -37,6 +37,20 @@ async function openDetails(id: string) {
 }
 
 describe("Requests", () => {
+  it("shows which instance served each request only in a team", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+    render(Requests);
+    await waitFor(() => expect(ids()).toEqual(["request-row-r2", "request-row-r1"]));
+    expect(screen.queryByTestId("instance-column")).toBeNull();
+    expect(screen.queryByTestId("request-instance-r1")).toBeNull();
+    cleanup();
+
+    live.applySnapshot(snapshot({ team: team(), requests: [trace("r1", { instance: "office-2" })] }));
+    render(Requests);
+    await waitFor(() => expect(screen.getByTestId("request-instance-r1").textContent).toBe("office-2"));
+    expect(screen.getByTestId("instance-column").textContent).toBe("Instance");
+  });
+
   it("lists one line per request, merges the log and the live tail, and asks the server for each filter", async () => {
     const older = trace("r0", {
       start: "2025-03-01T11:00:00Z",

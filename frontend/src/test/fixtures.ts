@@ -17,6 +17,7 @@ import type {
   UpdateMessage,
   UsageRow,
 } from "../lib/types";
+import type { TeamView } from "../lib/wire.gen";
 
 /** The clock the quota fixtures are written against: 2026-11-30 12:00 UTC. */
 export const NOW = Date.parse("2026-11-30T12:00:00Z");
@@ -163,6 +164,27 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     budgets: [budget("global", "day", { limit: 1, spent: 0.42, reserved: 0.01 }), budget("global", "month", { limit: 20, spent: 3.5 })],
     spend: { today: 0.42, month: 3.5 },
     notifications: [],
+    team: noTeam(),
+    ...over,
+  };
+}
+
+/** The team view of a single machine. */
+export function noTeam(): TeamView {
+  return { enabled: false, instance: "", redis: { configured: false, status: "", pending: 0 }, postgres: { configured: false, status: "" }, instances: [] };
+}
+
+/** A team of two as office-1 sees it, both shared parts connected. */
+export function team(over: Partial<TeamView> = {}): TeamView {
+  return {
+    enabled: true,
+    instance: "office-1",
+    redis: { configured: true, status: "connected", pending: 0 },
+    postgres: { configured: true, status: "connected" },
+    instances: [
+      { name: "office-1", last_seen: at(0), self: true, version: "v0.4.0", started: at(-4 * HOUR), redis: "connected", postgres: "connected", pending: 0, served: 120 },
+      { name: "office-2", last_seen: at(-2000), version: "v0.3.9", started: at(-3 * HOUR), redis: "connected", postgres: "connected", pending: 2, served: 45 },
+    ],
     ...over,
   };
 }
