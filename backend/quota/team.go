@@ -99,14 +99,16 @@ func (m *Manager) ShareWith(s Shared, failClosed bool) {
 }
 
 // teamWindow is the window of limit kind k of a scope as the team counts
-// it: minute limits in one-second buckets over 60 seconds, a rolling day
-// in quarter hours over 24 hours, and a calendar window as one bucket
-// named by its start.
+// it: minute limits in ten-second buckets, a rolling day in quarter hours
+// over 24 hours, and a calendar window as one bucket named by its start.
 func (s *scope) teamWindow(k kind, now time.Time) (bucket, oldest int64, ttl time.Duration) {
 	switch {
 	case k == rpm || k == tpm:
-		b := now.Unix()
-		return b, b - 59, 61 * time.Second
+		// Ten-second buckets keep the script's work per call small (seven
+		// fields, not sixty); seven of them cover the whole minute, so a
+		// call leaves the team's count up to ten seconds late, never early.
+		b := now.Unix() / 10
+		return b, b - 6, 80 * time.Second
 	case s.lim.Reset.Rolling():
 		b := now.Unix() / 900
 		return b, b - 95, 24*time.Hour + 15*time.Minute

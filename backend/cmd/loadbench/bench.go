@@ -70,7 +70,7 @@ func benchLoad(ctx context.Context, clk clock.Clock, o options, s *stack, progre
 	fl := target{name: "freelane", base: s.freelane.url, pid: s.freelane.pid()}
 	var tm *target
 	if s.team != nil {
-		tm = &target{name: teamTarget, base: s.team.url, pid: s.team.pid()}
+		tm = &target{name: teamTarget, base: s.team.url, pid: s.team.pid(), sidePid: s.redis.pid()}
 	}
 	l := loader{clk}
 	for round := range o.rounds {
@@ -168,6 +168,9 @@ type summaryRow struct {
 	FirstByte stat `json:"first_byte_p50_ms"`
 	// CPU per request at -cpu-c clients.
 	CPU stat `json:"cpu_us_per_request"`
+	// SideCPU is the CPU per request, at -cpu-c clients, of the server
+	// the target calls (redis-server).
+	SideCPU stat `json:"side_cpu_us_per_request,omitzero"`
 	// p50 at one client, and what it adds to the upstream's own p50.
 	P50At1   stat  `json:"p50_at_1_ms"`
 	AddedP50 stat  `json:"added_p50_at_1_ms"`
@@ -211,6 +214,7 @@ func summarize(runs []result, o options) []summaryRow {
 				row.FirstByte = best(pick(sc.name, t, o.conc, func(r result) float64 { return r.FirstByte50 }), false)
 			}
 			row.CPU = best(pick(sc.name, t, o.cpuConc, func(r result) float64 { return r.CPUPerReq }), false)
+			row.SideCPU = best(pick(sc.name, t, o.cpuConc, func(r result) float64 { return r.SideCPUPerReq }), false)
 			if sc.compared {
 				mine := pick(sc.name, t, 1, func(r result) float64 { return r.P50 })
 				ups := pick(sc.name, "upstream", 1, func(r result) float64 { return r.P50 })
@@ -294,6 +298,7 @@ func ratios(rep *loadReport) map[string]float64 {
 			out["p50_ms_redis_minus_freelane_"+mode] = r.P50.Best - f.P50.Best
 			out["p50_at_1_ms_redis_minus_freelane_"+mode] = r.P50At1.Best - f.P50At1.Best
 			out["cpu_redis_over_freelane_"+mode] = q(r.CPU.Best, f.CPU.Best)
+			out["redis_server_cpu_us_"+mode] = r.SideCPU.Best
 		}
 	}
 	out["idle_rss_mb_freelane"] = float64(rep.Idle["freelane"].RSS) / 1024

@@ -23,6 +23,9 @@ type target struct {
 	base  string // origin, such as http://127.0.0.1:PORT
 	pid   int
 	model string // what the body names: a model or a chain
+	// sidePid, when set, is a server the target calls on every request
+	// (redis-server), whose CPU time is reported beside the target's.
+	sidePid int
 }
 
 // call is one kind of request.
@@ -61,9 +64,12 @@ type result struct {
 	FirstByte50 float64 `json:"first_byte_p50_ms,omitempty"`
 	CPUTicks    int64   `json:"cpu_ticks"`
 	CPUPerReq   float64 `json:"cpu_us_per_request"`
-	Errors      int64   `json:"errors"`
-	CacheMisses int64   `json:"cache_misses,omitempty"`
-	FirstError  string  `json:"first_error,omitempty"`
+	// SideCPUPerReq is the CPU of the server the target calls on every
+	// request (redis-server), per request; 0 for the others.
+	SideCPUPerReq float64 `json:"side_cpu_us_per_request,omitempty"`
+	Errors        int64   `json:"errors"`
+	CacheMisses   int64   `json:"cache_misses,omitempty"`
+	FirstError    string  `json:"first_error,omitempty"`
 }
 
 // phases of a load: the warm-up, whose requests are not counted, the
@@ -158,6 +164,13 @@ func (l loader) run(ctx context.Context, t target, c call, conc int, warm, dur t
 		finish()
 		return result{}, err
 	}
+	var side0 int64
+	if t.sidePid != 0 {
+		if side0, err = cpuTicks(t.sidePid); err != nil {
+			finish()
+			return result{}, err
+		}
+	}
 	t0 := l.clk.Now()
 	phase.Store(phaseMeasure)
 	if !l.wait(ctx, dur) {
@@ -167,6 +180,10 @@ func (l loader) run(ctx context.Context, t target, c call, conc int, warm, dur t
 	phase.Store(phaseStop)
 	elapsed := l.clk.Since(t0)
 	cpu1, err := cpuTicks(t.pid)
+	var side1 int64
+	if err == nil && t.sidePid != 0 {
+		side1, err = cpuTicks(t.sidePid)
+	}
 	wg.Wait()
 	if err != nil {
 		return result{}, err
@@ -179,6 +196,7 @@ func (l loader) run(ctx context.Context, t target, c call, conc int, warm, dur t
 	r.RPS = float64(r.Requests) / elapsed.Seconds()
 	if r.Requests > 0 {
 		r.CPUPerReq = float64(r.CPUTicks) * (1e6 / clockTicks) / float64(r.Requests)
+		r.SideCPUPerReq = float64(side1-side0) * (1e6 / clockTicks) / float64(r.Requests)
 	}
 	r.P50, r.P99 = percentile(lats, 50), percentile(lats, 99)
 	r.FirstByte50 = percentile(firsts, 50)

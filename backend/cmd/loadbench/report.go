@@ -59,10 +59,11 @@ func printLoad(w io.Writer, rep *loadReport, o options) {
 			q["rps_redis_over_freelane_non-stream"], q["rps_redis_over_freelane_median_non-stream"],
 			q["rps_redis_over_freelane_stream"], q["rps_redis_over_freelane_median_stream"],
 			verdict(q["rps_redis_over_freelane_non-stream"] >= 0.85 && q["rps_redis_over_freelane_stream"] >= 0.85))
-		fmt.Fprintf(tw, "  p50 added by Redis\tnon-stream %+.3f ms @%d, %+.3f ms @1; stream %+.3f ms @%d, %+.3f ms @1\tCPU per request %.2fx, %.2fx\n",
+		fmt.Fprintf(tw, "  p50 added by Redis\tnon-stream %+.3f ms @%d, %+.3f ms @1; stream %+.3f ms @%d, %+.3f ms @1\tFreeLane's CPU per request %.2fx, %.2fx; redis-server's own %.0f, %.0f us per request\n",
 			q["p50_ms_redis_minus_freelane_non-stream"], o.conc, q["p50_at_1_ms_redis_minus_freelane_non-stream"],
 			q["p50_ms_redis_minus_freelane_stream"], o.conc, q["p50_at_1_ms_redis_minus_freelane_stream"],
-			q["cpu_redis_over_freelane_non-stream"], q["cpu_redis_over_freelane_stream"])
+			q["cpu_redis_over_freelane_non-stream"], q["cpu_redis_over_freelane_stream"],
+			q["redis_server_cpu_us_non-stream"], q["redis_server_cpu_us_stream"])
 	}
 	tw.Flush()
 	for _, r := range rep.Summary {
