@@ -86,12 +86,12 @@ vet:
 	staticcheck -tags $(TAGS) ./app
 
 # vet-cross vets the code as it builds for Windows (with MinGW-w64, the
-# desktop app included) and for macOS: there, every package that builds
-# without cgo, since the SQLite driver and the desktop shell need Apple's
-# SDK, which no Debian machine has.
+# desktop app included) and for macOS: there, every package whose code and
+# tests build without cgo, since the SQLite driver and the desktop shell
+# need Apple's SDK, which no Debian machine has.
 vet-cross: deps-package
 	CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc GOOS=windows GOARCH=amd64 go vet -tags desktop,production ./app ./backend/...
-	@pkgs=$$(for p in $$(go list ./...); do GOOS=darwin GOARCH=arm64 go list -deps $$p | grep -q mattn/go-sqlite3 || echo $$p; done); \
+	@pkgs=$$(for p in $$(go list ./...); do GOOS=darwin GOARCH=arm64 go list -deps -test $$p | grep -q mattn/go-sqlite3 || echo $$p; done); \
 	  echo "vet for darwin/arm64: $$(echo $$pkgs | wc -w) of $$(go list ./... | wc -l) packages (the rest need cgo with Apple's SDK)"; \
 	  GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $$pkgs
 
