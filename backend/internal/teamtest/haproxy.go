@@ -40,7 +40,6 @@ func StartHAProxy(tb testing.TB) *HAProxy {
 	tb.Helper()
 	r, p := StartRedis(tb), StartPostgres(tb)
 	h := haOnce.get(tb, "HAProxy", "haproxy", func() (*HAProxy, error) { return startHAProxy(r.Addr, p.Addr) })
-	h.Took = haOnce.took
 	return h
 }
 

@@ -37,7 +37,6 @@ var pgBinGlobs = []string{"/usr/lib/postgresql/*/bin/"}
 func StartPostgres(tb testing.TB) *Postgres {
 	tb.Helper()
 	p := pgOnce.get(tb, "PostgreSQL", "postgresql", startPostgres)
-	p.Took = pgOnce.took
 	return p
 }
 

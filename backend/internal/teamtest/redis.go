@@ -41,7 +41,6 @@ func (r *Redis) NewDB(tb testing.TB) int {
 func StartRedis(tb testing.TB) *Redis {
 	tb.Helper()
 	r := redisOnce.get(tb, "redis-server", "redis-server", startRedis)
-	r.Took = redisOnce.took
 	return r
 }
 
