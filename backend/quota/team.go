@@ -178,12 +178,7 @@ func (s *budgetState) teamKey() string {
 // takeTeam asks the team's count for an admitted hold. The local checks
 // have passed and the hold counts locally; a refusal undoes that.
 func (m *Manager) takeTeam(h *Hold) *llm.Skip {
-	var buf [12]int64
-	totals := buf[:0]
-	if len(h.counts) > len(buf) {
-		totals = make([]int64, 0, len(h.counts))
-	}
-	totals = totals[:len(h.counts)]
+	totals := make([]int64, len(h.counts))
 	refused, err := m.team.Take(h.counts, totals)
 	m.mu.Lock()
 	now := m.clock.Now()
@@ -350,15 +345,11 @@ func (m *Manager) undoLocked(h *Hold) {
 func (h *Hold) teamGiveBack() {
 	out := make([]Count, 0, len(h.counts))
 	for _, c := range h.counts {
-		switch {
-		case c.Kind == CountReserve:
+		// A token check (N 0) counted nothing to give back.
+		if c.N != 0 {
 			c.N, c.Limit = -c.N, 0
-		case c.N == 0:
-			continue
-		default:
-			c.N, c.Limit = -c.N, 0
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	if len(out) > 0 {
 		h.m.team.Add(out)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,8 +29,7 @@ type wireHome struct {
 // homes is the session side of State: the homes waiting to be sent,
 // merged by key, so a busy session is one write per send.
 type homes struct {
-	mu    sync.Mutex
-	queue map[string]wireHome
+	queue newest[wireHome]
 }
 
 // homeKey names a session's home on a route. session is the pseudonym
@@ -71,27 +69,14 @@ func (s *State) TeamHome(session, route string) (router.Home, bool) {
 // Homes of a time Redis is unreachable are kept and sent when it is back,
 // those that went cold meanwhile dropped.
 func (s *State) ShareHome(session, route string, h router.Home) {
-	k := homeKey(session, route)
-	hs := &s.homes
-	hs.mu.Lock()
-	if hs.queue == nil {
-		hs.queue = map[string]wireHome{}
-	}
-	if _, ok := hs.queue[k]; ok || len(hs.queue) < maxHomes {
-		hs.queue[k] = wireHome{Backend: h.Backend.String(), Until: h.Until.UnixMilli()}
-	}
-	hs.mu.Unlock()
+	s.homes.queue.put(homeKey(session, route), wireHome{Backend: h.Backend.String(), Until: h.Until.UnixMilli()})
 	s.marks.poke()
 }
 
 // sendHomes writes the queued homes in one pipeline, each to expire with
 // its cache; on failure they are kept for the next try.
 func (s *State) sendHomes(ctx context.Context) {
-	hs := &s.homes
-	hs.mu.Lock()
-	batch := hs.queue
-	hs.queue = nil
-	hs.mu.Unlock()
+	batch := s.homes.queue.take()
 	if len(batch) == 0 {
 		return
 	}
@@ -113,14 +98,5 @@ func (s *State) sendHomes(ctx context.Context) {
 		return
 	}
 	s.fault(err)
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if hs.queue == nil {
-		hs.queue = map[string]wireHome{}
-	}
-	for k, w := range batch {
-		if _, newer := hs.queue[k]; !newer && len(hs.queue) < maxHomes {
-			hs.queue[k] = w
-		}
-	}
+	s.homes.queue.restore(batch)
 }

@@ -43,7 +43,7 @@ type wireLearned struct {
 type learnedMarks struct {
 	mu    sync.Mutex
 	to    LearnedLimits
-	queue map[string]wireLearned
+	queue newest[wireLearned]
 }
 
 // ShareLearned makes the state carry what l learns of its providers'
@@ -61,16 +61,7 @@ func learnedField(backend, kind string) string { return backend + "|" + kind }
 func (s *State) Teach(l quota.Learned) {
 	w := wireLearned{Backend: l.Backend.String(), Kind: l.Kind, Limit: l.Limit, Remaining: l.Remaining,
 		Reset: l.Reset.UnixMilli(), At: l.At.UnixMilli(), Soft: l.Soft, From: s.member}
-	lm := &s.learned
-	f := learnedField(w.Backend, w.Kind)
-	lm.mu.Lock()
-	if lm.queue == nil {
-		lm.queue = map[string]wireLearned{}
-	}
-	if _, ok := lm.queue[f]; ok || len(lm.queue) < maxHomes {
-		lm.queue[f] = w
-	}
-	lm.mu.Unlock()
+	s.learned.queue.put(learnedField(w.Backend, w.Kind), w)
 	s.marks.poke()
 }
 
@@ -78,11 +69,7 @@ func (s *State) Teach(l quota.Learned) {
 // Limits learned while Redis is unreachable stay queued and are sent when
 // it is back, unless they have reset by then.
 func (s *State) sendLearned(ctx context.Context) {
-	lm := &s.learned
-	lm.mu.Lock()
-	batch := lm.queue
-	lm.queue = nil
-	lm.mu.Unlock()
+	batch := s.learned.queue.take()
 	if len(batch) == 0 {
 		return
 	}
@@ -104,16 +91,7 @@ func (s *State) sendLearned(ctx context.Context) {
 		return
 	}
 	s.fault(err)
-	lm.mu.Lock()
-	defer lm.mu.Unlock()
-	if lm.queue == nil {
-		lm.queue = map[string]wireLearned{}
-	}
-	for f, w := range batch {
-		if _, newer := lm.queue[f]; !newer {
-			lm.queue[f] = w
-		}
-	}
+	s.learned.queue.restore(batch)
 }
 
 // applyLearnedWire applies a limit another instance learned; the manager

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -371,10 +372,8 @@ func (s *State) reconcile(ctx context.Context) {
 
 // memberName is the instance's name in a run's member.
 func memberName(member string) string {
-	for i := len(member) - 1; i >= 0; i-- {
-		if member[i] == '#' {
-			return member[:i]
-		}
+	if i := strings.LastIndexByte(member, '#'); i >= 0 {
+		return member[:i]
 	}
 	return member
 }

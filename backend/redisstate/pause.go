@@ -79,15 +79,7 @@ func (s *State) TellPause(paused bool) {
 // instance starting while the team is paused serves nothing before it
 // knows. It waits at most half a second; on failure the first reconcile
 // takes the team's pause instead.
-func (s *State) JoinPause(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 500*time.Millisecond))
-	defer cancel()
-	all, err := s.rdb.HGetAll(ctx, pauseKey).Result()
-	if err != nil {
-		return
-	}
-	s.applyPause(pauseOf(all), true)
-}
+func (s *State) JoinPause(ctx context.Context) { s.reconcilePause(ctx) }
 
 // pauseScript records a change of the pause with a new version and
 // publishes it. KEYS: the pause hash, the channel. ARGV: "1" or "0", the

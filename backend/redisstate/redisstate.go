@@ -197,11 +197,10 @@ func urlProblem(err error) string {
 	if errors.As(err, &ue) {
 		return ue.Err.Error()
 	}
-	msg := err.Error()
-	if i := strings.Index(msg, "://"); i >= 0 {
-		return "use redis://[user:password@]host:port[/db], rediss:// for TLS or unix:///path/to/redis.sock"
+	if msg := err.Error(); !strings.Contains(msg, "://") {
+		return msg
 	}
-	return msg
+	return "use redis://[user:password@]host:port[/db], rediss:// for TLS or unix:///path/to/redis.sock"
 }
 
 // Close closes the connections.
@@ -284,11 +283,10 @@ func (s *State) fault(err error) {
 // redactErr is an error's text without anything that looks like a URL,
 // which could carry the password.
 func redactErr(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "://"); i >= 0 {
-		return "connection failed"
+	if msg := err.Error(); !strings.Contains(msg, "://") {
+		return msg
 	}
-	return msg
+	return "connection failed"
 }
 
 // Take checks and applies counts as one step on Redis (quota.Shared).
