@@ -189,6 +189,23 @@ type RequestLog struct {
 	// to MaxRequestLogKeepDays; 0 means defaults.RequestLogKeepDays. The
 	// usage ledger keeps its own totals beyond it.
 	KeepDays int `yaml:"keep_days,omitempty"`
+	// Durable holds back the end of every answer (the body of a plain
+	// answer, the last events of a stream) until the answer's request row
+	// and ledger row are written, so that no answer a client received is
+	// missing from the log, and from what it cost, if the process is
+	// killed right after. It adds a database commit to each answer, shared
+	// by the answers that finish together. Nil means on when the ledger is
+	// a team's (store.postgres is set), off otherwise.
+	Durable *bool `yaml:"durable,omitempty"`
+}
+
+// DurableAnswers reports whether answers wait for their rows to be
+// written, given whether the ledger is a team's.
+func (r RequestLog) DurableAnswers(team bool) bool {
+	if r.Durable != nil {
+		return *r.Durable
+	}
+	return team
 }
 
 // MaxRequestLogKeepDays bounds request_log.keep_days.

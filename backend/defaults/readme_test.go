@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"freelane/backend/config"
 	"freelane/backend/defaults"
 	"freelane/backend/router"
 )
@@ -41,6 +42,8 @@ var documented = map[string][]any{
 	"cache.ttl":                        {defaults.ResponseCacheTTL},
 	"cache.max_mb":                     {defaults.ResponseCacheMB},
 	"request_log.max_body_kb":          {defaults.RequestLogBodyKB},
+	// On for an instance of a team, off on a single machine.
+	"request_log.durable": {config.RequestLog{}.DurableAnswers(true), config.RequestLog{}.DurableAnswers(false)},
 	// Every kind of notification is on unless switched off.
 	"notifications.breaker": {true},
 }

@@ -133,6 +133,12 @@ var (
 	_ quotaManager = (*quota.Manager)(nil)
 )
 
+// storedWait is the longest an answer waits for its rows to be written
+// when request_log.durable holds answers back: a batch is retried for
+// about a third of a second before it is given up, so past this the disk
+// has stalled and the answer goes out without waiting further.
+const storedWait = 5 * time.Second
+
 // Gateway is a running FreeLane.
 type Gateway struct {
 	o      Options
@@ -447,6 +453,10 @@ func (g *Gateway) applyLocked(v pool.View) error {
 	// Pacing too; requests waiting in a backend's queue keep their place.
 	g.shape.Configure(shapeSettings(cfg))
 	g.notes.Configure(control.NotifySwitches(cfg.Notifications))
+	g.router.SetStoredWait(0)
+	if cfg.RequestLog.DurableAnswers(g.team != nil) {
+		g.router.SetStoredWait(storedWait)
+	}
 	// The secrets first too: answers to requests still in flight are
 	// redacted with the new set, which holds the keys they were sent with
 	// unless those were removed.

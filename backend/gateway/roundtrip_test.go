@@ -138,7 +138,7 @@ func roundTripConfig(upstream string) *config.Config {
 		},
 		Cache:      config.ResponseCache{Enabled: true, TTL: 20 * time.Minute, MaxMB: 64},
 		Debug:      config.Debug{Pprof: true},
-		RequestLog: config.RequestLog{Bodies: true, MaxBodyKB: 48, KeepDays: 60},
+		RequestLog: config.RequestLog{Bodies: true, MaxBodyKB: 48, KeepDays: 60, Durable: ptrTo(true)},
 		// Every kind switched off: on is the default.
 		Notifications: config.Notifications{Breaker: ptrTo(false), Key: ptrTo(false), Quota: ptrTo(false), Budget: ptrTo(false), Local: ptrTo(false)},
 	}

@@ -293,7 +293,32 @@ type Trace struct {
 	// Instance is the name of the instance of a team that served the
 	// request; "" on a single machine.
 	Instance string `json:"instance,omitempty"`
+	// Stored, when set, is told once the request log has written this
+	// trace's rows, or failed to; the router then lets the answer's last
+	// bytes go out. Nil for a trace nobody waits on.
+	Stored *Ack `json:"-"`
 }
+
+// Ack is a one-time word that something was done, or could not be: the
+// request log gives it once a trace's rows are written, and the router
+// waits on it before ending an answer. The zero value is not usable; make
+// one with NewAck.
+type Ack struct{ ch chan error }
+
+// NewAck returns an Ack nobody has given yet.
+func NewAck() *Ack { return &Ack{ch: make(chan error, 1)} }
+
+// Give reports err (nil for done). It never blocks: a word given while an
+// earlier one is still unread is dropped.
+func (a *Ack) Give(err error) {
+	select {
+	case a.ch <- err:
+	default:
+	}
+}
+
+// Wait is the channel the word arrives on, once.
+func (a *Ack) Wait() <-chan error { return a.ch }
 
 // CacheOutcome is what the response cache did with a request; the
 // X-FreeLane-Cache response header carries it.

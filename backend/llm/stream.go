@@ -38,6 +38,12 @@ type Event struct {
 	// More is set when the next event is already buffered, so a writer can
 	// batch this one with it instead of flushing now.
 	More bool
+	// Tail is set on the events a translated stream ends with, made once
+	// the upstream's stream was over (a Responses client's
+	// response.completed, say): with them the client holds the whole
+	// answer, so a router that must store a request before its client
+	// sees it answered holds them back with the end of the stream.
+	Tail bool
 }
 
 // EventStream is an upstream streaming response. Next returns the next event

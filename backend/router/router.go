@@ -110,6 +110,12 @@ type Router struct {
 	sessions SessionStore
 	breaks   sync.Map
 	nBreaks  atomic.Int64
+	// storedWait is how long an answer may wait for the request log to
+	// store its trace before its last bytes go out (SetStoredWait), in
+	// nanoseconds; 0 does not wait. storedLate is when the last warning
+	// of an answer that stopped waiting was logged (unix nanoseconds).
+	storedWait atomic.Int64
+	storedLate atomic.Int64
 }
 
 // New returns a Router over the table. rec may be nil; a nil clock is the
@@ -144,6 +150,17 @@ func carryOver(t, old *Table) {
 		p.carryOver(old.groupPlans[id])
 	}
 }
+
+// SetStoredWait makes the router end every served answer only once the
+// request log has stored its trace, waiting at most d for that: the
+// answer's body, or a stream's end, is held back until then, so an answer
+// its client received is never missing from the log, or the usage ledger,
+// when the process is killed just after. 0 (the default) ends answers at
+// once and stores their traces soon after. It may be called while serving.
+func (r *Router) SetStoredWait(d time.Duration) { r.storedWait.Store(int64(max(d, 0))) }
+
+// holdsEnd reports whether answers wait for their traces to be stored.
+func (r *Router) holdsEnd() bool { return r.storedWait.Load() > 0 && r.rec != nil }
 
 // SetAdmission installs quota and budget checks. Call it before serving.
 func (r *Router) SetAdmission(a Admission) { r.admit = a }
@@ -264,9 +281,19 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request, sink Sink) *Failu
 		ks = &keepSink{Sink: sink, cu: cu}
 		sink = ks
 	}
+	// ended is the attempt whose stream's end is held back until its
+	// trace is stored (SetStoredWait).
+	var ended *attempt
 	tr, f := r.run(ctx, req, func(ctx context.Context, b *Backend, a *attempt) error {
-		return r.streamOne(ctx, req, b, a, sink)
+		err := r.streamOne(ctx, req, b, a, sink)
+		if a.ended {
+			ended = a
+		}
+		return err
 	}, cu)
+	if ended != nil {
+		endStream(sink, ended.tail)
+	}
 	if f == nil && cu != nil && cu.keep != nil && ks.done && tr.Class == llm.OK {
 		cu.keep.Done(CacheOrigin{Backend: tr.Backend, Usage: tr.Usage, Cost: tr.Cost})
 	}
@@ -300,6 +327,11 @@ type attempt struct {
 	// would cost an allocation per stream.
 	committed bool
 	sink      Sink
+	// ended is set by streamOne when the stream ended cleanly but its end
+	// (tail, then the sink's Done) was held back for its trace to be
+	// stored; Stream writes it once run has returned.
+	ended bool
+	tail  [][]byte
 }
 
 type attemptFunc func(ctx context.Context, b *Backend, a *attempt) error
@@ -346,7 +378,7 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc, cu 
 		}
 	}
 	if done {
-		r.finishTrace(tr, start)
+		r.finishStored(ctx, tr, start)
 		return tr, nil
 	}
 	if f == nil {
@@ -804,6 +836,47 @@ func (r *Router) finishTrace(tr *llm.Trace, start time.Time) {
 	tr.Latency = r.clock.Since(start)
 	if r.rec != nil {
 		r.rec.Record(*tr)
+	}
+}
+
+// storedLateWarnEvery rate-limits the warning of answers that stopped
+// waiting for their traces, so a stalled disk does not flood the log.
+const storedLateWarnEvery = time.Minute
+
+// finishStored records a served request's trace and, when answers wait
+// for their traces (SetStoredWait), returns only once the request log has
+// stored it, the wait ran out, or the client left. Until it returns the
+// caller holds back the end of the answer.
+func (r *Router) finishStored(ctx context.Context, tr *llm.Trace, start time.Time) {
+	if !r.holdsEnd() || tr.Class != llm.OK {
+		// A stream that failed after it was committed was not answered;
+		// there is nothing to hold back.
+		r.finishTrace(tr, start)
+		return
+	}
+	ack := llm.NewAck()
+	tr.Stored = ack
+	r.finishTrace(tr, start)
+	t, expired := r.clock.NewTimer(time.Duration(r.storedWait.Load()))
+	defer t.Stop()
+	var why string
+	select {
+	case err := <-ack.Wait():
+		if err == nil {
+			return
+		}
+		// The log has said why already; the answer goes out regardless,
+		// since failing it would lose the answer as well as its row.
+		why = "the request log could not store it"
+	case <-expired:
+		why = "the request log took too long"
+	case <-ctx.Done():
+		return
+	}
+	now := r.clock.Now().UnixNano()
+	last := r.storedLate.Load()
+	if now-last >= int64(storedLateWarnEvery) && r.storedLate.CompareAndSwap(last, now) {
+		r.log.Warn("answered a request before its row was stored", "reason", why, "request", tr.ID)
 	}
 }
 

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"sync"
@@ -14,6 +15,7 @@ import (
 // whatever happens next is written to the client and errCommitted returned.
 func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a *attempt, sink Sink) error {
 	t0 := r.clock.Now()
+	hold := r.holdsEnd()
 	st, err := b.Up.Stream(ctx, req, b.ID.Model)
 	if err != nil {
 		return err
@@ -95,16 +97,37 @@ func (r *Router) streamOne(ctx context.Context, req *llm.Request, b *Backend, a 
 				continue
 			}
 		case llm.Done:
+			if hold {
+				a.ended = true
+				return errCommitted
+			}
 			if err := sink.Done(); err != nil {
 				a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			}
 			return errCommitted
+		}
+		if hold && ev.Tail {
+			// The answer is whole with these; they go out with the end.
+			a.tail = append(a.tail, bytes.Clone(ev.Data))
+			continue
 		}
 		if err := sink.Send(ev.Data, !ev.More); err != nil {
 			a.late = &llm.Error{Class: llm.Cancelled, Message: "client went away"}
 			return errCommitted
 		}
 	}
+}
+
+// endStream writes a stream's end that was held back while its trace was
+// stored: the tail events, then the dialect's end. A client gone by now
+// has nothing left to be told.
+func endStream(sink Sink, tail [][]byte) {
+	for _, ev := range tail {
+		if sink.Send(ev, false) != nil {
+			return
+		}
+	}
+	_ = sink.Done()
 }
 
 // maxKeep bounds the stream events kept for token estimation: a longer

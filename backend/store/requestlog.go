@@ -143,6 +143,7 @@ func (l *RequestLog) Record(t llm.Trace) {
 	if l.closed {
 		l.mu.RUnlock()
 		l.drop(1, "request log closed")
+		giveUp(t, errLogClosed)
 		return
 	}
 	select {
@@ -151,6 +152,20 @@ func (l *RequestLog) Record(t llm.Trace) {
 	default:
 		l.mu.RUnlock()
 		l.drop(1, "request log buffer full")
+		giveUp(t, errLogFull)
+	}
+}
+
+// Why a trace someone waits on was not stored.
+var (
+	errLogClosed = errors.New("store: the request log is closed")
+	errLogFull   = errors.New("store: the request log's buffer is full")
+)
+
+// giveUp tells whoever waits on t that it will not be stored.
+func giveUp(t llm.Trace, err error) {
+	if t.Stored != nil {
+		t.Stored.Give(err)
 	}
 }
 
@@ -209,7 +224,15 @@ func (l *RequestLog) Run(ctx context.Context) error {
 		select {
 		case t := <-l.ch:
 			w.traces = append(w.traces, t)
-			if w.full(l.opts.BatchSize) {
+			if t.Stored != nil {
+				w.waited = true
+			}
+			// A trace whose answer is held back is written as soon as
+			// nothing else is queued right behind it: traces that arrive
+			// while one batch is being written go together in the next, so
+			// under load the commits stay few (group commit) and idle they
+			// wait for nothing.
+			if w.full(l.opts.BatchSize) || w.waited && len(l.ch) == 0 {
 				_ = l.flush(wctx, w)
 				w.reset()
 			}
@@ -270,6 +293,8 @@ func (l *RequestLog) Close(ctx context.Context) error {
 type work struct {
 	traces []llm.Trace
 	bodies []Bodies
+	// waited says a trace in traces has an answer waiting on it.
+	waited bool
 }
 
 func (w *work) full(n int) bool { return len(w.traces) >= n || len(w.bodies) >= n }
@@ -281,6 +306,19 @@ func (w *work) reset() {
 	w.traces = resetBatch(w.traces)
 	clear(w.bodies)
 	w.bodies = w.bodies[:0]
+	w.waited = false
+}
+
+// acknowledge tells whoever waits on a trace of w how its write went.
+func (w *work) acknowledge(err error) {
+	if !w.waited {
+		return
+	}
+	for i := range w.traces {
+		if a := w.traces[i].Stored; a != nil {
+			a.Give(err)
+		}
+	}
 }
 
 // drain writes w and everything left in the queues. It must only be
@@ -291,6 +329,7 @@ func (l *RequestLog) drain(ctx context.Context, w *work) error {
 		select {
 		case t := <-l.ch:
 			w.traces = append(w.traces, t)
+			w.waited = w.waited || t.Stored != nil
 		case b := <-l.bodies:
 			w.bodies = append(w.bodies, b)
 		default:
@@ -323,6 +362,7 @@ func (l *RequestLog) flush(ctx context.Context, w *work) error {
 			if skipped > 0 {
 				l.log.Warn("skipped request traces with duplicate IDs", "skipped", skipped)
 			}
+			w.acknowledge(nil)
 			return nil
 		}
 		if ctx.Err() != nil || attempt == writeAttempts {
@@ -334,7 +374,9 @@ func (l *RequestLog) flush(ctx context.Context, w *work) error {
 	l.log.Error("request log write failed; dropping batch", "rows", len(w.traces), "err", err)
 	l.dropped.Add(uint64(len(w.traces)))
 	l.droppedBodies.Add(uint64(len(w.bodies)))
-	return fmt.Errorf("store: request log dropped %d traces: %w", len(w.traces), err)
+	err = fmt.Errorf("store: request log dropped %d traces: %w", len(w.traces), err)
+	w.acknowledge(err)
+	return err
 }
 
 // newWork allocates the batch buffers. The capacity is only a starting

@@ -856,6 +856,8 @@ func (s *stream) nextTranslated() (llm.Event, error) {
 		s.content()
 	}
 	ev.More = len(s.queue) > 0 || s.sse.EventBuffered()
+	// Whatever is queued once the upstream ended is the stream's end.
+	ev.Tail = s.ended
 	return ev, nil
 }
 

@@ -1,6 +1,7 @@
 package upstream_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -263,11 +264,22 @@ func call(t *testing.T, c *upstream.Client, client llm.Dialect, model string, st
 		}
 	}
 	dec := rq.codec.NewStreamDecoder()
+	tail := false
 	for {
 		ev, err := st.Next()
 		if err != nil {
 			add("error")
 			return errOutcome(t, err, strings.Join(shape, " "))
+		}
+		// The events a stream ends with are marked, and only those: once
+		// one is, every later one is, and a Responses client's
+		// response.completed always is.
+		if tail && !ev.Tail && ev.Kind != llm.Done {
+			t.Fatalf("event %s follows the stream's closing events unmarked", ev.Data)
+		}
+		tail = tail || ev.Tail
+		if bytes.Contains(ev.Data, []byte(`"type":"response.completed"`)) && !ev.Tail {
+			t.Fatalf("response.completed is not marked as the stream's end: %s", ev.Data)
 		}
 		switch ev.Kind {
 		case llm.Content:

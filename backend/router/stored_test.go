@@ -1,0 +1,120 @@
+package router_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"freelane/backend/llm"
+	"freelane/backend/router"
+)
+
+// storedHarness is a harness whose answers wait for their traces to be
+// stored; traced tells when the router has recorded a trace.
+func storedHarness(t *testing.T, wait time.Duration) (*harness, chan llm.Trace) {
+	h := newHarness(t)
+	traced := make(chan llm.Trace, 4)
+	h.r = router.New(h.r.Table(), h.gate, &chanRecorder{h.rec, traced}, nil, quiet)
+	h.r.SetStoredWait(wait)
+	return h, traced
+}
+
+// chanRecorder records into rec and hands each trace on.
+type chanRecorder struct {
+	rec *recRecorder
+	out chan llm.Trace
+}
+
+func (c *chanRecorder) Record(t llm.Trace) {
+	c.rec.Record(t)
+	c.out <- t
+}
+
+func tail(data string) step {
+	return step{ev: llm.Event{Kind: llm.Held, Data: []byte(data), Tail: true}}
+}
+
+// With answers waiting for their traces, a stream's content goes out as
+// it comes, but its closing events and its end only once the trace is
+// stored; a plain answer's call returns only then.
+func TestAnswerEndsOnlyOnceItsTraceIsStored(t *testing.T) {
+	h, traced := storedHarness(t, time.Minute)
+	h.ups["a"].script = []step{content(`{"c":"hello"}`), tail(`{"finish":"stop"}`), done()}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+			t.Errorf("stream failed: %+v", f)
+		}
+	}()
+	tr := <-traced
+	if tr.Stored == nil || tr.Class != llm.OK {
+		t.Fatalf("trace class %s, Stored %v", tr.Class, tr.Stored)
+	}
+	select {
+	case <-ended:
+		t.Fatal("the stream ended before its trace was stored")
+	case <-time.After(50 * time.Millisecond):
+	}
+	// The goroutine is parked on the acknowledgement; what it wrote
+	// before recording is visible through the recorder's lock.
+	if got := strings.Join(h.sink.ops, " | "); got != `commit a/m | send {"c":"hello"}` {
+		t.Errorf("before the trace was stored the client got: %s", got)
+	}
+	tr.Stored.Give(nil)
+	<-ended
+	if got := strings.Join(h.sink.ops, " | "); got != `commit a/m | send {"c":"hello"} | send {"finish":"stop"} | done` {
+		t.Errorf("the client got: %s", got)
+	}
+
+	h2, traced2 := storedHarness(t, time.Minute)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		if _, f := h2.r.Complete(h2.ctx, completeReq(t, "main")); f != nil {
+			t.Errorf("complete failed: %+v", f)
+		}
+	}()
+	tr = <-traced2
+	select {
+	case <-returned:
+		t.Fatal("Complete returned before its trace was stored")
+	case <-time.After(50 * time.Millisecond):
+	}
+	tr.Stored.Give(nil)
+	<-returned
+}
+
+// The wait is bounded: a log that never answers delays the end by the
+// wait, not forever, and the answer still ends whole. A stream that broke
+// after it reached the client was not answered and is not held.
+func TestStoredWaitIsBounded(t *testing.T) {
+	h, traced := storedHarness(t, 30*time.Millisecond)
+	h.ups["a"].script = []step{content(`{"c":"hello"}`), tail(`{"finish":"stop"}`), done()}
+	start := time.Now()
+	if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+		t.Fatalf("stream failed: %+v", f)
+	}
+	if el := time.Since(start); el < 30*time.Millisecond || el > 5*time.Second {
+		t.Errorf("ended after %v", el)
+	}
+	<-traced
+	if got := strings.Join(h.sink.ops, " | "); !strings.HasSuffix(got, `send {"finish":"stop"} | done`) {
+		t.Errorf("the client got: %s", got)
+	}
+
+	h2, traced2 := storedHarness(t, time.Minute)
+	h2.ups["a"].script = []step{content(`{"c":"hel"}`), fails(httpErr(llm.Transient, 502))}
+	h2.r.Stream(h2.ctx, streamReq(t, "main", false), h2.sink)
+	if tr := <-traced2; tr.Stored != nil || tr.Class == llm.OK {
+		t.Errorf("a broken stream waited on its trace: class %s", tr.Class)
+	}
+
+	// Without the setting the end goes out before the trace is recorded.
+	h3 := newHarness(t)
+	h3.ups["a"].script = []step{content(`{"c":"hello"}`), tail(`{"finish":"stop"}`), done()}
+	h3.r.Stream(h3.ctx, streamReq(t, "main", false), h3.sink)
+	if tr := h3.rec.last(t); tr.Stored != nil {
+		t.Error("a trace waited on without the setting")
+	}
+}
