@@ -117,3 +117,31 @@ func BenchmarkLedgerWrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteSmallBatches measures what answers that wait for their
+// rows cost: batches of 1, 4 and 16 traces, as few answers finish
+// together, each its own transaction; us/trace shows the fixed cost of a
+// commit spread over the batch.
+func BenchmarkWriteSmallBatches(b *testing.B) {
+	for _, size := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("batch_%d", size), func(b *testing.B) {
+			ctx := context.Background()
+			db := openTestDB(b)
+			batch := make([]llm.Trace, size)
+			for i := range batch {
+				batch[i] = sampleTrace(3)
+			}
+			b.ReportAllocs()
+			for n := 0; b.Loop(); n++ {
+				for i := range batch {
+					batch[i].ID = fmt.Sprintf("s%d-%d", n, i)
+					batch[i].Start = later(n, i)
+				}
+				if _, err := db.writeRequests(ctx, batch, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*size), "us/trace")
+		})
+	}
+}

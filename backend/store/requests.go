@@ -172,7 +172,7 @@ func (d *DB) writeBatch(ctx context.Context, traces []llm.Trace, bodies []Bodies
 			_ = tx.Rollback()
 		}
 	}()
-	stmt, err := tx.PrepareContext(ctx, insertRequestSQL)
+	stmt, err := d.txStmt(ctx, tx, insertRequestSQL)
 	if err != nil {
 		return 0, fmt.Errorf("store: write requests: prepare: %w", err)
 	}
@@ -234,7 +234,7 @@ func (d *DB) writeBatch(ctx context.Context, traces []llm.Trace, bodies []Bodies
 				continue
 			}
 			if ledger == nil {
-				if ledger, err = tx.PrepareContext(ctx, insertLedgerSQL); err != nil {
+				if ledger, err = d.txStmt(ctx, tx, insertLedgerSQL); err != nil {
 					return 0, fmt.Errorf("store: write ledger: prepare: %w", err)
 				}
 			}

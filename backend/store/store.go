@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	// The "sqlite3" database/sql driver, registered by the import, and its
@@ -56,6 +57,10 @@ type DB struct {
 	path  string
 	clock clock.Clock
 	red   Redactor
+	// writes are the request log's statements, prepared once and used in
+	// each batch's transaction (see writeStmts).
+	writesMu sync.Mutex
+	writes   map[string]*sql.Stmt
 }
 
 // Redactor removes secrets from text (see package redact).
@@ -73,6 +78,28 @@ func (d *DB) redact(s string) string {
 		return s
 	}
 	return d.red.String(s)
+}
+
+// txStmt returns the statement of query in tx, prepared once per DB and
+// then once per connection: a batch of a few rows (answers that wait for
+// their rows are written in batches of a few) would otherwise spend a
+// fair part of its time parsing the same SQL again.
+func (d *DB) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	d.writesMu.Lock()
+	st := d.writes[query]
+	if st == nil {
+		var err error
+		if st, err = d.sql.PrepareContext(ctx, query); err != nil {
+			d.writesMu.Unlock()
+			return nil, err
+		}
+		if d.writes == nil {
+			d.writes = map[string]*sql.Stmt{}
+		}
+		d.writes[query] = st
+	}
+	d.writesMu.Unlock()
+	return tx.StmtContext(ctx, st), nil
 }
 
 // Option changes how Open sets up a DB.
@@ -168,6 +195,12 @@ func (d *DB) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_, _ = d.sql.ExecContext(ctx, "PRAGMA optimize")
 	cancel()
+	d.writesMu.Lock()
+	for _, st := range d.writes {
+		st.Close()
+	}
+	d.writes = nil
+	d.writesMu.Unlock()
 	if err := d.sql.Close(); err != nil {
 		return fmt.Errorf("store: close %s: %w", d.path, err)
 	}

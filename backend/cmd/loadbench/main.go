@@ -70,6 +70,9 @@ type options struct {
 	// redis also measures FreeLane counting its quotas and budgets with a
 	// team on Redis.
 	redis bool
+	// durable has FreeLane end each answer only once its rows are
+	// written.
+	durable bool
 }
 
 func main() {
@@ -91,6 +94,7 @@ func main() {
 	flag.StringVar(&o.binDir, "bin", "", "take freelane, fakeupstream and bareproxy from this directory instead of building them")
 	flag.StringVar(&o.tags, "tags", "", "build tags for FreeLane, such as desktop,production,webkit2_41 for the desktop binary (default: the headless one)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (config, data, the children's logs)")
+	flag.BoolVar(&o.durable, "durable", false, "run every FreeLane with request_log.durable, holding each answer's end until its request and ledger rows are written")
 	flag.BoolVar(&o.redis, "redis", false, "also measure a second FreeLane that counts its quotas and budgets on a redis-server (from PATH) started for the run, as a team's instances do")
 	flag.Parse()
 	if err := run(context.Background(), clock.Real{}, o, os.Stdout, os.Stderr); err != nil {
@@ -172,6 +176,10 @@ func run(ctx context.Context, clk clock.Clock, o options, stdout, stderr io.Writ
 	default:
 		fmt.Fprint(stdout, "loadbench: FreeLane built headless (no build tags)")
 	}
+	machine["durable"] = o.durable
+	if o.durable {
+		fmt.Fprint(stdout, "; every answer waits for its rows to be written (request_log.durable)")
+	}
 	if !dashboard {
 		fmt.Fprint(stdout, "; the dashboard is not built (frontend/dist is empty; make frontend builds it), so the binary embeds none of it")
 	}
@@ -182,7 +190,7 @@ func run(ctx context.Context, clk clock.Clock, o options, stdout, stderr io.Writ
 
 	var failed int64
 	if open == 0 {
-		sc.redis = o.redis
+		sc.redis, sc.durable = o.redis, o.durable
 		s, err := startStack(ctx, clk, bin, filepath.Join(dir, "load"), sc)
 		if err != nil {
 			return err

@@ -47,6 +47,9 @@ type stackConfig struct {
 	longChunks  int
 	slowLatency time.Duration
 	redis       bool
+	// durable has every FreeLane hold each answer's end until its rows
+	// are written (request_log.durable).
+	durable bool
 }
 
 // startStack starts the three children on free loopback ports, each
@@ -77,7 +80,7 @@ func startStack(ctx context.Context, clk clock.Clock, bin binaries, dir string, 
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "freelane.yaml")
-	if err := os.WriteFile(cfgPath, []byte(freelaneConfig(s.upstream.url)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(freelaneConfig(s.upstream.url, sc.durable)), 0o600); err != nil {
 		s.stop(clk)
 		return nil, fmt.Errorf("writing FreeLane's config: %w", err)
 	}
@@ -87,7 +90,7 @@ func startStack(ctx context.Context, clk clock.Clock, bin binaries, dir string, 
 		return nil, err
 	}
 	if sc.redis {
-		if err := s.startTeam(ctx, clk, bin, env); err != nil {
+		if err := s.startTeam(ctx, clk, bin, env, sc.durable); err != nil {
 			s.stop(clk)
 			return nil, err
 		}
@@ -97,7 +100,7 @@ func startStack(ctx context.Context, clk clock.Clock, bin binaries, dir string, 
 
 // startTeam starts redis-server on a free port, in memory only, and a
 // FreeLane whose config is the same but for state.redis.
-func (s *stack) startTeam(ctx context.Context, clk clock.Clock, bin binaries, env []string) error {
+func (s *stack) startTeam(ctx context.Context, clk clock.Clock, bin binaries, env []string, durable bool) error {
 	redisBin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return fmt.Errorf("-redis needs redis-server on PATH (Debian: apt install redis-server): %w", err)
@@ -116,7 +119,7 @@ func (s *stack) startTeam(ctx context.Context, clk clock.Clock, bin binaries, en
 		return err
 	}
 	cfgPath := filepath.Join(s.dir, "freelane-redis.yaml")
-	cfg := freelaneConfig(s.upstream.url) + "instance: bench\nstate: {redis: " + strconv.Quote(s.redis.url) + "}\n"
+	cfg := freelaneConfig(s.upstream.url, durable) + "instance: bench\nstate: {redis: " + strconv.Quote(s.redis.url) + "}\n"
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("writing FreeLane's config: %w", err)
 	}
@@ -179,7 +182,7 @@ func (s *stack) alive() error {
 // wire and one Anthropic's, both to the same fake, so that a chain on
 // the second measures translation. The response cache is on for one
 // chain only, so that no other scenario is answered from it.
-func freelaneConfig(upstreamURL string) string {
+func freelaneConfig(upstreamURL string, durable bool) string {
 	provider := func(name, kind string) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "  - name: %s\n    kind: %s\n    tier: free\n    base_url: %q\n    api_key: sk-bench-%s\n", name, kind, upstreamURL, name)
@@ -200,5 +203,6 @@ func freelaneConfig(upstreamURL string) string {
 		"  - {name: " + chainCached + ", backends: [oa/" + modelNormal + "], cache: {enabled: true}}\n" +
 		"  - {name: " + chainLong + ", backends: [oa/" + modelLong + "]}\n" +
 		"  - {name: " + chainSlow + ", backends: [oa/" + modelSlow + "]}\n" +
-		"budgets:\n  - {scope: global, period: month, limit: 1000000000, action: block}\n"
+		"budgets:\n  - {scope: global, period: month, limit: 1000000000, action: block}\n" +
+		"request_log: {durable: " + strconv.FormatBool(durable) + "}\n"
 }
