@@ -228,6 +228,9 @@ func TestBudgetsFailClosedWhileRedisIsDown(t *testing.T) {
 	hold.Release()
 	h.Down(t, teamtest.BackendRedis)
 	defer h.Up(t, teamtest.BackendRedis)
+	// Until the instance finds Redis gone it may still spend money the
+	// team's count had leased to it; from then on it fails closed.
+	waitFor(t, "Redis to be known unreachable", func() bool { return !insts[0].Up() })
 	_, sk = m.Admit(req, "", quota.Target{ID: backend})
 	if sk == nil || !sk.Budget || !strings.Contains(sk.Reason, "fails closed") {
 		t.Fatalf("a paid call with Redis down: %+v, want refused by the budget failing closed", sk)

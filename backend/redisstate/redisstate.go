@@ -97,6 +97,10 @@ type State struct {
 	// routing pause (pause.go), homes the sessions' homes (affinity.go),
 	// learned the limits learned from providers (learned.go), roster the
 	// instance's status record (roster.go).
+	// leases are the units this instance holds of the team's counters
+	// (lease.go).
+	leases leases
+
 	marks   marks
 	pause   pauseState
 	homes   homes
@@ -294,13 +298,16 @@ func (s *State) Take(counts []quota.Count, totals []int64) (int, error) {
 	if !s.up.Load() {
 		return -1, ErrUnavailable
 	}
-	keys := make([]string, 0, len(counts)+1)
-	args := make([]any, 0, 2+6*len(counts))
 	now := s.clock.Now()
-	args = append(args, s.member, now.Add(-aliveFor).UnixMilli())
+	if s.leases.take(counts, totals, now) {
+		return -1, nil
+	}
+	keys := make([]string, 0, len(counts)+1)
+	args := make([]any, 0, 3+7*len(counts))
+	args = append(args, s.member, now.Add(-aliveFor).UnixMilli(), int64(s.Alive())*leaseShare)
 	for _, c := range counts {
 		keys = append(keys, key(c.Key))
-		args = append(args, int(c.Kind), c.Bucket, c.Oldest, max(c.TTL.Milliseconds(), 1), c.Limit, c.N)
+		args = append(args, int(c.Kind), c.Bucket, c.Oldest, max(c.TTL.Milliseconds(), 1), c.Limit, c.N, want(c))
 	}
 	keys = append(keys, instancesKey)
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
@@ -310,10 +317,15 @@ func (s *State) Take(counts []quota.Count, totals []int64) (int, error) {
 		s.fault(err)
 		return -1, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if len(res) != len(counts)+1 {
+	if len(res) != 2*len(counts)+1 {
 		return -1, fmt.Errorf("redisstate: the take script answered %d values for %d counts", len(res), len(counts))
 	}
-	copy(totals, res[1:])
+	copy(totals, res[1:len(counts)+1])
+	if res[0] < 0 {
+		if back := s.leases.granted(counts, totals, res[len(counts)+1:], now); len(back) > 0 {
+			s.Add(back)
+		}
+	}
 	return int(res[0]), nil
 }
 
@@ -377,6 +389,9 @@ func (s *State) Run(ctx context.Context) {
 			}
 		case <-tick:
 			s.heartbeat(ctx)
+			if back := s.leases.idle(s.clock.Now(), false); len(back) > 0 {
+				s.Add(back)
+			}
 			s.flush(ctx)
 			if s.up.Load() {
 				s.reconcile(ctx)
@@ -448,6 +463,9 @@ func (s *State) heartbeat(ctx context.Context) {
 func (s *State) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
+	if back := s.leases.idle(s.clock.Now(), true); len(back) > 0 {
+		s.Add(back)
+	}
 	s.flush(ctx)
 	_ = s.rdb.ZRem(ctx, instancesKey, s.member).Err()
 }
@@ -516,9 +534,10 @@ func (s *State) flush(ctx context.Context) {
 var takeScript = redis.NewScript(`
 local member = ARGV[1]
 local aliveAfter = tonumber(ARGV[2])
+local share = tonumber(ARGV[3])
 local nc = #KEYS - 1
 local live = KEYS[#KEYS]
-local totals = {}
+local totals, grants = {}, {}
 
 local function window(k, oldest)
   local all = redis.call('HGETALL', k)
@@ -562,26 +581,36 @@ end
 local function answer(refused)
   local out = {refused}
   for i = 1, nc do out[i + 1] = totals[i] or 0 end
+  for i = 1, nc do out[nc + i + 1] = grants[i] or 0 end
   return out
 end
 
 for i = 1, nc do
-  local a = 2 + (i - 1) * 6
+  local a = 3 + (i - 1) * 7
   local kind, limit, n = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local sum
   if kind == 0 then
-    local sum = window(KEYS[i], tonumber(ARGV[a + 3]))
+    sum = window(KEYS[i], tonumber(ARGV[a + 3]))
     totals[i] = sum
     if limit > 0 and sum + math.max(n, 1) > limit then return answer(i - 1) end
   elseif kind == 1 then
     local spent, held = budget(KEYS[i])
-    totals[i] = spent + held
+    sum = spent + held
+    totals[i] = sum
     if limit > 0 and (spent >= limit or spent + held + n > limit) then return answer(i - 1) end
+  end
+  -- A lease: a share of what is left of the first half of the limit
+  -- beyond the call, so that the second half is counted call by call.
+  local w = tonumber(ARGV[a + 7])
+  if w > 0 and n > 0 then
+    if limit > 0 then w = math.min(w, math.floor((math.floor(limit / 2) - sum - n) / share)) end
+    if w > 0 then grants[i] = w end
   end
 end
 
 for i = 1, nc do
-  local a = 2 + (i - 1) * 6
-  local kind, n = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 6])
+  local a = 3 + (i - 1) * 7
+  local kind, n = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 6]) + (grants[i] or 0)
   local k, ttl = KEYS[i], ARGV[a + 4]
   if n ~= 0 then
     if kind == 0 then

@@ -206,14 +206,15 @@ func TestUnreachableRedisIsAModeAndCountsCatchUp(t *testing.T) {
 	db := r.NewDB(t)
 	s := team(t, h.RedisAddr, db, 1)[0]
 	totals := make([]int64, 1)
-	if n, err := s.Take([]quota.Count{day(1000)}, totals); err != nil || n != -1 {
+	// A limit this small leases nothing, so every take asks Redis.
+	if n, err := s.Take([]quota.Count{day(10)}, totals); err != nil || n != -1 {
 		t.Fatalf("take: %d %v", n, err)
 	}
 	h.Down(t, teamtest.BackendRedis)
 	defer h.Up(t, teamtest.BackendRedis)
 	// The first call after the cut may wait for its deadline; the ones
 	// after it must not.
-	_, err := s.Take([]quota.Count{day(1000)}, totals)
+	_, err := s.Take([]quota.Count{day(10)}, totals)
 	if !errors.Is(err, redisstate.ErrUnavailable) {
 		t.Fatalf("take with Redis cut: %v, want ErrUnavailable", err)
 	}
@@ -222,7 +223,7 @@ func TestUnreachableRedisIsAModeAndCountsCatchUp(t *testing.T) {
 	}
 	t0 := time.Now()
 	for range 1000 {
-		if _, err := s.Take([]quota.Count{day(1000)}, totals); !errors.Is(err, redisstate.ErrUnavailable) {
+		if _, err := s.Take([]quota.Count{day(10)}, totals); !errors.Is(err, redisstate.ErrUnavailable) {
 			t.Fatalf("take with Redis down: %v", err)
 		}
 	}
