@@ -191,6 +191,19 @@ func (g *Gateway) rollUp(ctx context.Context) {
 	case n > 0:
 		g.log.Info("rolled up old ledger rows into daily totals", "rows", n, "retention_days", days)
 	}
+	// The team's ledger on PostgreSQL is folded the same way, by
+	// whichever instance gets to it first.
+	if g.team == nil {
+		return
+	}
+	if db := g.team.current(); db != nil {
+		switch n, err := db.RollUp(ctx, g.clock.Now().AddDate(0, 0, -days)); {
+		case err != nil:
+			g.log.Warn("the team's ledger roll-up on PostgreSQL failed; it is tried again in an hour", "err", err)
+		case n > 0:
+			g.log.Info("rolled up old rows of the team's ledger on PostgreSQL", "rows", n, "retention_days", days)
+		}
+	}
 }
 
 // checkCredits re-applies the configuration once a running credit ended,

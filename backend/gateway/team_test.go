@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/clocktest"
@@ -105,6 +107,24 @@ func TestTeamSharesConfigurationAndLedger(t *testing.T) {
 	rows, err := a.Usage(context.Background(), store.UsageQuery{From: q.From, To: q.To, GroupBy: store.ByBackend})
 	if err != nil || len(rows) != 1 || rows[0].Requests != 3 || rows[0].PromptTokens != 30 {
 		t.Fatalf("a's usage by backend = %+v, %v; want 3 requests, 30 prompt tokens", rows, err)
+	}
+
+	// Past the ledger's retention the hourly roll-up folds the team's
+	// rows on PostgreSQL into totals; the usage stays what it was.
+	clk.Advance(31 * 24 * time.Hour)
+	b.RollUp(context.Background())
+	pg, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close(context.Background())
+	var left int
+	if err := pg.QueryRow(context.Background(), `SELECT COUNT(*) FROM ledger`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("the team's ledger holds %d rows after the roll-up (%v), want them folded", left, err)
+	}
+	rows, err = a.Usage(context.Background(), q)
+	if err != nil || len(rows) != 2 || rows[0].Requests != 2 || rows[1].Requests != 1 {
+		t.Fatalf("the team's usage by instance after the roll-up = %+v, %v", rows, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,6 +33,34 @@ func (d *DB) InsertLedger(ctx context.Context, rows []store.LedgerRow) error {
 func (d *DB) insertLedger(ctx context.Context, rows []store.LedgerRow, beforeCommit func()) error {
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		// Rows through the highest seq rolled up were copied before (a
+		// shipper copies in seq order) and are in the totals now, or
+		// still here: copying them again would count them twice.
+		var rolled int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM ledger_rolled WHERE instance = $1`, d.instance).Scan(&rolled); err != nil {
+			return err
+		}
+		first, _ := slices.BinarySearchFunc(rows, rolled+1, func(r store.LedgerRow, seq int64) int { return cmp.Compare(r.Seq, seq) })
+		if first < len(rows) {
+			q, args := d.ledgerInsert(rows[first:])
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		if beforeCommit != nil {
+			beforeCommit()
+		}
+		return nil
+	})
+	if err != nil {
+		return d.errorf("copying ledger rows", err)
+	}
+	return nil
+}
+
+// ledgerInsert is the statement that copies rows, with its arguments.
+func (d *DB) ledgerInsert(rows []store.LedgerRow) (string, []any) {
 	var q strings.Builder
 	q.WriteString("INSERT INTO ledger (" + strings.Join(ledgerColumns, ", ") + ") VALUES ")
 	args := make([]any, 0, len(rows)*len(ledgerColumns))
@@ -55,29 +84,61 @@ func (d *DB) insertLedger(ctx context.Context, rows []store.LedgerRow, beforeCom
 			r.Outcome, r.Status, r.LatencyMS, ttft, r.PromptTokens, r.CompletionTokens, r.Estimated, r.Cost)
 	}
 	q.WriteString(" ON CONFLICT (instance, seq) DO NOTHING")
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, q.String(), args...); err != nil {
-			return err
-		}
-		if beforeCommit != nil {
-			beforeCommit()
-		}
-		return nil
-	})
-	if err != nil {
-		return d.errorf("copying ledger rows", err)
-	}
-	return nil
+	return q.String(), args
 }
 
 // ShippedSeq is the highest seq of this instance's rows in the database,
-// 0 when it holds none.
+// rolled up or not, 0 when it holds none.
 func (d *DB) ShippedSeq(ctx context.Context) (int64, error) {
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
 	var n int64
-	if err := d.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE instance = $1`, d.instance).Scan(&n); err != nil {
+	if err := d.pool.QueryRow(ctx, `SELECT GREATEST(
+	(SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE instance = $1),
+	(SELECT COALESCE(MAX(seq), 0) FROM ledger_rolled WHERE instance = $1))`, d.instance).Scan(&n); err != nil {
 		return 0, d.errorf("reading the ledger", err)
+	}
+	return n, nil
+}
+
+// rollUpLock is the key of the transaction lock one roll-up holds, so
+// that instances rolling up at once take turns rather than wait.
+const rollUpLock = advisoryLock + 1
+
+// RollUp folds every row of the team's ledger from before before into
+// quarter-hour totals by instance, backend, chain and path, and deletes
+// the rows, in one statement: a row is either still there or in the
+// totals. While another instance is rolling up it does nothing. It
+// returns how many rows it folded.
+func (d *DB) RollUp(ctx context.Context, before time.Time) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, rollUpTimeout)
+	defer cancel()
+	var n int64
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var mine bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(rollUpLock)).Scan(&mine); err != nil || !mine {
+			return err
+		}
+		return tx.QueryRow(ctx, `WITH gone AS (DELETE FROM ledger WHERE time < $1 RETURNING *),
+folded AS (
+	INSERT INTO ledger_quarters AS t (quarter, instance, backend, chain, path, requests, failures,
+		prompt_tokens, completion_tokens, estimated_tokens, cost)
+	SELECT time / `+strconv.Itoa(store.QuarterHourMillis)+`, instance, backend, chain, path, COUNT(*),
+		SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END), SUM(prompt_tokens), SUM(completion_tokens),
+		SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END), SUM(cost)
+	FROM gone GROUP BY 1, 2, 3, 4, 5
+	ON CONFLICT (quarter, instance, backend, chain, path) DO UPDATE SET
+		requests = t.requests + excluded.requests, failures = t.failures + excluded.failures,
+		prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
+		completion_tokens = t.completion_tokens + excluded.completion_tokens,
+		estimated_tokens = t.estimated_tokens + excluded.estimated_tokens, cost = t.cost + excluded.cost),
+marked AS (
+	INSERT INTO ledger_rolled AS r (instance, seq) SELECT instance, MAX(seq) FROM gone GROUP BY instance
+	ON CONFLICT (instance) DO UPDATE SET seq = GREATEST(r.seq, excluded.seq))
+SELECT COUNT(*) FROM gone`, before.UnixMilli()).Scan(&n)
+	})
+	if err != nil {
+		return 0, d.errorf("rolling up the ledger", err)
 	}
 	return n, nil
 }
@@ -85,21 +146,25 @@ func (d *DB) ShippedSeq(ctx context.Context) (int64, error) {
 // usageSums are the totals of a group of ledger rows, in the order
 // scanUsage reads them; sums of integers are numeric in PostgreSQL and
 // are cast back.
-const usageSums = `COUNT(*), SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END)::bigint, SUM(prompt_tokens)::bigint,
-	SUM(completion_tokens)::bigint, SUM(cost), SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END)::bigint`
+const usageSums = `SUM(requests)::bigint, SUM(failures)::bigint, SUM(prompt_tokens)::bigint,
+	SUM(completion_tokens)::bigint, SUM(cost), SUM(estimated_tokens)::bigint`
+
+// quarter is a quarter hour in milliseconds, as SQL.
+var quarter = strconv.Itoa(store.QuarterHourMillis)
 
 // Usage answers the same queries as store's Usage, over every
-// instance's rows: PostgreSQL keeps each row (it rolls nothing up), and
-// days are the local days of this process, as they are for SQLite.
+// instance's rows and the quarter-hour totals of those rolled up (see
+// RollUp); days are the local days of this process, as they are for
+// SQLite.
 // ByInstance groups by the instance that wrote the rows.
 func (d *DB) Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
 	var key, extra string
 	byDay := false
 	switch q.GroupBy {
 	case store.ByDay:
-		key, extra, byDay = "time / "+strconv.Itoa(store.QuarterHourMillis), "''", true
+		key, extra, byDay = "quarter", "''", true
 	case store.ByDayBackend:
-		key, extra, byDay = "time / "+strconv.Itoa(store.QuarterHourMillis), "backend", true
+		key, extra, byDay = "quarter", "backend", true
 	case store.ByBackend:
 		key, extra = "backend", "''"
 	case store.ByChain:
@@ -114,7 +179,15 @@ func (d *DB) Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, e
 	ctx, cancel := d.deadline(ctx)
 	defer cancel()
 	rows, err := d.pool.Query(ctx, `SELECT (`+key+`)::text, `+extra+`, `+usageSums+`
-	FROM ledger WHERE time >= $1 AND time < $2 GROUP BY 1, 2 ORDER BY 1, 2`, q.From.UnixMilli(), q.To.UnixMilli())
+	FROM (
+		SELECT time / `+quarter+` AS quarter, instance, backend, chain, path, 1 AS requests,
+			CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END AS failures, prompt_tokens, completion_tokens, cost,
+			CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END AS estimated_tokens
+		FROM ledger WHERE time >= $1 AND time < $2
+		UNION ALL
+		SELECT quarter, instance, backend, chain, path, requests, failures, prompt_tokens, completion_tokens, cost, estimated_tokens
+		FROM ledger_quarters WHERE quarter * `+quarter+` >= $1 AND quarter * `+quarter+` < $2
+	) u GROUP BY 1, 2 ORDER BY 1, 2`, q.From.UnixMilli(), q.To.UnixMilli())
 	if err != nil {
 		return nil, d.errorf("usage", err)
 	}

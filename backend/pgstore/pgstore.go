@@ -33,6 +33,10 @@ const DefaultQueryTimeout = 5 * time.Second
 // instance's migrations included.
 const migrateTimeout = 30 * time.Second
 
+// rollUpTimeout bounds one roll-up of the ledger: the first one of a
+// team's old ledger may fold many rows, and it runs off the request path.
+const rollUpTimeout = 2 * time.Minute
+
 // Channel is the channel state changes are announced on.
 const Channel = "freelane_state"
 
@@ -180,6 +184,20 @@ func migrations() []migration {
 			store.StateTable.DDL(store.Postgres),
 			ledger.DDL(store.Postgres),
 			`CREATE INDEX ledger_time ON ledger (time)`,
+		},
+	}, {
+		version: 2, name: "ledger roll-up",
+		sql: []string{
+			// Old rows are folded into quarter-hour totals, which every
+			// instance turns into its own local days as it does rows.
+			`CREATE TABLE ledger_quarters (
+	quarter BIGINT NOT NULL, instance TEXT NOT NULL, backend TEXT NOT NULL, chain TEXT NOT NULL, path TEXT NOT NULL,
+	requests BIGINT NOT NULL, failures BIGINT NOT NULL, prompt_tokens BIGINT NOT NULL, completion_tokens BIGINT NOT NULL,
+	estimated_tokens BIGINT NOT NULL, cost DOUBLE PRECISION NOT NULL,
+	PRIMARY KEY (quarter, instance, backend, chain, path))`,
+			// The highest seq folded per instance: a shipper must not
+			// copy those rows again, nor take their absence for a loss.
+			`CREATE TABLE ledger_rolled (instance TEXT PRIMARY KEY, seq BIGINT NOT NULL)`,
 		},
 	}}
 }
