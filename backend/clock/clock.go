@@ -9,7 +9,10 @@
 // and AfterFunc, each with a small controller interface.
 package clock
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Clock tells the time and makes timers. It is safe for concurrent use.
 type Clock interface {
@@ -94,4 +97,16 @@ func Sleep(c Clock, d time.Duration, done <-chan struct{}) bool {
 	case <-done:
 		return false
 	}
+}
+
+// Rare lets something happen at most once per interval, from any number
+// of goroutines: a warning repeated by every request of an overload is
+// logged once a minute, say. The zero value lets the first one through.
+type Rare struct{ last atomic.Int64 }
+
+// Now reports whether at least every has passed since the last time it
+// said yes, and if so takes now as that time.
+func (r *Rare) Now(now time.Time, every time.Duration) bool {
+	n, last := now.UnixNano(), r.last.Load()
+	return n-last >= int64(every) && r.last.CompareAndSwap(last, n)
 }

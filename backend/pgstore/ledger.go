@@ -122,11 +122,10 @@ func (d *DB) RollUp(ctx context.Context, before time.Time) (int64, error) {
 		return tx.QueryRow(ctx, `WITH gone AS (DELETE FROM ledger WHERE time < $1 RETURNING *),
 folded AS (
 	INSERT INTO ledger_quarters AS t (quarter, instance, backend, chain, path, requests, failures,
-		prompt_tokens, completion_tokens, estimated_tokens, cost)
-	SELECT time / `+strconv.Itoa(store.QuarterHourMillis)+`, instance, backend, chain, path, COUNT(*),
-		SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END), SUM(prompt_tokens), SUM(completion_tokens),
-		SUM(CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END), SUM(cost)
-	FROM gone GROUP BY 1, 2, 3, 4, 5
+		prompt_tokens, completion_tokens, cost, estimated_tokens)
+	SELECT quarter, instance, backend, chain, path, SUM(requests), SUM(failures), SUM(prompt_tokens),
+		SUM(completion_tokens), SUM(cost), SUM(estimated_tokens)
+	FROM (SELECT `+rowFigures+` FROM gone) f GROUP BY 1, 2, 3, 4, 5
 	ON CONFLICT (quarter, instance, backend, chain, path) DO UPDATE SET
 		requests = t.requests + excluded.requests, failures = t.failures + excluded.failures,
 		prompt_tokens = t.prompt_tokens + excluded.prompt_tokens,
@@ -151,6 +150,12 @@ const usageSums = `SUM(requests)::bigint, SUM(failures)::bigint, SUM(prompt_toke
 
 // quarter is a quarter hour in milliseconds, as SQL.
 var quarter = strconv.Itoa(store.QuarterHourMillis)
+
+// rowFigures are a ledger row's figures in the columns of ledger_quarters,
+// so that rows and the totals of rows rolled up add up alike.
+var rowFigures = `time / ` + quarter + ` AS quarter, instance, backend, chain, path, 1 AS requests,
+	CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END AS failures, prompt_tokens, completion_tokens, cost,
+	CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END AS estimated_tokens`
 
 // Usage answers the same queries as store's Usage, over every
 // instance's rows and the quarter-hour totals of those rolled up (see
@@ -180,10 +185,7 @@ func (d *DB) Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, e
 	defer cancel()
 	rows, err := d.pool.Query(ctx, `SELECT (`+key+`)::text, `+extra+`, `+usageSums+`
 	FROM (
-		SELECT time / `+quarter+` AS quarter, instance, backend, chain, path, 1 AS requests,
-			CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END AS failures, prompt_tokens, completion_tokens, cost,
-			CASE WHEN estimated THEN prompt_tokens + completion_tokens ELSE 0 END AS estimated_tokens
-		FROM ledger WHERE time >= $1 AND time < $2
+		SELECT `+rowFigures+` FROM ledger WHERE time >= $1 AND time < $2
 		UNION ALL
 		SELECT quarter, instance, backend, chain, path, requests, failures, prompt_tokens, completion_tokens, cost, estimated_tokens
 		FROM ledger_quarters WHERE quarter * `+quarter+` >= $1 AND quarter * `+quarter+` < $2

@@ -93,14 +93,14 @@ type State struct {
 	peers   []Peer
 	wake    chan struct{}
 
-	// marks carries the breakers' marks (see marks.go), pause the
-	// routing pause (pause.go), homes the sessions' homes (affinity.go),
-	// learned the limits learned from providers (learned.go), roster the
-	// instance's status record (roster.go).
 	// leases are the units this instance holds of the team's counters
 	// (lease.go).
 	leases leases
 
+	// marks carries the breakers' marks (see marks.go), pause the
+	// routing pause (pause.go), homes the sessions' homes (affinity.go),
+	// learned the limits learned from providers (learned.go), roster the
+	// instance's status record (roster.go).
 	marks   marks
 	pause   pauseState
 	homes   homes
@@ -322,9 +322,7 @@ func (s *State) Take(counts []quota.Count, totals []int64) (int, error) {
 	}
 	copy(totals, res[1:len(counts)+1])
 	if res[0] < 0 {
-		if back := s.leases.granted(counts, totals, res[len(counts)+1:], now); len(back) > 0 {
-			s.Add(back)
-		}
+		s.Add(s.leases.granted(counts, totals, res[len(counts)+1:], now))
 	}
 	return int(res[0]), nil
 }
@@ -332,6 +330,9 @@ func (s *State) Take(counts []quota.Count, totals []int64) (int, error) {
 // Add applies counts in the background (quota.Shared), merged with the
 // others that change the same buckets.
 func (s *State) Add(counts []quota.Count) {
+	if len(counts) == 0 {
+		return
+	}
 	now := s.clock.Now()
 	s.mu.Lock()
 	for _, c := range counts {
@@ -389,9 +390,7 @@ func (s *State) Run(ctx context.Context) {
 			}
 		case <-tick:
 			s.heartbeat(ctx)
-			if back := s.leases.idle(s.clock.Now(), false); len(back) > 0 {
-				s.Add(back)
-			}
+			s.Add(s.leases.idle(s.clock.Now(), false))
 			s.flush(ctx)
 			if s.up.Load() {
 				s.reconcile(ctx)
@@ -463,9 +462,7 @@ func (s *State) heartbeat(ctx context.Context) {
 func (s *State) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if back := s.leases.idle(s.clock.Now(), true); len(back) > 0 {
-		s.Add(back)
-	}
+	s.Add(s.leases.idle(s.clock.Now(), true))
 	s.flush(ctx)
 	_ = s.rdb.ZRem(ctx, instancesKey, s.member).Err()
 }

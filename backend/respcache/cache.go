@@ -98,8 +98,8 @@ type Cache struct {
 	// they were used: a hit does not queue a write of its own, the writer
 	// stores them all at its next round.
 	touched map[Key]int64
-	// lastWarn is when a dropped write was last logged (unix ns).
-	lastWarn atomic.Int64
+	// dropWarn rate-limits the warning of a dropped write.
+	dropWarn clock.Rare
 
 	hits, misses atomic.Uint64
 	// base are the totals stored before this run, read at Open.
@@ -388,8 +388,7 @@ func (c *Cache) write(o op) {
 	select {
 	case c.ch <- o:
 	default:
-		now := c.clock.Now().UnixNano()
-		if last := c.lastWarn.Load(); now-last >= int64(time.Minute) && c.lastWarn.CompareAndSwap(last, now) {
+		if c.dropWarn.Now(c.clock.Now(), time.Minute) {
 			c.log.Warn("response cache write dropped: the writer is behind")
 		}
 	}

@@ -112,10 +112,10 @@ type Router struct {
 	nBreaks  atomic.Int64
 	// storedWait is how long an answer may wait for the request log to
 	// store its trace before its last bytes go out (SetStoredWait), in
-	// nanoseconds; 0 does not wait. storedLate is when the last warning
-	// of an answer that stopped waiting was logged (unix nanoseconds).
+	// nanoseconds; 0 does not wait. storedLate rate-limits the warning of
+	// an answer that stopped waiting.
 	storedWait atomic.Int64
-	storedLate atomic.Int64
+	storedLate clock.Rare
 }
 
 // New returns a Router over the table. rec may be nil; a nil clock is the
@@ -873,9 +873,7 @@ func (r *Router) finishStored(ctx context.Context, tr *llm.Trace, start time.Tim
 	case <-ctx.Done():
 		return
 	}
-	now := r.clock.Now().UnixNano()
-	last := r.storedLate.Load()
-	if now-last >= int64(storedLateWarnEvery) && r.storedLate.CompareAndSwap(last, now) {
+	if r.storedLate.Now(r.clock.Now(), storedLateWarnEvery) {
 		r.log.Warn("answered a request before its row was stored", "reason", why, "request", tr.ID)
 	}
 }

@@ -91,7 +91,7 @@ type RequestLog struct {
 
 	dropped       atomic.Uint64
 	droppedBodies atomic.Uint64
-	lastWarn      atomic.Int64 // unix nanoseconds of the last drop warning
+	dropWarn      clock.Rare
 
 	// runMu guards started and closedFirst: exactly one of Run or Close
 	// becomes the writer and drains the channel.
@@ -176,9 +176,7 @@ func (l *RequestLog) Dropped() uint64 { return l.dropped.Load() }
 // drop counts n lost traces and warns at most once per dropWarnEvery.
 func (l *RequestLog) drop(n int, why string) {
 	total := l.dropped.Add(uint64(n))
-	now := l.opts.Clock.Now().UnixNano()
-	last := l.lastWarn.Load()
-	if now-last >= int64(dropWarnEvery) && l.lastWarn.CompareAndSwap(last, now) {
+	if l.dropWarn.Now(l.opts.Clock.Now(), dropWarnEvery) {
 		l.log.Warn("dropping request traces", "reason", why, "dropped_total", total)
 	}
 }
@@ -223,10 +221,7 @@ func (l *RequestLog) Run(ctx context.Context) error {
 	for {
 		select {
 		case t := <-l.ch:
-			w.traces = append(w.traces, t)
-			if t.Stored != nil {
-				w.waited = true
-			}
+			w.add(t)
 			// A trace whose answer is held back is written as soon as
 			// nothing else is queued right behind it: traces that arrive
 			// while one batch is being written go together in the next, so
@@ -297,6 +292,12 @@ type work struct {
 	waited bool
 }
 
+// add takes t into the batch.
+func (w *work) add(t llm.Trace) {
+	w.traces = append(w.traces, t)
+	w.waited = w.waited || t.Stored != nil
+}
+
 func (w *work) full(n int) bool { return len(w.traces) >= n || len(w.bodies) >= n }
 func (w *work) empty() bool     { return len(w.traces) == 0 && len(w.bodies) == 0 }
 
@@ -328,8 +329,7 @@ func (l *RequestLog) drain(ctx context.Context, w *work) error {
 	for {
 		select {
 		case t := <-l.ch:
-			w.traces = append(w.traces, t)
-			w.waited = w.waited || t.Stored != nil
+			w.add(t)
 		case b := <-l.bodies:
 			w.bodies = append(w.bodies, b)
 		default:

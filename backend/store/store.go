@@ -58,7 +58,7 @@ type DB struct {
 	clock clock.Clock
 	red   Redactor
 	// writes are the request log's statements, prepared once and used in
-	// each batch's transaction (see writeStmts).
+	// each batch's transaction (see txStmt).
 	writesMu sync.Mutex
 	writes   map[string]*sql.Stmt
 }

@@ -46,7 +46,7 @@ chains:
 // answered sends requests through the balancer until stop is closed and
 // returns the request ids of the answers it received whole: a plain
 // answer read to its end, a stream read to its [DONE].
-func answered(t *testing.T, lb string, stop <-chan struct{}, stream bool) []string {
+func answered(lb string, stop <-chan struct{}, stream bool) []string {
 	client := &http.Client{Timeout: 30 * time.Second}
 	body := `{"model":"main","messages":[{"role":"user","content":"hi"}]}`
 	if stream {
@@ -79,8 +79,7 @@ func answered(t *testing.T, lb string, stop <-chan struct{}, stream bool) []stri
 // PostgreSQL database behind a load balancer, loads them from many
 // clients, kills one with SIGKILL under that load, starts it again on its
 // data directory, and returns the ids of the answers the clients received
-// whole and how many of them PostgreSQL's ledger lacks once it has caught
-// up.
+// whole and those of them PostgreSQL's ledger lacks once it has caught up.
 func killTeam(t *testing.T, durable string) (answers []string, missing []string) {
 	r := teamtest.StartRedis(t)
 	p := teamtest.StartPostgres(t)
@@ -113,7 +112,7 @@ func killTeam(t *testing.T, durable string) (answers []string, missing []string)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ids := answered(t, lb.Addr, stop, c%2 == 1)
+			ids := answered(lb.Addr, stop, c%2 == 1)
 			mu.Lock()
 			answers = append(answers, ids...)
 			mu.Unlock()
