@@ -312,33 +312,42 @@ func (d *DB) LedgerAfter(ctx context.Context, after int64, limit int) ([]LedgerR
 }
 
 // LedgerSeq is the highest seq the ledger has handed out, 0 when none.
-func (d *DB) LedgerSeq(ctx context.Context) (int64, error) {
-	var n int64
-	if err := d.sql.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'ledger'), 0)`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("store: reading the ledger's seq: %w", err)
-	}
-	return n, nil
-}
+func (d *DB) LedgerSeq(ctx context.Context) (int64, error) { return d.sequence(ctx, LedgerTable.Name) }
 
 // RaiseLedgerSeq makes the next ledger rows get seqs above n: when this
 // database is newer than the copy of its rows elsewhere (a data directory
 // started afresh under an instance name that shipped rows before), the
 // new rows must not reuse the numbers the copy already holds.
 func (d *DB) RaiseLedgerSeq(ctx context.Context, n int64) error {
+	return d.raiseSequence(ctx, LedgerTable.Name, n)
+}
+
+// sequence is the highest key an AUTOINCREMENT table has handed out, 0
+// when none.
+func (d *DB) sequence(ctx context.Context, table string) (int64, error) {
+	var n int64
+	if err := d.sql.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0)`, table).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: reading the %s seq: %w", table, err)
+	}
+	return n, nil
+}
+
+// raiseSequence makes an AUTOINCREMENT table's next keys above n.
+func (d *DB) raiseSequence(ctx context.Context, table string, n int64) error {
 	tx, err := d.sql.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: raising the ledger's seq: %w", err)
+		return fmt.Errorf("store: raising the %s seq: %w", table, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = 'ledger' AND seq < ?`, n, n); err != nil {
-		return fmt.Errorf("store: raising the ledger's seq: %w", err)
+	if _, err := tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = ? AND seq < ?`, n, table, n); err != nil {
+		return fmt.Errorf("store: raising the %s seq: %w", table, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'ledger', ?
-	WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'ledger')`, n); err != nil {
-		return fmt.Errorf("store: raising the ledger's seq: %w", err)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT ?, ?
+	WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)`, table, n, table); err != nil {
+		return fmt.Errorf("store: raising the %s seq: %w", table, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: raising the ledger's seq: %w", err)
+		return fmt.Errorf("store: raising the %s seq: %w", table, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,13 +57,16 @@ const (
 // write, or that was written for another sort.
 var ErrBadCursor = errors.New("store: bad request log cursor")
 
-// cursor is where a page ends: the sort key and sequence number of its
-// last row. The next page starts strictly after it.
+// cursor is where a page ends: the sort key, instance and sequence number
+// of its last row. The next page starts strictly after it. The instance
+// tells apart the rows of a team's log, which every instance numbers on
+// its own; one file's rows are all of one instance.
 type cursor struct {
-	Sort RequestSort `json:"s"`
-	Asc  bool        `json:"a,omitempty"`
-	Key  float64     `json:"k"`
-	Seq  int64       `json:"q"`
+	Sort     RequestSort `json:"s"`
+	Asc      bool        `json:"a,omitempty"`
+	Key      float64     `json:"k"`
+	Instance string      `json:"i,omitempty"`
+	Seq      int64       `json:"q"`
 }
 
 func (c cursor) encode() string {
@@ -115,6 +119,40 @@ func (c StatusClass) Valid() bool {
 // order, and the cursor of the next page. A bad q.Cursor is an error
 // wrapping ErrBadCursor.
 func (d *DB) QueryRequests(ctx context.Context, q RequestQuery) (RequestPage, error) {
+	st, err := q.Statement(SQLite)
+	if err != nil {
+		return RequestPage{}, err
+	}
+	rows, err := d.sql.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return RequestPage{}, fmt.Errorf("store: query requests: %w", err)
+	}
+	defer rows.Close()
+	return st.Page(rows)
+}
+
+// RequestStatement is a query of the request log rendered for one SQL
+// dialect, and what reading its rows into a page needs.
+type RequestStatement struct {
+	SQL   string
+	Args  []any
+	sort  RequestSort
+	asc   bool
+	limit int
+}
+
+// Rows is what a page is read from: database/sql's and pgx's rows both
+// are.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Statement renders q for d: the SQL selects one row more than the page,
+// which tells whether there is a next page. A bad q.Cursor is an error
+// wrapping ErrBadCursor.
+func (q RequestQuery) Statement(d Dialect) (RequestStatement, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = defaultQueryLimit
@@ -126,14 +164,15 @@ func (d *DB) QueryRequests(ctx context.Context, q RequestQuery) (RequestPage, er
 	}
 	col, ok := sortColumn[sort]
 	if !ok {
-		return RequestPage{}, fmt.Errorf("store: unknown request sort %q", sort)
+		return RequestStatement{}, fmt.Errorf("store: unknown request sort %q", sort)
 	}
-	where, args := q.conditions()
+	where, args := q.conditions(d)
 	if sort == SortTTFT {
 		where = append(where, "ttft_ms IS NOT NULL")
 	}
 	// The keyset condition: strictly after the cursor's row in the order
-	// of (sort key, seq), both in the query's direction.
+	// of (sort key, seq), or in a team's log (sort key, instance, seq),
+	// all in the query's direction.
 	cmpOp, dir := "<", "DESC"
 	if q.Asc {
 		cmpOp, dir = ">", "ASC"
@@ -141,39 +180,96 @@ func (d *DB) QueryRequests(ctx context.Context, q RequestQuery) (RequestPage, er
 	if q.Cursor != "" {
 		c, err := decodeCursor(q.Cursor, sort, q.Asc)
 		if err != nil {
-			return RequestPage{}, err
+			return RequestStatement{}, err
 		}
-		where = append(where, fmt.Sprintf("(%[1]s %[2]s ? OR (%[1]s = ? AND seq %[2]s ?))", col, cmpOp))
-		args = append(args, c.Key, c.Key, c.Seq)
+		if d == Postgres {
+			where = append(where, fmt.Sprintf("(%[1]s %[2]s ? OR (%[1]s = ? AND (instance, seq) %[2]s (?, ?)))", col, cmpOp))
+			args = append(args, c.Key, c.Key, c.Instance, c.Seq)
+		} else {
+			where = append(where, fmt.Sprintf("(%[1]s %[2]s ? OR (%[1]s = ? AND seq %[2]s ?))", col, cmpOp))
+			args = append(args, c.Key, c.Key, c.Seq)
+		}
 	}
 	cond := ""
 	if len(where) > 0 {
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	order := fmt.Sprintf(" ORDER BY %s %s, seq %s", col, dir, dir)
-	// The page is chosen first, by seq alone: every column a condition or
-	// the order reads is in the listing index (or the latency index), so
-	// the choice reads index entries only, and only the page's own rows
-	// are read in full. One more row than the page tells whether there is
-	// a next page.
+	if d == Postgres {
+		order = fmt.Sprintf(" ORDER BY %s %s, instance %s, seq %s", col, dir, dir, dir)
+	}
 	args = append(args, limit+1)
-	rows, err := d.queryRows(ctx, " WHERE seq IN (SELECT seq FROM requests"+cond+order+" LIMIT ?)"+order, args...)
+	var query string
+	if d == Postgres {
+		query = selectRequests + cond + order + " LIMIT ?"
+	} else {
+		// The page is chosen first, by seq alone: every column a
+		// condition or the order reads is in the listing index, so the
+		// choice reads index entries only, and only the page's own rows
+		// are read in full.
+		query = selectRequests + " WHERE seq IN (SELECT seq FROM requests" + cond + order + " LIMIT ?)" + order
+	}
+	return RequestStatement{SQL: d.Rebind(query), Args: args, sort: sort, asc: q.Asc, limit: limit}, nil
+}
+
+// Page reads the statement's rows into a page.
+func (s RequestStatement) Page(rows Rows) (RequestPage, error) {
+	stored, err := scanRequests(rows)
 	if err != nil {
 		return RequestPage{}, err
 	}
-	page := RequestPage{Traces: make([]llm.Trace, 0, min(len(rows), limit))}
-	for i := range rows[:min(len(rows), limit)] {
-		page.Traces = append(page.Traces, rows[i].trace)
+	page := RequestPage{Traces: make([]llm.Trace, 0, min(len(stored), s.limit))}
+	for i := range stored[:min(len(stored), s.limit)] {
+		page.Traces = append(page.Traces, stored[i].trace)
 	}
-	if len(rows) > limit {
-		last := rows[limit-1]
-		page.Next = cursor{Sort: sort, Asc: q.Asc, Key: last.key(sort), Seq: last.seq}.encode()
+	if len(stored) > s.limit {
+		last := stored[s.limit-1]
+		page.Next = cursor{Sort: s.sort, Asc: s.asc, Key: last.key(s.sort), Instance: last.trace.Instance, Seq: last.seq}.encode()
 	}
 	return page, nil
 }
 
+// RequestByIDStatement is the statement that reads the request with id,
+// rendered for d; ScanTraces reads its rows.
+func RequestByIDStatement(d Dialect, id string) (string, []any) {
+	return d.Rebind(selectRequests + " WHERE id = ? LIMIT 1"), []any{id}
+}
+
+// ScanTraces reads the traces of rows a request log statement selected.
+func ScanTraces(rows Rows) ([]llm.Trace, error) {
+	stored, err := scanRequests(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llm.Trace, len(stored))
+	for i := range stored {
+		out[i] = stored[i].trace
+	}
+	return out, nil
+}
+
+// Rebind writes the statement's ? placeholders as d numbers them ($1, $2,
+// ... in PostgreSQL). The statements this package writes hold no ? in a
+// literal.
+func (d Dialect) Rebind(query string) string {
+	if d != Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // conditions are the WHERE terms and arguments of q's filters and search.
-func (q RequestQuery) conditions() (where []string, args []any) {
+func (q RequestQuery) conditions(d Dialect) (where []string, args []any) {
 	add := func(cond string, a ...any) {
 		where = append(where, cond)
 		args = append(args, a...)
@@ -221,17 +317,26 @@ func (q RequestQuery) conditions() (where []string, args []any) {
 	if q.Text != "" {
 		// A substring of the names (what the client asked for, the alias,
 		// chain and backend), of the error and notes, and of the stored
-		// bodies. LIKE ignores ASCII case; the pattern's own wildcards are
-		// escaped so the text matches as typed.
+		// bodies. SQLite's LIKE ignores ASCII case, as PostgreSQL's ILIKE
+		// does; the pattern's own wildcards are escaped so the text
+		// matches as typed.
 		p := "%" + likeEscaper.Replace(q.Text) + "%"
+		like := "LIKE"
+		if d == Postgres {
+			like = "ILIKE"
+		}
 		cols := []string{"model", "alias", "chain", "backend", "error", "notes"}
 		var terms []string
 		for _, c := range cols {
-			terms = append(terms, c+` LIKE ? ESCAPE '\'`)
+			terms = append(terms, c+" "+like+` ? ESCAPE '\'`)
 			args = append(args, p)
 		}
-		terms = append(terms, `seq IN (SELECT r.seq FROM request_bodies b CROSS JOIN requests r ON r.id = b.request_id
+		if d == Postgres {
+			terms = append(terms, `id IN (SELECT request_id FROM request_bodies WHERE request ILIKE ? ESCAPE '\' OR answer ILIKE ? ESCAPE '\')`)
+		} else {
+			terms = append(terms, `seq IN (SELECT r.seq FROM request_bodies b CROSS JOIN requests r ON r.id = b.request_id
 	WHERE b.request LIKE ? ESCAPE '\' OR b.answer LIKE ? ESCAPE '\')`)
+		}
 		args = append(args, p, p)
 		where = append(where, "("+strings.Join(terms, " OR ")+")")
 	}
@@ -269,20 +374,14 @@ func (r *storedRow) key(s RequestSort) float64 {
 	return float64(r.startMS)
 }
 
-// queryRows reads the rows the query's tail (its WHERE, ORDER and LIMIT
-// clauses) selects.
-func (d *DB) queryRows(ctx context.Context, tail string, args ...any) ([]storedRow, error) {
-	query := `SELECT seq, id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
+// selectRequests selects the columns scanRequests reads.
+const selectRequests = `SELECT seq, id, started_at, endpoint, path, dialect, model, alias, chain, backend, stream, status, class, error,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, committed, attempts, notes, decision,
 	cache_read_tokens, cache_write_tokens, saved, cache, session, cost, instance
-FROM requests` + tail
+FROM requests`
 
-	rows, err := d.sql.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: query requests: %w", err)
-	}
-	defer rows.Close()
-
+// scanRequests reads the rows a statement of selectRequests selected.
+func scanRequests(rows Rows) ([]storedRow, error) {
 	var out []storedRow
 	for rows.Next() {
 		var (
@@ -312,6 +411,7 @@ FROM requests` + tail
 		r.ttft = ttft.Float64
 		t.TTFT = msDuration(ttft.Float64)
 		t.Usage.TotalTokens = r.tokens
+		var err error
 		if t.Attempts, err = decodeAttempts(attempts); err != nil {
 			return nil, fmt.Errorf("store: request %s: attempts: %w", t.ID, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"freelane/backend/llm"
@@ -264,11 +265,17 @@ func (d *DB) RecentRequests(ctx context.Context, q RequestQuery) ([]llm.Trace, e
 // RequestByID returns the stored trace of one request; found is false
 // when no row has the id.
 func (d *DB) RequestByID(ctx context.Context, id string) (t llm.Trace, found bool, err error) {
-	rows, err := d.queryRows(ctx, " WHERE id = ? LIMIT 1", id)
-	if err != nil || len(rows) == 0 {
+	q, args := RequestByIDStatement(SQLite, id)
+	rows, err := d.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return llm.Trace{}, false, fmt.Errorf("store: query requests: %w", err)
+	}
+	defer rows.Close()
+	traces, err := ScanTraces(rows)
+	if err != nil || len(traces) == 0 {
 		return llm.Trace{}, false, err
 	}
-	return rows[0].trace, true, nil
+	return traces[0], true, nil
 }
 
 // encodeDecision is a decision as the decision column keeps it: JSON, or
@@ -376,4 +383,51 @@ func (d *DB) CountRequests(ctx context.Context, from, to time.Time) (int64, erro
 		return 0, fmt.Errorf("store: count requests: %w", err)
 	}
 	return n, nil
+}
+
+// Row is one row of a table as stored, for copying it elsewhere: Values
+// are its columns in the table's order, each an int64, float64, string,
+// bool or []byte as the column's kind says, or nil for a NULL.
+type Row struct {
+	Seq    int64
+	Values []any
+}
+
+// RowsAfter returns up to limit rows of t, a table keyed by an
+// incrementing seq (RequestsTable, BodiesTable), whose seq is above after,
+// in seq order: what a shipper copies next.
+func (d *DB) RowsAfter(ctx context.Context, t Table, after int64, limit int) ([]Row, error) {
+	if len(t.Key) != 1 || !t.Increment {
+		return nil, fmt.Errorf("store: %s is not numbered by an incrementing key", t.Name)
+	}
+	q := `SELECT ` + strings.Join(t.ColumnNames(), ", ") + ` FROM ` + t.Name + ` WHERE ` + t.Key[0] + ` > ? ORDER BY ` + t.Key[0] + ` LIMIT ?`
+	rows, err := d.sql.QueryContext(ctx, q, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading %s: %w", t.Name, err)
+	}
+	defer rows.Close()
+	key := t.Column(t.Key[0])
+	var out []Row
+	for rows.Next() {
+		vals, err := t.scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: reading %s: %w", t.Name, err)
+		}
+		seq, _ := vals[key].(int64)
+		out = append(out, Row{Seq: seq, Values: vals})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading %s: %w", t.Name, err)
+	}
+	return out, nil
+}
+
+// Sequence is the highest seq t, a table keyed by an incrementing seq, has
+// handed out, 0 when none.
+func (d *DB) Sequence(ctx context.Context, t Table) (int64, error) { return d.sequence(ctx, t.Name) }
+
+// RaiseSequence makes the next rows of t get seqs above n, as
+// RaiseLedgerSeq does for the ledger.
+func (d *DB) RaiseSequence(ctx context.Context, t Table, n int64) error {
+	return d.raiseSequence(ctx, t.Name, n)
 }

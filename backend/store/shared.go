@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,6 +49,8 @@ type Column struct {
 	// Default is the column's default value (int64, float64, string or
 	// bool matching Kind), nil for none.
 	Default any
+	// Unique makes every row's value distinct.
+	Unique bool
 }
 
 // Table describes a table both databases hold.
@@ -99,6 +102,81 @@ var LedgerTable = Table{
 	},
 	Key:       []string{"seq"},
 	Increment: true,
+}
+
+// RequestsTable is the request log, one row per client request; times are
+// unix milliseconds and durations float milliseconds. seq numbers the rows
+// in the order they were written and is never reused, so that a shipper
+// can name the last row it copied. instance names the instance of a team
+// that served the request (” on a single machine).
+var RequestsTable = Table{
+	Name: "requests",
+	Columns: []Column{
+		{Name: "seq", Kind: Integer},
+		{Name: "id", Kind: Text, Unique: true},
+		{Name: "started_at", Kind: Integer},
+		{Name: "endpoint", Kind: Text, Default: ""},
+		{Name: "model", Kind: Text, Default: ""},
+		{Name: "chain", Kind: Text, Default: ""},
+		{Name: "backend", Kind: Text, Default: ""},
+		{Name: "stream", Kind: Bool, Default: false},
+		{Name: "status", Kind: Integer, Default: int64(0)},
+		{Name: "class", Kind: Text, Default: ""},
+		{Name: "error", Kind: Text, Default: ""},
+		{Name: "latency_ms", Kind: Real, Default: 0.0},
+		{Name: "ttft_ms", Kind: Real, Null: true},
+		{Name: "prompt_tokens", Kind: Integer, Default: int64(0)},
+		{Name: "completion_tokens", Kind: Integer, Default: int64(0)},
+		{Name: "total_tokens", Kind: Integer, Default: int64(0)},
+		{Name: "committed", Kind: Bool, Default: false},
+		{Name: "attempts", Kind: Text, Default: "[]"},
+		{Name: "dialect", Kind: Text, Default: ""},
+		{Name: "alias", Kind: Text, Default: ""},
+		{Name: "notes", Kind: Text, Default: ""},
+		{Name: "path", Kind: Text, Default: ""},
+		{Name: "decision", Kind: Text, Default: ""},
+		{Name: "cache_read_tokens", Kind: Integer, Default: int64(0)},
+		{Name: "cache_write_tokens", Kind: Integer, Default: int64(0)},
+		{Name: "saved", Kind: Real, Default: 0.0},
+		{Name: "cache", Kind: Text, Default: ""},
+		{Name: "session", Kind: Text, Default: ""},
+		{Name: "cost", Kind: Real, Default: 0.0},
+		{Name: "instance", Kind: Text, Default: ""},
+	},
+	Key:       []string{"seq"},
+	Increment: true,
+}
+
+// BodiesTable holds the bodies of requests and their answers while body
+// logging is on, redacted and cut to the configured size; started_at is
+// the request's start, by which they are pruned with the log. seq numbers
+// the rows in the order they were written, as RequestsTable's does.
+var BodiesTable = Table{
+	Name: "request_bodies",
+	Columns: []Column{
+		{Name: "seq", Kind: Integer},
+		{Name: "request_id", Kind: Text, Unique: true},
+		{Name: "started_at", Kind: Integer},
+		{Name: "request", Kind: Text, Default: ""},
+		{Name: "answer", Kind: Text, Default: ""},
+	},
+	Key:       []string{"seq"},
+	Increment: true,
+}
+
+// Keyed returns t keyed by key instead, without an incrementing key:
+// PostgreSQL's request log holds every instance's rows, each numbered by
+// its own instance, so it is keyed by instance and seq.
+func (t Table) Keyed(key ...string) Table {
+	out := t
+	out.Key = key
+	out.Increment = false
+	return out
+}
+
+// Column returns the index of the column named name, -1 when t has none.
+func (t Table) Column(name string) int {
+	return slices.IndexFunc(t.Columns, func(c Column) bool { return c.Name == name })
 }
 
 // Prefixed returns t with col put first and first in its key, as
@@ -189,6 +267,9 @@ func (t Table) DDL(d Dialect) string {
 		case !c.Null:
 			b.WriteString(" NOT NULL")
 		}
+		if c.Unique {
+			b.WriteString(" UNIQUE")
+		}
 		if c.Default != nil {
 			b.WriteString(" DEFAULT " + d.Literal(c.Default))
 		}
@@ -210,6 +291,53 @@ func (t Table) rowidKey(d Dialect) bool {
 	if d != SQLite || len(t.Key) != 1 {
 		return false
 	}
-	i := slices.IndexFunc(t.Columns, func(c Column) bool { return c.Name == t.Key[0] })
+	i := t.Column(t.Key[0])
 	return i >= 0 && t.Columns[i].Kind == Integer
+}
+
+// scan reads one row of t's columns, in order, each as its kind's Go
+// type (int64, float64, string, bool, []byte) or nil for a NULL.
+func (t Table) scan(rows *sql.Rows) ([]any, error) {
+	dest := make([]any, len(t.Columns))
+	for i, c := range t.Columns {
+		switch c.Kind {
+		case Integer:
+			dest[i] = new(sql.NullInt64)
+		case Real:
+			dest[i] = new(sql.NullFloat64)
+		case Text:
+			dest[i] = new(sql.NullString)
+		case Bool:
+			dest[i] = new(sql.NullBool)
+		case Document:
+			dest[i] = new([]byte)
+		}
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
+	}
+	vals := make([]any, len(dest))
+	for i, d := range dest {
+		switch d := d.(type) {
+		case *sql.NullInt64:
+			if d.Valid {
+				vals[i] = d.Int64
+			}
+		case *sql.NullFloat64:
+			if d.Valid {
+				vals[i] = d.Float64
+			}
+		case *sql.NullString:
+			if d.Valid {
+				vals[i] = d.String
+			}
+		case *sql.NullBool:
+			if d.Valid {
+				vals[i] = d.Bool
+			}
+		case *[]byte:
+			vals[i] = *d
+		}
+	}
+	return vals, nil
 }
