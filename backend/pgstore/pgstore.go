@@ -199,7 +199,27 @@ func migrations() []migration {
 			// copy those rows again, nor take their absence for a loss.
 			`CREATE TABLE ledger_rolled (instance TEXT PRIMARY KEY, seq BIGINT NOT NULL)`,
 		},
+	}, {
+		version: 3, name: "request log",
+		sql: []string{
+			sharedTable(store.RequestsTable).DDL(store.Postgres),
+			// Pages of the log are read newest first, ties by instance
+			// and seq, as the keyset of their cursors goes.
+			`CREATE INDEX requests_time ON requests (started_at, instance, seq)`,
+			sharedTable(store.BodiesTable).DDL(store.Postgres),
+			`CREATE INDEX request_bodies_time ON request_bodies (started_at)`,
+		},
 	}}
+}
+
+// sharedTable is t as PostgreSQL holds it for the whole team: keyed by
+// the instance that wrote a row and the row's seq there, with an instance
+// column first when t has none of its own.
+func sharedTable(t store.Table) store.Table {
+	if t.Column("instance") >= 0 {
+		return t.Keyed(append([]string{"instance"}, t.Key...)...)
+	}
+	return t.Prefixed(store.Column{Name: "instance", Kind: store.Text})
 }
 
 // migrate applies the steps not applied yet, each in its own transaction
