@@ -139,6 +139,9 @@ func (a adminView) Metrics(w io.Writer) {
 }
 
 func (a adminView) QueryRequests(ctx context.Context, q store.RequestQuery) (store.RequestPage, error) {
+	if a.g.team != nil {
+		return a.g.team.requests(ctx, q)
+	}
 	return a.g.db.QueryRequests(ctx, q)
 }
 

@@ -289,7 +289,13 @@ func New(ctx context.Context, o Options) (g *Gateway, err error) {
 		}
 		docs = g.team
 	}
-	g.reqLog = store.NewRequestLog(db, store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger, Clock: o.Clock})
+	logOpts := store.LogOptions{Logger: o.Logger, NoLedger: o.NoLedger, Clock: o.Clock}
+	if tm != nil {
+		// Rows reach the team's dashboards a moment after they are stored,
+		// not at the shipper's next tick.
+		logOpts.Written = tm.nudge
+	}
+	g.reqLog = store.NewRequestLog(db, logOpts)
 	g.responses = store.NewResponseStore(db, store.ResponseOptions{Logger: o.Logger, Clock: o.Clock})
 	g.bus = events.NewBus(o.Logger)
 	g.gate = breaker.New(breaker.Settings{}, o.Clock, g.bus)

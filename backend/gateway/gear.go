@@ -60,9 +60,17 @@ func (a adminView) Request(ctx context.Context, id string) (llm.Trace, bool, err
 	if t, ok := a.g.feed.Find(id); ok {
 		return t, true, nil
 	}
+	if a.g.team != nil {
+		return a.g.team.request(ctx, id)
+	}
 	return a.g.db.RequestByID(ctx, id)
 }
 
+// RequestBodies finds the bodies of one request, in a team of any
+// instance's.
 func (a adminView) RequestBodies(ctx context.Context, id string) (store.StoredBodies, bool, error) {
+	if a.g.team != nil {
+		return a.g.team.bodies(ctx, id)
+	}
 	return a.g.db.RequestBodies(ctx, id)
 }

@@ -197,6 +197,12 @@ func (g *Gateway) rollUp(ctx context.Context) {
 		return
 	}
 	if db := g.team.current(); db != nil {
+		switch n, err := db.PruneRequests(ctx, g.clock.Now().AddDate(0, 0, -keep)); {
+		case err != nil:
+			g.log.Warn("the team's request log prune on PostgreSQL failed; it is tried again in an hour", "err", err)
+		case n > 0:
+			g.log.Info("deleted old requests from the team's request log on PostgreSQL", "requests", n, "keep_days", keep)
+		}
 		switch n, err := db.RollUp(ctx, g.clock.Now().AddDate(0, 0, -days)); {
 		case err != nil:
 			g.log.Warn("the team's ledger roll-up on PostgreSQL failed; it is tried again in an hour", "err", err)

@@ -17,6 +17,7 @@ import (
 	"freelane/backend/clock"
 	"freelane/backend/config"
 	"freelane/backend/control"
+	"freelane/backend/llm"
 	"freelane/backend/pgstore"
 	"freelane/backend/store"
 	"freelane/backend/vault"
@@ -89,12 +90,16 @@ type team struct {
 	mu      sync.Mutex
 	db      *pgstore.DB // nil until connected
 	shipper *pgstore.Shipper
+	// shipping is shipper once connected, for nudge, which the request
+	// log's writer calls after every batch without taking mu.
+	shipping atomic.Pointer[pgstore.Shipper]
 	// opened is true once the control plane opened: a change that cannot
 	// reach PostgreSQL is refused from then on, but while opening it is
 	// kept locally, so that the instance can start without PostgreSQL.
 	opened bool
-	// usageDown is true while usage is read from the local file.
-	usageDown bool
+	// usageDown and requestsDown are true while usage and the request
+	// log are read from the local file.
+	usageDown, requestsDown bool
 	// reachable is whether PostgreSQL answered the last time it was
 	// asked (connect or the ping of watchReach).
 	reachable atomic.Bool
@@ -137,6 +142,7 @@ func (t *team) connect(ctx context.Context) error {
 	defer t.mu.Unlock()
 	t.db = db
 	t.shipper = pgstore.NewShipper(t.local, db, pgstore.ShipOptions{Clock: t.clock, Logger: t.log})
+	t.shipping.Store(t.shipper)
 	t.reachable.Store(true)
 	return nil
 }
@@ -226,6 +232,13 @@ func (t *team) shipped() int64 {
 	return t.shipper.Shipped()
 }
 
+// nudge tells the shipper that the request log stored rows.
+func (t *team) nudge() {
+	if s := t.shipping.Load(); s != nil {
+		s.Nudge()
+	}
+}
+
 // usageReader answers the Usage screen's queries.
 type usageReader interface {
 	Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
@@ -256,16 +269,79 @@ func (t *team) usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow,
 }
 
 func (t *team) setUsageDown(down bool, err error) {
+	t.setDown(&t.usageDown, down, err,
+		"the team's usage cannot be read from PostgreSQL; the Usage screen shows this instance's own until it is back",
+		"the Usage screen shows the whole team's usage again")
+}
+
+// setDown records whether a screen is read from the local file, and logs
+// when that changes, not at every read.
+func (t *team) setDown(flag *bool, down bool, err error, downMsg, backMsg string) {
 	t.mu.Lock()
-	was := t.usageDown
-	t.usageDown = down
+	was := *flag
+	*flag = down
 	t.mu.Unlock()
 	switch {
 	case down && !was:
-		t.log.Warn("the team's usage cannot be read from PostgreSQL; the Usage screen shows this instance's own until it is back", "err", err)
+		t.log.Warn(downMsg, "err", err)
 	case !down && was:
-		t.log.Info("the Usage screen shows the whole team's usage again")
+		t.log.Info(backMsg)
 	}
+}
+
+// requestsDown logs the Requests screen's fall back to this instance's
+// own log, and its return.
+func (t *team) setRequestsDown(down bool, err error) {
+	t.setDown(&t.requestsDown, down, err,
+		"the team's request log cannot be read from PostgreSQL; the Requests screen shows this instance's own requests until it is back",
+		"the Requests screen shows the whole team's requests again")
+}
+
+// requests reads a page of the whole team's request log from PostgreSQL,
+// and of this instance's own from the local file while PostgreSQL cannot
+// be reached. A cursor is the same for both: one written by a page of the
+// other continues from its row's place in this one's order.
+func (t *team) requests(ctx context.Context, q store.RequestQuery) (store.RequestPage, error) {
+	if db := t.current(); db != nil {
+		page, err := db.QueryRequests(ctx, q)
+		if err == nil || errors.Is(err, store.ErrBadCursor) {
+			t.setRequestsDown(false, nil)
+			return page, err
+		}
+		if ctx.Err() != nil {
+			return page, err
+		}
+		t.setRequestsDown(true, err)
+	}
+	return t.local.QueryRequests(ctx, q)
+}
+
+// request finds one request of any instance in PostgreSQL, and in the
+// local file when PostgreSQL cannot be reached or does not hold it yet
+// (rows are copied a moment after they are stored).
+func (t *team) request(ctx context.Context, id string) (llm.Trace, bool, error) {
+	return findShared(ctx, t, id, (*pgstore.DB).RequestByID, t.local.RequestByID)
+}
+
+// bodies finds one request's bodies, as request finds the request.
+func (t *team) bodies(ctx context.Context, id string) (store.StoredBodies, bool, error) {
+	return findShared(ctx, t, id, (*pgstore.DB).RequestBodies, t.local.RequestBodies)
+}
+
+// findShared looks id up in PostgreSQL, and in the local file when
+// PostgreSQL cannot be reached or does not hold it.
+func findShared[T any](ctx context.Context, t *team, id string, shared func(*pgstore.DB, context.Context, string) (T, bool, error),
+	local func(context.Context, string) (T, bool, error)) (T, bool, error) {
+	if db := t.current(); db != nil {
+		v, found, err := shared(db, ctx, id)
+		if err == nil && found {
+			return v, true, nil
+		}
+		if err != nil {
+			t.setRequestsDown(true, err)
+		}
+	}
+	return local(ctx, id)
 }
 
 // run connects (retrying with backoff when PostgreSQL is away at start,

@@ -63,19 +63,9 @@ func (d *DB) insertLedger(ctx context.Context, rows []store.LedgerRow, beforeCom
 func (d *DB) ledgerInsert(rows []store.LedgerRow) (string, []any) {
 	var q strings.Builder
 	q.WriteString("INSERT INTO ledger (" + strings.Join(ledgerColumns, ", ") + ") VALUES ")
+	writePlaceholders(&q, len(rows), len(ledgerColumns))
 	args := make([]any, 0, len(rows)*len(ledgerColumns))
-	for i, r := range rows {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(")
-		for j := range ledgerColumns {
-			if j > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("$" + strconv.Itoa(len(args)+j+1))
-		}
-		q.WriteString(")")
+	for _, r := range rows {
 		var ttft *float64
 		if r.TTFTMS.Valid {
 			ttft = &r.TTFTMS.Float64
@@ -85,6 +75,24 @@ func (d *DB) ledgerInsert(rows []store.LedgerRow) (string, []any) {
 	}
 	q.WriteString(" ON CONFLICT (instance, seq) DO NOTHING")
 	return q.String(), args
+}
+
+// writePlaceholders writes the placeholders of a multi-row VALUES list
+// of rows rows of cols columns: ($1, $2), ($3, $4).
+func writePlaceholders(q *strings.Builder, rows, cols int) {
+	for i := range rows {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(")
+		for j := range cols {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("$" + strconv.Itoa(i*cols+j+1))
+		}
+		q.WriteString(")")
+	}
 }
 
 // ShippedSeq is the highest seq of this instance's rows in the database,

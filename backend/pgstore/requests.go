@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -30,19 +29,9 @@ func (d *DB) insertRows(ctx context.Context, t store.Table, rows []store.Row) er
 	prefixed := t.Column("instance") < 0
 	var q strings.Builder
 	q.WriteString("INSERT INTO " + shared.Name + " (" + strings.Join(cols, ", ") + ") VALUES ")
+	writePlaceholders(&q, len(rows), len(cols))
 	args := make([]any, 0, len(rows)*len(cols))
-	for i, r := range rows {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(")
-		for j := range cols {
-			if j > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("$" + strconv.Itoa(len(args)+j+1))
-		}
-		q.WriteString(")")
+	for _, r := range rows {
 		vals := r.Values
 		if prefixed {
 			vals = append([]any{nil}, vals...)

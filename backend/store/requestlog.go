@@ -32,6 +32,10 @@ type LogOptions struct {
 	// Clock drives the flush interval, retry backoff and drop warnings
 	// (default: the wall clock).
 	Clock clock.Clock
+	// Written, when set, is called by the writer after each batch it
+	// stored; it must not block (a team's instance tells its shipper
+	// there are rows to copy).
+	Written func()
 }
 
 // Defaults for LogOptions.
@@ -363,6 +367,9 @@ func (l *RequestLog) flush(ctx context.Context, w *work) error {
 				l.log.Warn("skipped request traces with duplicate IDs", "skipped", skipped)
 			}
 			w.acknowledge(nil)
+			if l.opts.Written != nil {
+				l.opts.Written()
+			}
 			return nil
 		}
 		if ctx.Err() != nil || attempt == writeAttempts {
