@@ -12,6 +12,11 @@
 // Gemini wire are refused below -cache-min-tokens tokens, Gemini
 // Flash's 1024 by default.
 //
+// With -tls-cert FILE it serves HTTPS (and HTTP/2, as vendors' endpoints
+// do) with a certificate for 127.0.0.1 made at start, written to FILE for
+// clients to trust (SSL_CERT_FILE for a Go program), and prints an https
+// URL.
+//
 // -chunks, -chunk-delay and -header-delay shape the normal answer of every
 // model without a script of its own, and each -model NAME=SPEC scripts one
 // model, SPEC being the same settings as a comma-separated list, such as
@@ -37,6 +42,7 @@ func main() {
 	chunks := flag.Int("chunks", 0, "content chunks of every normal answer (0: the fake's default of three)")
 	chunkDelay := flag.Duration("chunk-delay", 0, "pause between the content chunks of a stream")
 	headerDelay := flag.Duration("header-delay", 0, "wait before answering each request")
+	tlsCert := flag.String("tls-cert", "", "serve HTTPS and HTTP/2, writing the certificate clients must trust to this file")
 	models := map[string]fakeupstream.Behavior{}
 	flag.Func("model", "NAME=SPEC: script one model, SPEC as in chunks=60,chunk-delay=1s,header-delay=2s (repeatable)", func(v string) error {
 		name, spec, ok := strings.Cut(v, "=")
@@ -56,7 +62,18 @@ func main() {
 		os.Exit(2)
 	}
 
-	up := fakeupstream.Start()
+	var up *fakeupstream.Server
+	if *tlsCert != "" {
+		var cert []byte
+		up, cert = fakeupstream.StartTLS()
+		if err := os.WriteFile(*tlsCert, cert, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fakeupstream: writing the certificate:", err)
+			up.Close()
+			os.Exit(1)
+		}
+	} else {
+		up = fakeupstream.Start()
+	}
 	defer up.Close()
 	up.SetRecording(false)
 	up.SetCacheMinTokens(*cacheMin)

@@ -73,6 +73,8 @@ type options struct {
 	// durable has FreeLane end each answer only once its rows are
 	// written.
 	durable bool
+	// tls has the fake upstream serve HTTPS and HTTP/2, as vendors do.
+	tls bool
 }
 
 func main() {
@@ -95,6 +97,7 @@ func main() {
 	flag.StringVar(&o.tags, "tags", "", "build tags for FreeLane, such as desktop,production,webkit2_41 for the desktop binary (default: the headless one)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's directory (config, data, the children's logs)")
 	flag.BoolVar(&o.durable, "durable", false, "run every FreeLane with request_log.durable, holding each answer's end until its request and ledger rows are written")
+	flag.BoolVar(&o.tls, "tls", false, "the fake upstream serves HTTPS and HTTP/2, as vendors' endpoints do, so that each proxy multiplexes its upstream requests over a few connections")
 	flag.BoolVar(&o.redis, "redis", false, "also measure a second FreeLane that counts its quotas and budgets on a redis-server (from PATH) started for the run, as a team's instances do")
 	flag.Parse()
 	if err := run(context.Background(), clock.Real{}, o, os.Stdout, os.Stderr); err != nil {
@@ -125,12 +128,17 @@ func run(ctx context.Context, clk clock.Clock, o options, stdout, stderr io.Writ
 	open := max(o.streams, o.slow)
 	// Each open request holds a descriptor on each side of a proxy, and
 	// the generator one per client; the rest is headroom for the
-	// database, the listeners and idle pooled connections.
-	need := uint64(2*max(open, o.conc) + 512)
+	// database, the listeners and idle pooled connections. Over HTTP/2
+	// a proxy's upstream requests share a few connections.
+	sides := 2
+	if o.tls {
+		sides = 1
+	}
+	need := uint64(sides*max(open, o.conc) + 512)
 	soft, hard, err := raiseFileLimit(need)
 	if err != nil {
 		if open > 0 {
-			return fmt.Errorf("%w; at most %d requests can be held open at once here", err, (int(hard)-512)/2)
+			return fmt.Errorf("%w; at most %d requests can be held open at once here", err, (int(hard)-512)/sides)
 		}
 		return err
 	}
@@ -177,6 +185,10 @@ func run(ctx context.Context, clk clock.Clock, o options, stdout, stderr io.Writ
 		fmt.Fprint(stdout, "loadbench: FreeLane built headless (no build tags)")
 	}
 	machine["durable"] = o.durable
+	machine["upstream_tls"] = o.tls
+	if o.tls {
+		fmt.Fprint(stdout, "; the upstream serves HTTPS and HTTP/2")
+	}
 	if o.durable {
 		fmt.Fprint(stdout, "; every answer waits for its rows to be written (request_log.durable)")
 	}
@@ -186,7 +198,7 @@ func run(ctx context.Context, clk clock.Clock, o options, stdout, stderr io.Writ
 	fmt.Fprintln(stdout)
 	progress := func(s string) { fmt.Fprintln(stderr, "loadbench:", s) }
 	rep := report{Machine: machine}
-	sc := stackConfig{chunks: o.chunks, longChunks: int(o.streamDur/time.Second) + 1, slowLatency: o.slowLatency}
+	sc := stackConfig{chunks: o.chunks, longChunks: int(o.streamDur/time.Second) + 1, slowLatency: o.slowLatency, tls: o.tls}
 
 	var failed int64
 	if open == 0 {
@@ -247,6 +259,8 @@ func (o options) check() error {
 		return errors.New("-d must be positive, -warmup and -settle not negative")
 	case o.chunks < 1:
 		return errors.New("-chunks must be at least 1")
+	case o.tls && o.streams == 0 && o.slow == 0:
+		return errors.New("-tls is for the scale mode: give -streams or -slow")
 	case o.streams < 0 || o.slow < 0:
 		return errors.New("-streams and -slow must not be negative")
 	case o.streams > 0 && o.streamDur < time.Second:

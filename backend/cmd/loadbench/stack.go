@@ -50,6 +50,9 @@ type stackConfig struct {
 	// durable has every FreeLane hold each answer's end until its rows
 	// are written (request_log.durable).
 	durable bool
+	// tls has the fake upstream serve HTTPS and HTTP/2; the proxies
+	// trust its certificate through SSL_CERT_FILE.
+	tls bool
 }
 
 // startStack starts the three children on free loopback ports, each
@@ -63,14 +66,21 @@ func startStack(ctx context.Context, clk clock.Clock, bin binaries, dir string, 
 	env := childEnv(home)
 	firstURL := func(line string) (string, bool) {
 		line = strings.TrimSpace(line)
-		return line, strings.HasPrefix(line, "http://")
+		return line, strings.HasPrefix(line, "http://") || strings.HasPrefix(line, "https://")
 	}
 	var err error
 	upArgs := []string{"-chunks", fmt.Sprint(sc.chunks),
 		"-model", fmt.Sprintf("%s=chunks=%d,chunk-delay=1s", modelLong, max(1, sc.longChunks)),
 		"-model", fmt.Sprintf("%s=chunks=%d,header-delay=%s", modelSlow, max(1, sc.chunks), sc.slowLatency)}
+	cert := filepath.Join(dir, "upstream-cert.pem")
+	if sc.tls {
+		upArgs = append(upArgs, "-tls-cert", cert)
+	}
 	if s.upstream, err = startChild(ctx, clk, "fakeupstream", bin.upstream, upArgs, env, dir, firstURL); err != nil {
 		return nil, err
+	}
+	if sc.tls {
+		env = append(env, "SSL_CERT_FILE="+cert)
 	}
 	// The fake prints its OpenAI base URL; the proxy forwards to the
 	// origin and keeps the path.

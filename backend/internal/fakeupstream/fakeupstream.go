@@ -65,6 +65,7 @@ package fakeupstream
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
@@ -359,7 +360,10 @@ type Server struct {
 // Start listens on 127.0.0.1 on a free port and returns once the server
 // accepts connections. It panics if it cannot listen, which only happens
 // when the machine has no loopback interface or no free port.
-func Start() *Server {
+func Start() *Server { return start(nil) }
+
+// start is Start, serving TLS (and with it HTTP/2) when conf is set.
+func start(conf *tls.Config) *Server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(fmt.Sprintf("fakeupstream: listen: %v", err))
@@ -385,8 +389,18 @@ func Start() *Server {
 		// deliberate, so the log is discarded.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
+	if conf != nil {
+		s.URL = "https://" + ln.Addr().String() + "/v1"
+		s.srv.TLSConfig = conf
+	}
 	go func() {
 		defer close(s.serveDone)
+		if conf != nil {
+			// ServeTLS offers HTTP/2 as well as HTTP/1.1, as a vendor's
+			// endpoint does.
+			_ = s.srv.ServeTLS(ln, "", "")
+			return
+		}
 		_ = s.srv.Serve(ln)
 	}()
 	return s
