@@ -193,15 +193,17 @@ bench-load:
 # at once through the bare proxy and then through FreeLane, and SLOW
 # non-stream requests whose upstream answers after SLOW_LATENCY, and
 # reports errors, memory per open request and whether FreeLane's /healthz
-# and /metrics still answer. Each open request holds a descriptor on each
-# side of a proxy: the harness raises its open-file limit and says so when
-# the hard limit is too low for STREAMS.
+# and /metrics still answer. The upstream serves HTTPS and HTTP/2, as
+# vendors do (SCALE_TLS= for plain HTTP/1.1, where each open request
+# holds a descriptor on both sides of a proxy); the harness raises its
+# open-file limit and says so when the hard limit is too low for STREAMS.
 STREAMS      ?= 10000
 STREAM_DUR   ?= 60s
 SLOW         ?= 1000
 SLOW_LATENCY ?= 2s
+SCALE_TLS    ?= -tls
 bench-scale:
-	go run ./backend/cmd/loadbench -streams $(STREAMS) -stream-dur $(STREAM_DUR) -slow $(SLOW) -slow-latency $(SLOW_LATENCY) -timeout 10m $(LOADBENCH_ARGS)
+	go run ./backend/cmd/loadbench -streams $(STREAMS) -stream-dur $(STREAM_DUR) -slow $(SLOW) -slow-latency $(SLOW_LATENCY) -timeout 10m $(SCALE_TLS) $(LOADBENCH_ARGS)
 
 clean:
 	rm -rf build/bin build/screenshots

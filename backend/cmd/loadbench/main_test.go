@@ -79,10 +79,11 @@ func TestHarness(t *testing.T) {
 		t.Errorf("idle memory: %+v", rep.Load.Idle)
 	}
 
-	// The scale mode: a few streams and slow requests held open through
-	// each target.
+	// The scale mode, as make bench-scale runs it: a few streams and slow
+	// requests held open through each target, to an HTTPS and HTTP/2
+	// upstream.
 	o = base
-	o.streams, o.slow = 50, 20
+	o.streams, o.slow, o.tls = 50, 20, true
 	o.jsonPath = filepath.Join(dir, "scale.json")
 	out.Reset()
 	progress.Reset()
@@ -95,6 +96,9 @@ func TestHarness(t *testing.T) {
 	rep = report{}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
+	}
+	if rep.Machine["upstream_tls"] != true {
+		t.Errorf("the report does not say the upstream served HTTPS: %v", rep.Machine)
 	}
 	if len(rep.Scale) != 4 {
 		t.Fatalf("want 4 scale phases, got %d: %s", len(rep.Scale), b)
