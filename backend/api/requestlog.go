@@ -44,7 +44,7 @@ var (
 // requestLogParams are the query parameters GET /api/requests reads; any
 // other is refused, so a misspelt filter is not silently ignored.
 var requestLogParams = []string{"limit", "cursor", "sort", "order", "q", "id", "from", "to", "before",
-	"chain", "backend", "class", "dialect", "status", "cache", "stream", "session"}
+	"chain", "backend", "class", "dialect", "status", "cache", "stream", "session", "instance"}
 
 // badParam writes the 400 of a query parameter.
 func badParam(w http.ResponseWriter, param, msg string) {
@@ -106,7 +106,7 @@ func requestQuery(w http.ResponseWriter, q url.Values) (rq store.RequestQuery, s
 		*dst = v
 		return true
 	}
-	if !name("chain", &rq.Chain) || !name("backend", &rq.Backend) {
+	if !name("chain", &rq.Chain) || !name("backend", &rq.Backend) || !name("instance", &rq.Instance) {
 		return rq, "", false
 	}
 	if v := q.Get("id"); v != "" {

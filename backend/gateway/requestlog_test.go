@@ -200,6 +200,9 @@ func TestRequestLogQuery(t *testing.T) {
 	if len(paged) != 7 || paged[0] != ids[6] || paged[6] != ids[0] {
 		t.Errorf("paged %v, want %v newest first", paged, ids)
 	}
+	if got, _ := list("?instance=office-9"); len(got) != 0 {
+		t.Errorf("instance=office-9 on a single machine: %d requests, want none", len(got))
+	}
 	if got, _ := list("?stream=true"); len(got) != 2 {
 		t.Errorf("stream=true: %d requests, want 2", len(got))
 	}
@@ -225,10 +228,11 @@ func TestRequestLogQuery(t *testing.T) {
 		"?session=xyz":     "session",
 		"?from=yesterday":  "from",
 		"?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z": "to",
-		"?cursor=bogus":                  "cursor",
-		"?q=" + strings.Repeat("a", 201): "q",
-		"?chain=a&chain=b":               "chain",
-		"?colour=red":                    "colour",
+		"?cursor=bogus":                         "cursor",
+		"?q=" + strings.Repeat("a", 201):        "q",
+		"?chain=a&chain=b":                      "chain",
+		"?instance=" + strings.Repeat("i", 257): "instance",
+		"?colour=red":                           "colour",
 	} {
 		r := e.do("GET", "/api/requests"+query, "", nil)
 		if r.status != http.StatusBadRequest || r.param() != param {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,7 @@ func queries() []store.RequestQuery {
 		store.RequestQuery{Cache: store.CacheNone, Limit: 5},
 		store.RequestQuery{Cache: llm.CacheHit, Session: fmt.Sprintf("%016x", 1), Limit: 5},
 		store.RequestQuery{Status: "4xx", Limit: 5},
+		store.RequestQuery{Instance: "a", Class: llm.Transient, Limit: 5},
 		store.RequestQuery{Text: "CONNECTION", Limit: 5},
 		store.RequestQuery{Text: "100%", Limit: 5},
 		store.RequestQuery{Text: "50_000", Limit: 5},
@@ -200,6 +202,10 @@ func TestTeamRequestLogPagesEveryInstancesRows(t *testing.T) {
 		if again := pageIDs(t, read, store.RequestQuery{Limit: 80}); !slices.Equal(again, ids) {
 			t.Errorf("%s: one page of 80 lists another order than pages of 3", db.instance)
 		}
+	}
+	if ids := pageIDs(t, func(q store.RequestQuery) (store.RequestPage, error) { return dbA.QueryRequests(ctx, q) },
+		store.RequestQuery{Instance: "b", Status: "2xx", Limit: 6}); len(ids) != 32 || !strings.HasPrefix(ids[0], "req_b_") || !strings.HasPrefix(ids[31], "req_b_") {
+		t.Errorf("b's answered requests, from a's connection: %d ids from %v to %v; want b's 32", len(ids), ids[:1], ids[len(ids)-1:])
 	}
 	page, err := dbA.QueryRequests(ctx, store.RequestQuery{Text: "pelican"})
 	if err != nil || len(page.Traces) != 1 || page.Traces[0].ID != "req_a_0001" {

@@ -305,6 +305,9 @@ func (q RequestQuery) conditions(d Dialect) (where []string, args []any) {
 	if q.Session != "" {
 		add("session = ?", q.Session)
 	}
+	if q.Instance != "" {
+		add("instance = ?", q.Instance)
+	}
 	if !q.From.IsZero() {
 		add("started_at >= ?", q.From.UnixMilli())
 	}

@@ -39,6 +39,9 @@ type RequestQuery struct {
 	Stream *bool
 	// Session keeps only the requests of this session.
 	Session string
+	// Instance keeps only the requests the instance of a team with this
+	// name served.
+	Instance string
 	// Text keeps only requests with this text (any case) in the requested
 	// name, alias, chain, backend, error or notes, or in the stored bodies.
 	Text string

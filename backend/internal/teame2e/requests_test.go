@@ -130,6 +130,12 @@ func TestEveryDashboardListsTheTeamsRequests(t *testing.T) {
 			t.Errorf("instance %d lists the team's requests in another order than instance 1", i+2)
 		}
 	}
+	// One instance lists another's requests alone.
+	var third []llm.Trace
+	if st := tm.adminGet(t, tm.gws[0], sessions[0], "/api/requests?instance=office-3&limit=100", &third); st != http.StatusOK ||
+		!slices.Equal(ids(third), served["office-3"]) {
+		t.Errorf("office-1 lists office-3's requests as %v (%d), want %v", ids(third), st, served["office-3"])
+	}
 	// One instance opens a request another served.
 	other := served["office-2"][0]
 	var detail api.RequestDetail

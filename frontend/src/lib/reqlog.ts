@@ -42,6 +42,8 @@ export interface LogView {
   cache: CacheFilter | "";
   stream: "" | "true" | "false";
   session: string;
+  /** The instance of a team that served the requests. */
+  instance: string;
   /** The request whose details are open. */
   open: string;
 }
@@ -62,11 +64,12 @@ export function emptyView(): LogView {
     cache: "",
     stream: "",
     session: "",
+    instance: "",
     open: "",
   };
 }
 
-const FIELDS = ["q", "range", "from", "to", "chain", "backend", "class", "dialect", "status", "cache", "stream", "session", "open"] as const;
+const FIELDS = ["q", "range", "from", "to", "chain", "backend", "class", "dialect", "status", "cache", "stream", "session", "instance", "open"] as const;
 
 function oneOf<T extends string>(v: string, allowed: readonly T[]): T | "" {
   return (allowed as readonly string[]).includes(v) ? (v as T) : "";
@@ -107,7 +110,7 @@ export function hashOfView(v: LogView): string {
 
 /** Whether any filter, the search or the range narrows the view (the sort does not). */
 export function narrowed(v: LogView): boolean {
-  return !!(v.q || v.range || v.chain || v.backend || v.class || v.dialect || v.status || v.cache || v.stream || v.session);
+  return !!(v.q || v.range || v.chain || v.backend || v.class || v.dialect || v.status || v.cache || v.stream || v.session || v.instance);
 }
 
 /** A datetime-local value ("2026-12-04T09:30") as an RFC 3339 time; "" when it is none. */
@@ -140,6 +143,7 @@ export function queryOf(v: LogView, now: number, limit: number, cursor = ""): Re
   set("cache", v.cache);
   set("stream", v.stream);
   set("session", v.session);
+  set("instance", v.instance);
   set("cursor", cursor);
   return q;
 }
@@ -160,6 +164,7 @@ export function liveMatch(v: LogView, t: Trace, now: number): boolean {
   if (v.cache && (t.cache || "none") !== v.cache) return false;
   if (v.stream && String(!!t.stream) !== v.stream) return false;
   if (v.session && t.session !== v.session) return false;
+  if (v.instance && (t.instance ?? "") !== v.instance) return false;
   const start = Date.parse(t.start);
   const r = RANGES.find((x) => x.key === v.range);
   if (r && r.ms && start < now - r.ms) return false;

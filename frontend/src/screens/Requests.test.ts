@@ -51,6 +51,30 @@ describe("Requests", () => {
     expect(screen.getByTestId("instance-column").textContent).toBe("Instance");
   });
 
+  it("filters by the instance that served, in a team only, and keeps the filter in the link", async () => {
+    vi.stubGlobal("fetch", fakeFetch(() => ({ body: [] })).fn);
+    render(Requests);
+    await waitFor(() => expect(ids()).toEqual(["request-row-r2", "request-row-r1"]));
+    expect(screen.queryByTestId("filter-instance")).toBeNull();
+    cleanup();
+
+    // office-3 stopped: it is not among the live instances, but its rows are in the log.
+    const gone = trace("r3", { instance: "office-3", start: "2025-03-01T11:59:00Z" });
+    const f = fakeFetch((_m, url) => ({ body: url.includes("instance=office-2") ? [] : [gone] }));
+    vi.stubGlobal("fetch", f.fn);
+    live.applySnapshot(snapshot({ team: team(), requests: [trace("r1", { instance: "office-2" }), trace("r4", { instance: "office-1" })] }));
+    render(Requests);
+    const pick = (await screen.findByTestId("filter-instance")) as HTMLSelectElement;
+    await waitFor(() => expect([...pick.options].map((o) => o.value)).toEqual(["", "office-1", "office-2", "office-3"]));
+    await fireEvent.change(pick, { target: { value: "office-2" } });
+    await waitFor(() => expect(lastList(f)).toBe("/api/requests?limit=100&instance=office-2"));
+    // The live tail keeps only office-2's request.
+    await waitFor(() => expect(ids()).toEqual(["request-row-r1"]));
+    expect(location.hash).toBe("#/requests?instance=office-2");
+    expect(viewFromHash(location.hash).instance).toBe("office-2");
+    expect(queryOf(viewFromHash("#/requests?instance=office-3"), 0, 50)).toEqual({ limit: "50", instance: "office-3" });
+  });
+
   it("lists one line per request, merges the log and the live tail, and asks the server for each filter", async () => {
     const older = trace("r0", {
       start: "2025-03-01T11:00:00Z",
