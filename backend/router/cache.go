@@ -3,6 +3,7 @@ package router
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,18 @@ type cacheUse struct {
 	replay func(h CachedAnswer, tr *llm.Trace) error
 	// keep, set on a miss or a refresh, takes the answer.
 	keep CacheKeeper
+	// end, set by a replay that held back the end of its answer, writes
+	// it: the run calls it once the hit's trace is stored, as a backend's
+	// answer waits (SetStoredWait).
+	end func()
+}
+
+// finish writes what the replay held back.
+func (cu *cacheUse) finish() {
+	if cu.end != nil {
+		cu.end()
+		cu.end = nil
+	}
 }
 
 // cacheRoute names the backends a request resolved to, for the cache's
@@ -141,24 +154,33 @@ func (s *keepSink) Done() error {
 	return err
 }
 
-// replayStream writes a hit's events into sink as a committed stream.
-func replayStream(req *llm.Request, sink Sink, h CachedAnswer, tr *llm.Trace) error {
+// replayStream writes a hit's events into sink as a committed stream, all
+// but the last, which with the stream's end it leaves to cu.end.
+func (cu *cacheUse) replayStream(req *llm.Request, sink Sink, h CachedAnswer, tr *llm.Trace) error {
 	evs, err := h.Events(req, tr.ID)
 	if err != nil {
 		return err
 	}
+	evs = slices.DeleteFunc(evs, func(ev llm.Event) bool { return ev.Kind == llm.UsageOnly && !req.WantsUsage })
 	tr.Committed = true
 	if err := sink.Commit(tr.ID, nil, nil); err != nil {
 		return nil
 	}
+	var last []byte
+	if n := len(evs); n > 0 {
+		last = evs[n-1].Data
+		evs = evs[:n-1]
+	}
 	for i, ev := range evs {
-		if ev.Kind == llm.UsageOnly && !req.WantsUsage {
-			continue
-		}
 		if err := sink.Send(ev.Data, i == len(evs)-1); err != nil {
 			return nil
 		}
 	}
-	_ = sink.Done()
+	cu.end = func() {
+		if last != nil && sink.Send(last, true) != nil {
+			return
+		}
+		_ = sink.Done()
+	}
 	return nil
 }

@@ -277,7 +277,8 @@ func (r *Router) Stream(ctx context.Context, req *llm.Request, sink Sink) *Failu
 	var cu *cacheUse
 	var ks *keepSink
 	if r.cache != nil {
-		cu = &cacheUse{replay: func(h CachedAnswer, tr *llm.Trace) error { return replayStream(req, sink, h, tr) }}
+		cu = &cacheUse{}
+		cu.replay = func(h CachedAnswer, tr *llm.Trace) error { return cu.replayStream(req, sink, h, tr) }
 		ks = &keepSink{Sink: sink, cu: cu}
 		sink = ks
 	}
@@ -355,7 +356,10 @@ func (r *Router) run(ctx context.Context, req *llm.Request, try attemptFunc, cu 
 	}
 	tr.Chain, tr.Alias = route.Chain, route.Alias
 	if cu != nil && r.fromCache(req, route, tr, cu) {
-		r.finishTrace(tr, start)
+		// A hit called no backend, but its request row is held to as
+		// an answer's is.
+		r.finishStored(ctx, tr, start)
+		cu.finish()
 		return tr, nil
 	}
 

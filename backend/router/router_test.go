@@ -180,6 +180,11 @@ func (s *recSink) Commit(id string, b *router.Backend, attempts []llm.Attempt) e
 	if !strings.HasPrefix(id, "req_") {
 		return fmt.Errorf("bad id %q", id)
 	}
+	if b == nil {
+		// A response-cache hit commits without a backend.
+		s.ops = append(s.ops, "commit cache")
+		return nil
+	}
 	s.ops = append(s.ops, "commit "+b.Name())
 	s.backend = b.Name()
 	s.committed = slices.Clone(attempts)

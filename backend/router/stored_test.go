@@ -118,3 +118,73 @@ func TestStoredWaitIsBounded(t *testing.T) {
 		t.Error("a trace waited on without the setting")
 	}
 }
+
+// hitCache answers every lookup with one cached answer.
+type hitCache struct{ answer cachedAnswer }
+
+func (c hitCache) Lookup(*llm.Request, string, string) (llm.CacheOutcome, router.CachedAnswer, router.CacheKeeper) {
+	return llm.CacheHit, c.answer, nil
+}
+
+type cachedAnswer struct{}
+
+func (cachedAnswer) Origin() router.CacheOrigin { return router.CacheOrigin{Backend: "a/m"} }
+func (cachedAnswer) Created() time.Time         { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }
+func (cachedAnswer) Body(*llm.Request, string) ([]byte, error) {
+	return []byte(`{"cached":true}`), nil
+}
+func (cachedAnswer) Events(*llm.Request, string) ([]llm.Event, error) {
+	return []llm.Event{{Kind: llm.Content, Data: []byte(`{"c":"cached"}`)}, {Kind: llm.Held, Data: []byte(`{"finish":"stop"}`)}}, nil
+}
+
+// A response-cache hit calls no backend, but its end waits for its
+// request row as a backend's answer does.
+func TestCacheHitEndsOnlyOnceItsTraceIsStored(t *testing.T) {
+	h, traced := storedHarness(t, time.Minute)
+	h.r.SetCache(hitCache{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+			t.Errorf("stream failed: %+v", f)
+		}
+	}()
+	tr := <-traced
+	if tr.Stored == nil || tr.Cache != llm.CacheHit {
+		t.Fatalf("trace cache %s, Stored %v", tr.Cache, tr.Stored)
+	}
+	select {
+	case <-ended:
+		t.Fatal("the replayed stream ended before its trace was stored")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if got := strings.Join(h.sink.ops, " | "); !strings.HasPrefix(got, "commit") || !strings.HasSuffix(got, `send {"c":"cached"}`) {
+		t.Errorf("before the trace was stored the client got: %s", got)
+	}
+	tr.Stored.Give(nil)
+	<-ended
+	if got := strings.Join(h.sink.ops, " | "); !strings.HasSuffix(got, `send {"c":"cached"} | send {"finish":"stop"} | done`) {
+		t.Errorf("the client got: %s", got)
+	}
+	if n := h.ups["a"].calls; n != 0 {
+		t.Errorf("a hit called the backend %d times", n)
+	}
+
+	h2, traced2 := storedHarness(t, time.Minute)
+	h2.r.SetCache(hitCache{})
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		if res, f := h2.r.Complete(h2.ctx, completeReq(t, "main")); f != nil || string(res.Response.Body) != `{"cached":true}` {
+			t.Errorf("complete = %+v, %+v", res, f)
+		}
+	}()
+	tr = <-traced2
+	select {
+	case <-returned:
+		t.Fatal("Complete returned a hit before its trace was stored")
+	case <-time.After(50 * time.Millisecond):
+	}
+	tr.Stored.Give(nil)
+	<-returned
+}
