@@ -113,6 +113,19 @@ func (d *DB) ShippedSeq(ctx context.Context) (int64, error) {
 // that instances rolling up at once take turns rather than wait.
 const rollUpLock = advisoryLock + 1
 
+// inTurn runs fn in a transaction that holds the transaction lock key,
+// unless another instance holds it: then it does nothing, since that
+// instance is doing the same work.
+func (d *DB) inTurn(ctx context.Context, key int64, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var mine bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, key).Scan(&mine); err != nil || !mine {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // RollUp folds every row of the team's ledger from before before into
 // quarter-hour totals by instance, backend, chain and path, and deletes
 // the rows, in one statement: a row is either still there or in the
@@ -122,11 +135,7 @@ func (d *DB) RollUp(ctx context.Context, before time.Time) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, rollUpTimeout)
 	defer cancel()
 	var n int64
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		var mine bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(rollUpLock)).Scan(&mine); err != nil || !mine {
-			return err
-		}
+	err := d.inTurn(ctx, rollUpLock, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `WITH gone AS (DELETE FROM ledger WHERE time < $1 RETURNING *),
 folded AS (
 	INSERT INTO ledger_quarters AS t (quarter, instance, backend, chain, path, requests, failures,

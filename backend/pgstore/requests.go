@@ -150,11 +150,7 @@ func (d *DB) PruneRequests(ctx context.Context, before time.Time) (int64, error)
 	ctx, cancel := context.WithTimeout(ctx, rollUpTimeout)
 	defer cancel()
 	var n int64
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		var mine bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(pruneLock)).Scan(&mine); err != nil || !mine {
-			return err
-		}
+	err := d.inTurn(ctx, pruneLock, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM request_bodies WHERE started_at < $1`, before.UnixMilli()); err != nil {
 			return err
 		}

@@ -30,6 +30,18 @@ func (c *chanRecorder) Record(t llm.Trace) {
 	c.out <- t
 }
 
+// stillHeld fails the test when ended is closed within 50 ms: the answer
+// must wait for its trace's acknowledgement, which the test has not
+// given.
+func stillHeld(t *testing.T, ended <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ended:
+		t.Fatal(what + " before its trace was stored")
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
 func tail(data string) step {
 	return step{ev: llm.Event{Kind: llm.Held, Data: []byte(data), Tail: true}}
 }
@@ -51,11 +63,7 @@ func TestAnswerEndsOnlyOnceItsTraceIsStored(t *testing.T) {
 	if tr.Stored == nil || tr.Class != llm.OK {
 		t.Fatalf("trace class %s, Stored %v", tr.Class, tr.Stored)
 	}
-	select {
-	case <-ended:
-		t.Fatal("the stream ended before its trace was stored")
-	case <-time.After(50 * time.Millisecond):
-	}
+	stillHeld(t, ended, "the stream ended")
 	// The goroutine is parked on the acknowledgement; what it wrote
 	// before recording is visible through the recorder's lock.
 	if got := strings.Join(h.sink.ops, " | "); got != `commit a/m | send {"c":"hello"}` {
@@ -76,11 +84,7 @@ func TestAnswerEndsOnlyOnceItsTraceIsStored(t *testing.T) {
 		}
 	}()
 	tr = <-traced2
-	select {
-	case <-returned:
-		t.Fatal("Complete returned before its trace was stored")
-	case <-time.After(50 * time.Millisecond):
-	}
+	stillHeld(t, returned, "Complete returned")
 	tr.Stored.Give(nil)
 	<-returned
 }
@@ -153,11 +157,7 @@ func TestCacheHitEndsOnlyOnceItsTraceIsStored(t *testing.T) {
 	if tr.Stored == nil || tr.Cache != llm.CacheHit {
 		t.Fatalf("trace cache %s, Stored %v", tr.Cache, tr.Stored)
 	}
-	select {
-	case <-ended:
-		t.Fatal("the replayed stream ended before its trace was stored")
-	case <-time.After(50 * time.Millisecond):
-	}
+	stillHeld(t, ended, "the replayed stream ended")
 	if got := strings.Join(h.sink.ops, " | "); !strings.HasPrefix(got, "commit") || !strings.HasSuffix(got, `send {"c":"cached"}`) {
 		t.Errorf("before the trace was stored the client got: %s", got)
 	}
@@ -180,11 +180,7 @@ func TestCacheHitEndsOnlyOnceItsTraceIsStored(t *testing.T) {
 		}
 	}()
 	tr = <-traced2
-	select {
-	case <-returned:
-		t.Fatal("Complete returned a hit before its trace was stored")
-	case <-time.After(50 * time.Millisecond):
-	}
+	stillHeld(t, returned, "Complete returned a hit")
 	tr.Stored.Give(nil)
 	<-returned
 }
