@@ -413,7 +413,7 @@ func (c *Client) call(ctx context.Context, path string, body []byte) (int, []byt
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "application/json")
 	c.setHeaders(hr.Header)
-	resp, err := c.http.Do(hr)
+	resp, err := c.do(hr)
 	if err != nil {
 		return 0, nil, c.transport(ctx, err)
 	}
@@ -429,9 +429,18 @@ func (c *Client) call(ctx context.Context, path string, body []byte) (int, []byt
 	return resp.StatusCode, answer, nil
 }
 
+// do sends one request through the client's transport. A redirect is
+// returned as it came (the client never follows one), and a base URL
+// never carries a user and password (the configuration refuses them), so
+// a request needs none of http.Client's machinery: its per-request copy
+// of the headers for redirects, its URL error wrapping.
+func (c *Client) do(hr *http.Request) (*http.Response, error) {
+	return c.http.Transport.RoundTrip(hr)
+}
+
 // send performs the request and classifies a failure to get a 2xx answer.
 func (c *Client) send(ctx context.Context, hr *http.Request) (*http.Response, error) {
-	resp, err := c.http.Do(hr)
+	resp, err := c.do(hr)
 	if err != nil {
 		return nil, c.transport(ctx, err)
 	}
