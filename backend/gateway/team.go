@@ -289,7 +289,7 @@ func (t *team) setDown(flag *bool, down bool, err error, downMsg, backMsg string
 	}
 }
 
-// requestsDown logs the Requests screen's fall back to this instance's
+// setRequestsDown logs the Requests screen's fall back to this instance's
 // own log, and its return.
 func (t *team) setRequestsDown(down bool, err error) {
 	t.setDown(&t.requestsDown, down, err,

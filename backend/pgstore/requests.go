@@ -32,19 +32,17 @@ func (d *DB) insertRows(ctx context.Context, t store.Table, rows []store.Row) er
 	writePlaceholders(&q, len(rows), len(cols))
 	args := make([]any, 0, len(rows)*len(cols))
 	for _, r := range rows {
-		vals := r.Values
+		row := len(args)
 		if prefixed {
-			vals = append([]any{nil}, vals...)
-		} else {
-			vals = append([]any(nil), vals...)
+			args = append(args, nil)
 		}
-		vals[inst] = d.instance
-		for j, v := range vals {
-			if s, ok := v.(string); ok {
-				vals[j] = pgText(s)
+		args = append(args, r.Values...)
+		args[row+inst] = d.instance
+		for j := row; j < len(args); j++ {
+			if s, ok := args[j].(string); ok {
+				args[j] = pgText(s)
 			}
 		}
-		args = append(args, vals...)
 	}
 	// Without a conflict target, a row whose request id another
 	// instance's row already holds is skipped too, rather than failing

@@ -30,6 +30,20 @@ func (c *chanRecorder) Record(t llm.Trace) {
 	c.out <- t
 }
 
+// streamUntilTraced starts a stream through h's router and returns once
+// its trace was recorded, with the channel closed when Stream returns.
+func streamUntilTraced(t *testing.T, h *harness, traced <-chan llm.Trace) (<-chan struct{}, llm.Trace) {
+	t.Helper()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
+			t.Errorf("stream failed: %+v", f)
+		}
+	}()
+	return ended, <-traced
+}
+
 // stillHeld fails the test when ended is closed within 50 ms: the answer
 // must wait for its trace's acknowledgement, which the test has not
 // given.
@@ -52,14 +66,7 @@ func tail(data string) step {
 func TestAnswerEndsOnlyOnceItsTraceIsStored(t *testing.T) {
 	h, traced := storedHarness(t, time.Minute)
 	h.ups["a"].script = []step{content(`{"c":"hello"}`), tail(`{"finish":"stop"}`), done()}
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
-			t.Errorf("stream failed: %+v", f)
-		}
-	}()
-	tr := <-traced
+	ended, tr := streamUntilTraced(t, h, traced)
 	if tr.Stored == nil || tr.Class != llm.OK {
 		t.Fatalf("trace class %s, Stored %v", tr.Class, tr.Stored)
 	}
@@ -146,14 +153,7 @@ func (cachedAnswer) Events(*llm.Request, string) ([]llm.Event, error) {
 func TestCacheHitEndsOnlyOnceItsTraceIsStored(t *testing.T) {
 	h, traced := storedHarness(t, time.Minute)
 	h.r.SetCache(hitCache{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		if f := h.r.Stream(h.ctx, streamReq(t, "main", false), h.sink); f != nil {
-			t.Errorf("stream failed: %+v", f)
-		}
-	}()
-	tr := <-traced
+	ended, tr := streamUntilTraced(t, h, traced)
 	if tr.Stored == nil || tr.Cache != llm.CacheHit {
 		t.Fatalf("trace cache %s, Stored %v", tr.Cache, tr.Stored)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"freelane/backend/api"
-	"freelane/backend/config"
 	"freelane/backend/gateway"
 	"freelane/backend/internal/teamtest"
 	"freelane/backend/llm"
@@ -71,13 +70,7 @@ func (tm *team) adminGet(t *testing.T, g *gateway.Gateway, session, path string,
 // instance that served it, and opens one another instance served; with
 // PostgreSQL cut off, each still lists its own.
 func TestEveryDashboardListsTheTeamsRequests(t *testing.T) {
-	h := teamtest.StartHAProxy(t)
-	r := teamtest.StartRedis(t)
-	p := teamtest.StartPostgres(t)
-	db := p.NewDatabase(t)
-	tm := startTeam(t, 3, fmt.Sprintf("redis://%s/%d", r.Addr, r.NewDB(t)), config.Limits{}, func(c *config.Config) {
-		c.Store.Postgres = p.Via(h.PostgresAddr, db)
-	})
+	tm, h, _ := startPostgresTeam(t)
 	const sent = 30
 	if ok, failure := tm.load(t, 3, sent/3); ok != sent {
 		t.Fatalf("%d of %d requests answered: %s", ok, sent, failure)

@@ -299,17 +299,26 @@ func TestBreakerOpensOnEveryInstanceAfterTheTeamsFailures(t *testing.T) {
 	}
 }
 
+// startPostgresTeam starts three instances sharing one Redis and one new
+// PostgreSQL database, which they reach through HAProxy so that a test
+// can cut it off; dsn reaches the database directly.
+func startPostgresTeam(t *testing.T) (tm *team, h *teamtest.HAProxy, dsn string) {
+	t.Helper()
+	h = teamtest.StartHAProxy(t)
+	r := teamtest.StartRedis(t)
+	p := teamtest.StartPostgres(t)
+	db := p.NewDatabase(t)
+	tm = startTeam(t, 3, fmt.Sprintf("redis://%s/%d", r.Addr, r.NewDB(t)), config.Limits{}, func(c *config.Config) {
+		c.Store.Postgres = p.Via(h.PostgresAddr, db)
+	})
+	return tm, h, p.DSN(db)
+}
+
 // PostgreSQL cut off under load from many clients: no request fails, and
 // once it is back the team's ledger on PostgreSQL holds every request
 // exactly once, whichever instance served it.
 func TestPostgresDownMidLoadLosesNoLedgerRow(t *testing.T) {
-	h := teamtest.StartHAProxy(t)
-	r := teamtest.StartRedis(t)
-	p := teamtest.StartPostgres(t)
-	db := p.NewDatabase(t)
-	tm := startTeam(t, 3, fmt.Sprintf("redis://%s/%d", r.Addr, r.NewDB(t)), config.Limits{}, func(c *config.Config) {
-		c.Store.Postgres = p.Via(h.PostgresAddr, db)
-	})
+	tm, h, dsn := startPostgresTeam(t)
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -342,7 +351,7 @@ func TestPostgresDownMidLoadLosesNoLedgerRow(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	pg, err := pgx.Connect(context.Background(), p.DSN(db))
+	pg, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
